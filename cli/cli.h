@@ -1,0 +1,56 @@
+/*
+ * cli/cli.h - shared helpers of the thin mains. Only cli/ prints to the
+ * terminal or calls exit().
+ *
+ * Exit codes (every CLI): 0 ok, 1 refused/invalid, 2 usage or input error,
+ * 3 internal or environment error.
+ */
+#ifndef OTA_CLI_H
+#define OTA_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "ota/common.h"
+
+enum { CLI_OK = 0, CLI_REFUSED = 1, CLI_USAGE = 2, CLI_INTERNAL = 3 };
+
+/* A command group: `ota <name> ...` calls fn(argc, argv) with argv[0] = name. */
+typedef struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} cli_command;
+
+/* Maps an error to the exit code class (usage/io -> 2, internal -> 3, else 1). */
+int cli_exit_for(ota_err e);
+/* Prints "ota: <code>: <where>: <what>" to stderr; returns cli_exit_for(code). */
+int cli_fail(const char *prog, const ota_error *e);
+/* Prints "prog: usage: msg" to stderr and returns CLI_USAGE. */
+int cli_usage(const char *prog, const char *msg);
+/* JSON error object {"valid":false?...} is up to callers; this prints v + "\n" to stdout, pretty. */
+void cli_print_json(const json_t *v);
+/* {"ok": false, "code": name, "where": .., "message": ..}: common error JSON. */
+json_t *cli_error_json(const ota_error *e);
+
+/* Command groups of `ota` (defined in cmd_<group>.c when present). */
+int cmd_cose(int argc, char **argv);
+int cmd_trust(int argc, char **argv);
+int cmd_attest(int argc, char **argv);
+int cmd_image(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_up(int argc, char **argv);
+int cmd_cleanup(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+/* policy group: validate, tasks, workflows, policy (show). */
+int cmd_validate(int argc, char **argv);
+int cmd_tasks(int argc, char **argv);
+int cmd_workflows(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+
+/* Sub-commands of `ota-verify` (verify_<group>.c). */
+int verify_cose(int argc, char **argv);
+int verify_trust(int argc, char **argv);
+int verify_archive(int argc, char **argv);
+
+#endif

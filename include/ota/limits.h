@@ -1,0 +1,57 @@
+/*
+ * ota/limits.h - every size and depth cap of the toolkit, in one place.
+ * Parsers of untrusted bytes check these before (or while) parsing.
+ * Each module adds its caps under its own heading.
+ */
+#ifndef OTA_LIMITS_H
+#define OTA_LIMITS_H
+
+/* common: JSON */
+#define OTA_MAX_JSON_BYTES        (16u * 1024u * 1024u) /* any JSON document */
+#define OTA_MAX_JSON_DEPTH        64u                   /* nesting of arrays/objects */
+#define OTA_JSON_MAX_SAFE_INT     9007199254740991LL    /* 2^53 - 1 (RFC 8785, I-JSON) */
+
+/* common: keys */
+#define OTA_MAX_KEY_FILE_BYTES    (64u * 1024u)
+#define OTA_MIN_RSA_BITS          2048u
+#define OTA_MAX_RSA_BITS          8192u
+
+/* cose */
+#define OTA_MAX_COSE_BYTES        (4u * 1024u * 1024u)  /* a whole COSE_Sign1 message */
+#define OTA_MAX_COSE_HEADERS      32u                   /* labels per header bucket */
+#define OTA_MAX_COSE_CRIT         8u                    /* entries in crit */
+#define OTA_MAX_COSE_DEPTH        8u                    /* nesting inside header values */
+#define OTA_MAX_SIG_BYTES         1024u                 /* RSA-8192 signature */
+
+/* trust */
+#define OTA_MAX_TRUST_ROOT_BYTES  (1024u * 1024u)
+#define OTA_MAX_TRUST_CHAIN       100000u               /* snapshots in one chain */
+#define OTA_MAX_TRUST_VERSION     1000000000LL
+#define OTA_MAX_TRUST_KEYS        100000u
+#define OTA_MAX_TRUST_PRINCIPALS  10000u
+
+/* nonce-store */
+#define OTA_NONCE_MIN_BYTES       16u
+#define OTA_NONCE_DEFAULT_BYTES   32u
+#define OTA_NONCE_MAX_BYTES       64u
+#define OTA_NONCE_DEFAULT_TTL     300                   /* seconds */
+#define OTA_MAX_TXN_BYTES         256u
+#define OTA_MAX_SCOPE_BYTES       1024u
+
+/* attestation endpoint */
+#define OTA_MAX_HTTP_BODY_BYTES   (256u * 1024u)
+#define OTA_MAX_HTTP_CONNECTIONS  256u
+#define OTA_HTTP_TIMEOUT_SECONDS  10u
+
+/* policy */
+#define OTA_MAX_YAML_BYTES        (8u * 1024u * 1024u)
+#define OTA_MAX_YAML_DEPTH        64u
+#define OTA_MAX_YAML_NODES        2000000u
+#define OTA_MAX_YAML_ALIASES      1000u
+#define OTA_MAX_TASKS             100000u
+#define OTA_MAX_PATH_BYTES        4096u
+
+/* archives */
+#define OTA_MAX_ARCHIVE_BYTES     (256u * 1024u * 1024u)
+
+#endif

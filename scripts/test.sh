@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The full test suite (README "Run the tests"). Installs what it needs, then:
+#   1. builds and runs the suite under AddressSanitizer + UBSan,
+#   2. builds the libFuzzer targets with clang and runs each briefly on its seeds,
+#   3. builds the dev preset and runs the whole ctest suite (its summary ends the output).
+# Warnings are errors when CI=true. Idempotent: build trees are reused.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+jobs=$(nproc)
+
+echo "== asan-ubsan =="
+cmake --preset asan-ubsan -G Ninja >/dev/null
+cmake --build --preset asan-ubsan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --preset asan-ubsan -j "$jobs" -LE 'slow|root' --output-on-failure >build/asan-ubsan.log 2>&1 || {
+  tail -n 80 build/asan-ubsan.log; echo "asan-ubsan suite failed" >&2; exit 1; }
+tail -n 3 build/asan-ubsan.log
+
+echo "== fuzz smoke =="
+./scripts/fuzz-smoke.sh "${FUZZ_SECONDS:-10}"
+
+echo "== dev suite =="
+cmake --preset dev -G Ninja >/dev/null
+cmake --build --preset dev -j "$jobs"
+ctest --preset dev -j "$jobs"
