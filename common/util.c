@@ -97,7 +97,10 @@ ota_err ota_file_read(const char *path, size_t max, uint8_t **out, size_t *out_l
 		return ota_error_set(err, OTA_ERR_TOO_LARGE, path,
 		                     "file has %lld bytes, limit is %zu", (long long)st.st_size, max);
 	}
-	size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
+	/* Room for max + 1 bytes at most: reading one byte past max proves "too large". */
+	size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 4096;
+	if (cap > max + 2)
+		cap = max + 2;
 	uint8_t *buf = malloc(cap);
 	if (buf == NULL) {
 		close(fd);
@@ -106,13 +109,9 @@ ota_err ota_file_read(const char *path, size_t max, uint8_t **out, size_t *out_l
 	size_t len = 0;
 	for (;;) {
 		if (len + 1 >= cap) {
-			if (cap > max) {
-				free(buf);
-				close(fd);
-				return ota_error_set(err, OTA_ERR_TOO_LARGE, path,
-				                     "input exceeds the limit of %zu bytes", max);
-			}
 			size_t ncap = cap * 2;
+			if (ncap > max + 2)
+				ncap = max + 2;
 			uint8_t *nb = realloc(buf, ncap);
 			if (nb == NULL) {
 				free(buf);
