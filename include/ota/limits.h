@@ -24,11 +24,16 @@
 #define OTA_MAX_SIG_BYTES         1024u                 /* RSA-8192 signature */
 
 /* trust */
-#define OTA_MAX_TRUST_ROOT_BYTES  (1024u * 1024u)
-#define OTA_MAX_TRUST_CHAIN       100000u               /* snapshots in one chain */
-#define OTA_MAX_TRUST_VERSION     1000000000LL
-#define OTA_MAX_TRUST_KEYS        100000u
+#define OTA_MAX_TRUST_ROOT_BYTES  (8u * 1024u * 1024u)  /* one snapshot file (10k keys fit) */
+#define OTA_MAX_TRUST_CHAIN       1024u                 /* snapshots in one chain (TUF: 2^10) */
+#define OTA_MAX_TRUST_VERSION     1000000000LL          /* above: trust_version_absurd */
+#define OTA_MAX_TRUST_KEYS        20000u                /* principal keys in one snapshot */
 #define OTA_MAX_TRUST_PRINCIPALS  10000u
+#define OTA_MAX_TRUST_ROOT_KEYS   64u                   /* root keys and signatures */
+#define OTA_MAX_TRUST_SCOPES      256u                  /* patterns per scope list */
+#define OTA_MAX_TRUST_NAME_BYTES  256u                  /* trust_domain, principal id, scope */
+#define OTA_MAX_TRUST_STATE_BYTES (1024u * 1024u)       /* verifier state file */
+#define OTA_MAX_TRUST_DOMAINS     1024u                 /* domains in one state file */
 
 /* nonce-store */
 #define OTA_NONCE_MIN_BYTES       16u
