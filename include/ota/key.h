@@ -19,7 +19,9 @@ typedef enum ota_alg {
 	OTA_ALG_EDDSA = -8,   /* Ed25519 */
 	OTA_ALG_ES384 = -35,  /* ECDSA P-384 SHA-384 */
 	OTA_ALG_ES512 = -36,  /* ECDSA P-521 SHA-512 */
-	OTA_ALG_PS256 = -37   /* RSASSA-PSS SHA-256, verification only */
+	OTA_ALG_PS256 = -37,  /* RSASSA-PSS SHA-256, verification only */
+	OTA_ALG_PS384 = -38,  /* RSASSA-PSS SHA-384, verification only (public vectors) */
+	OTA_ALG_PS512 = -39   /* RSASSA-PSS SHA-512, verification only (public vectors) */
 } ota_alg;
 
 /* "ES256", "EdDSA", ...; "none" for OTA_ALG_NONE or unknown values. */
@@ -72,6 +74,23 @@ OTA_API OTA_NODISCARD ota_err ota_key_sign(const ota_key *k, ota_alg alg, ota_by
  */
 OTA_API OTA_NODISCARD ota_err ota_key_verify(const ota_key *k, ota_alg alg, ota_bytes tbs,
                                              ota_bytes sig);
+
+/*
+ * Like ota_key_verify, but the signed bytes are given as n pieces that are
+ * hashed in order as if concatenated (no copy for ECDSA and RSA-PSS; EdDSA,
+ * which is one-shot, joins them in a stack buffer up to 4 KiB).
+ */
+OTA_API OTA_NODISCARD ota_err ota_key_verify_parts(const ota_key *k, ota_alg alg,
+                                                   const ota_bytes *parts, size_t n,
+                                                   ota_bytes sig);
+/* Size in bits of the key (256 for P-256 and Ed25519, modulus bits for RSA). */
+OTA_API unsigned ota_key_bits(const ota_key *k);
+/* "P-256", "P-384", "P-521", "Ed25519", "Ed448", "RSA". */
+OTA_API const char *ota_key_type_name(const ota_key *k);
+/* Public key as a JWK JSON object text (no kid; *out new, NUL-terminated). */
+OTA_API OTA_NODISCARD ota_err ota_key_public_jwk(const ota_key *k, char **out);
+/* true when a and b hold the same public key (SPKI DER equality). */
+OTA_API bool ota_key_equal_public(const ota_key *a, const ota_key *b);
 
 /* The underlying EVP_PKEY * (borrowed), for modules that need OpenSSL directly. */
 OTA_API void *ota_key_evp(const ota_key *k);

@@ -1,0 +1,1163 @@
+/*
+ * Keys and raw signatures over OpenSSL 3 EVP (see include/ota/key.h).
+ *
+ * A loaded key keeps its EVP_PKEY, its kind, its curve's coordinate size,
+ * its kid and the message digests fetched once, so that verification does
+ * no parsing and no provider look-up per call.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+
+#include "ota/json.h"
+#include "ota/key.h"
+#include "ota/limits.h"
+
+typedef enum { KIND_EC, KIND_ED25519, KIND_ED448, KIND_RSA } key_kind;
+
+struct ota_key {
+	EVP_PKEY *pkey;
+	key_kind kind;
+	int nid;        /* curve NID for EC keys */
+	size_t field;   /* bytes per coordinate / scalar (EC), modulus bytes (RSA) */
+	unsigned bits;
+	bool priv;
+	EVP_MD *sha256, *sha384, *sha512; /* fetched once */
+	uint8_t kid[32];
+};
+
+/* ---- algorithms ---- */
+
+const char *ota_alg_name(ota_alg a)
+{
+	switch (a) {
+	case OTA_ALG_ES256: return "ES256";
+	case OTA_ALG_ES384: return "ES384";
+	case OTA_ALG_ES512: return "ES512";
+	case OTA_ALG_EDDSA: return "EdDSA";
+	case OTA_ALG_PS256: return "PS256";
+	case OTA_ALG_PS384: return "PS384";
+	case OTA_ALG_PS512: return "PS512";
+	case OTA_ALG_NONE:
+	default: return "none";
+	}
+}
+
+ota_err ota_alg_from_name(const char *name, ota_alg *out)
+{
+	static const ota_alg all[] = {OTA_ALG_ES256, OTA_ALG_ES384, OTA_ALG_ES512, OTA_ALG_EDDSA,
+	                              OTA_ALG_PS256, OTA_ALG_PS384, OTA_ALG_PS512};
+	*out = OTA_ALG_NONE;
+	if (name == NULL)
+		return OTA_ERR_ALG_UNKNOWN;
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		if (strcmp(name, ota_alg_name(all[i])) == 0) {
+			*out = all[i];
+			return OTA_OK;
+		}
+	}
+	return OTA_ERR_ALG_UNKNOWN;
+}
+
+bool ota_alg_is_known(int64_t v)
+{
+	return v == OTA_ALG_ES256 || v == OTA_ALG_ES384 || v == OTA_ALG_ES512 ||
+	       v == OTA_ALG_EDDSA || v == OTA_ALG_PS256 || v == OTA_ALG_PS384 ||
+	       v == OTA_ALG_PS512;
+}
+
+size_t ota_alg_sig_size(ota_alg a)
+{
+	switch (a) {
+	case OTA_ALG_ES256: return 64;
+	case OTA_ALG_ES384: return 96;
+	case OTA_ALG_ES512: return 132;
+	case OTA_ALG_EDDSA: return 64;
+	default: return 0;
+	}
+}
+
+/* ---- construction ---- */
+
+void ota_key_free(ota_key *k)
+{
+	if (k == NULL)
+		return;
+	EVP_PKEY_free(k->pkey);
+	EVP_MD_free(k->sha256);
+	EVP_MD_free(k->sha384);
+	EVP_MD_free(k->sha512);
+	free(k);
+}
+
+static ota_err spki_der(EVP_PKEY *p, uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	int n = i2d_PUBKEY(p, NULL);
+	if (n <= 0)
+		return OTA_ERR_CRYPTO;
+	uint8_t *buf = malloc((size_t)n);
+	if (buf == NULL)
+		return OTA_ERR_NOMEM;
+	uint8_t *w = buf;
+	if (i2d_PUBKEY(p, &w) != n) {
+		free(buf);
+		return OTA_ERR_CRYPTO;
+	}
+	*out = buf;
+	*out_len = (size_t)n;
+	return OTA_OK;
+}
+
+/* Takes ownership of p, even on failure. */
+static ota_err key_wrap(EVP_PKEY *p, bool priv, ota_key **out, ota_error *err)
+{
+	*out = NULL;
+	ota_key *k = calloc(1, sizeof *k);
+	if (k == NULL) {
+		EVP_PKEY_free(p);
+		return ota_error_set(err, OTA_ERR_NOMEM, "key", NULL);
+	}
+	k->pkey = p;
+	k->priv = priv;
+	ota_err rc;
+	int id = EVP_PKEY_get_base_id(p);
+	if (id == EVP_PKEY_EC) {
+		char gname[64];
+		size_t glen = 0;
+		if (!EVP_PKEY_get_utf8_string_param(p, OSSL_PKEY_PARAM_GROUP_NAME, gname,
+		                                    sizeof gname, &glen)) {
+			rc = ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "key",
+			                   "EC key without a named curve");
+			goto fail;
+		}
+		int nid = OBJ_txt2nid(gname);
+		if (nid == NID_X9_62_prime256v1) {
+			k->field = 32;
+		} else if (nid == NID_secp384r1) {
+			k->field = 48;
+		} else if (nid == NID_secp521r1) {
+			k->field = 66;
+		} else {
+			rc = ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "key",
+			                   "curve %s is not P-256, P-384 or P-521", gname);
+			goto fail;
+		}
+		k->nid = nid;
+		k->kind = KIND_EC;
+		k->bits = (unsigned)EVP_PKEY_get_bits(p);
+		EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, p, NULL);
+		int ok = c != NULL && EVP_PKEY_public_check(c) == 1;
+		EVP_PKEY_CTX_free(c);
+		if (!ok) {
+			ERR_clear_error();
+			rc = ota_error_set(err, OTA_ERR_KEY_POINT, "key",
+			                   "public point is not on the curve");
+			goto fail;
+		}
+	} else if (id == EVP_PKEY_ED25519) {
+		k->kind = KIND_ED25519;
+		k->bits = 256;
+		k->field = 32;
+	} else if (id == EVP_PKEY_ED448) {
+		k->kind = KIND_ED448;
+		k->bits = 456;
+		k->field = 57;
+	} else if (id == EVP_PKEY_RSA) {
+		k->kind = KIND_RSA;
+		int bits = EVP_PKEY_get_bits(p);
+		if (bits < (int)OTA_MIN_RSA_BITS) {
+			rc = ota_error_set(err, OTA_ERR_KEY_WEAK, "key",
+			                   "RSA key has %d bits, at least %u required", bits,
+			                   OTA_MIN_RSA_BITS);
+			goto fail;
+		}
+		if (bits > (int)OTA_MAX_RSA_BITS) {
+			rc = ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "key",
+			                   "RSA key has %d bits, at most %u supported", bits,
+			                   OTA_MAX_RSA_BITS);
+			goto fail;
+		}
+		k->bits = (unsigned)bits;
+		k->field = ((size_t)bits + 7) / 8;
+	} else {
+		rc = ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "key",
+		                   "key type %s is not supported", OBJ_nid2sn(id));
+		goto fail;
+	}
+	k->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+	k->sha384 = EVP_MD_fetch(NULL, "SHA384", NULL);
+	k->sha512 = EVP_MD_fetch(NULL, "SHA512", NULL);
+	if (k->sha256 == NULL || k->sha384 == NULL || k->sha512 == NULL) {
+		rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot fetch SHA-2");
+		goto fail;
+	}
+	uint8_t *der = NULL;
+	size_t der_len = 0;
+	rc = spki_der(p, &der, &der_len);
+	if (rc != OTA_OK) {
+		rc = ota_error_set(err, rc, "key", "cannot encode SubjectPublicKeyInfo");
+		goto fail;
+	}
+	rc = ota_sha256(ota_bytes_make(der, der_len), k->kid);
+	free(der);
+	if (rc != OTA_OK) {
+		rc = ota_error_set(err, rc, "key", "cannot hash SubjectPublicKeyInfo");
+		goto fail;
+	}
+	*out = k;
+	return OTA_OK;
+fail:
+	ERR_clear_error();
+	ota_key_free(k);
+	return rc;
+}
+
+/* Never prompts: encrypted private keys are refused. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+/* Works out why an SPKI did not decode: an EC point off its curve, or else. */
+static ota_err diagnose_spki(const uint8_t *der, long der_len, ota_error *err)
+{
+	const unsigned char *p = der;
+	X509_PUBKEY *xp = d2i_X509_PUBKEY(NULL, &p, der_len);
+	ota_err rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key",
+	                           "SubjectPublicKeyInfo does not decode");
+	if (xp == NULL)
+		return rc;
+	ASN1_OBJECT *oid = NULL;
+	const unsigned char *pk = NULL;
+	int pk_len = 0;
+	X509_ALGOR *alg = NULL;
+	if (X509_PUBKEY_get0_param(&oid, &pk, &pk_len, &alg, xp) == 1 &&
+	    OBJ_obj2nid(oid) == NID_X9_62_id_ecPublicKey && alg != NULL) {
+		int ptype = 0;
+		const void *pval = NULL;
+		X509_ALGOR_get0(NULL, &ptype, &pval, alg);
+		if (ptype == V_ASN1_OBJECT) {
+			int nid = OBJ_obj2nid((const ASN1_OBJECT *)pval);
+			EC_GROUP *g = EC_GROUP_new_by_curve_name(nid);
+			if (g != NULL) {
+				EC_POINT *pt = EC_POINT_new(g);
+				if (pt != NULL &&
+				    EC_POINT_oct2point(g, pt, pk, (size_t)pk_len, NULL) != 1) {
+					if (err != NULL)
+						err->code = OTA_OK;
+					rc = ota_error_set(err, OTA_ERR_KEY_POINT, "key",
+					                   "public point is not on the curve");
+				}
+				EC_POINT_free(pt);
+				EC_GROUP_free(g);
+			} else {
+				if (err != NULL)
+					err->code = OTA_OK;
+				rc = ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "key",
+				                   "EC curve is not supported");
+			}
+		}
+	}
+	X509_PUBKEY_free(xp);
+	ERR_clear_error();
+	return rc;
+}
+
+ota_err ota_key_load_pem(ota_bytes pem, ota_key **out, ota_error *err)
+{
+	*out = NULL;
+	if (pem.len > OTA_MAX_KEY_FILE_BYTES)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, "key", "key text exceeds %u bytes",
+		                     OTA_MAX_KEY_FILE_BYTES);
+	if (pem.len == 0 || pem.len > INT32_MAX)
+		return ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "empty key");
+	BIO *bio = BIO_new_mem_buf(pem.ptr, (int)pem.len);
+	if (bio == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "key", NULL);
+	char *name = NULL, *header = NULL;
+	unsigned char *data = NULL;
+	long data_len = 0;
+	ota_err rc;
+	if (PEM_read_bio(bio, &name, &header, &data, &data_len) != 1) {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "no PEM block");
+		goto out;
+	}
+	if (strcmp(name, "PUBLIC KEY") == 0) {
+		const unsigned char *p = data;
+		EVP_PKEY *pk = d2i_PUBKEY(NULL, &p, data_len);
+		if (pk == NULL) {
+			rc = diagnose_spki(data, data_len, err);
+			goto out;
+		}
+		if (p != data + data_len) {
+			EVP_PKEY_free(pk);
+			rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key",
+			                   "trailing bytes after SubjectPublicKeyInfo");
+			goto out;
+		}
+		rc = key_wrap(pk, false, out, err);
+	} else if (strcmp(name, "PRIVATE KEY") == 0 || strcmp(name, "EC PRIVATE KEY") == 0) {
+		BIO *b2 = BIO_new_mem_buf(pem.ptr, (int)pem.len);
+		if (b2 == NULL) {
+			rc = ota_error_set(err, OTA_ERR_NOMEM, "key", NULL);
+			goto out;
+		}
+		EVP_PKEY *pk = PEM_read_bio_PrivateKey(b2, NULL, no_passphrase, NULL);
+		BIO_free(b2);
+		if (pk == NULL) {
+			rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key",
+			                   "%s does not decode", name);
+			goto out;
+		}
+		rc = key_wrap(pk, true, out, err);
+	} else if (strcmp(name, "ENCRYPTED PRIVATE KEY") == 0) {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key",
+		                   "encrypted private keys are not supported");
+	} else {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key",
+		                   "PEM block \"%s\" is not PUBLIC KEY, PRIVATE KEY or EC PRIVATE KEY",
+		                   name);
+	}
+out:
+	ERR_clear_error();
+	BIO_free(bio);
+	OPENSSL_free(name);
+	OPENSSL_free(header);
+	if (data != NULL)
+		OPENSSL_clear_free(data, (size_t)data_len);
+	return rc;
+}
+
+/* ---- JWK ---- */
+
+/* Decodes base64url member m of o into *out (new) and checks its length
+ * (want 0 = any length up to max). */
+static ota_err jwk_b64(const json_t *o, const char *m, bool required, size_t want, size_t max,
+                       uint8_t **out, size_t *out_len, ota_error *err)
+{
+	*out = NULL;
+	*out_len = 0;
+	const json_t *v = json_object_get(o, m);
+	if (v == NULL) {
+		if (required)
+			return ota_error_set(err, OTA_ERR_KEY_FORMAT, m, "JWK member %s missing", m);
+		return OTA_OK;
+	}
+	if (!json_is_string(v))
+		return ota_error_set(err, OTA_ERR_KEY_FORMAT, m, "JWK member %s is not a string", m);
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_'))
+			return ota_error_set(err, OTA_ERR_KEY_FORMAT, m,
+			                     "JWK member %s is not unpadded base64url", m);
+	}
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	if (ota_base64_decode(s, n, &buf, &len) != OTA_OK)
+		return ota_error_set(err, OTA_ERR_KEY_FORMAT, m, "JWK member %s is not base64url", m);
+	if ((want != 0 && len != want) || len > max || len == 0) {
+		ota_wipe(buf, len);
+		free(buf);
+		return ota_error_set(err, OTA_ERR_KEY_FORMAT, m,
+		                     "JWK member %s has %zu bytes, want %zu", m, len, want);
+	}
+	*out = buf;
+	*out_len = len;
+	return OTA_OK;
+}
+
+static void free_secret(uint8_t *p, size_t n)
+{
+	if (p != NULL) {
+		ota_wipe(p, n);
+		free(p);
+	}
+}
+
+static ota_err jwk_ec(const json_t *o, const char *crv, ota_key **out, ota_error *err)
+{
+	size_t field;
+	const char *group;
+	int nid;
+	if (strcmp(crv, "P-256") == 0) {
+		field = 32, group = "P-256", nid = NID_X9_62_prime256v1;
+	} else if (strcmp(crv, "P-384") == 0) {
+		field = 48, group = "P-384", nid = NID_secp384r1;
+	} else if (strcmp(crv, "P-521") == 0) {
+		field = 66, group = "P-521", nid = NID_secp521r1;
+	} else {
+		return ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "crv",
+		                     "EC curve %s is not supported", crv);
+	}
+	uint8_t *x = NULL, *y = NULL, *d = NULL;
+	size_t xl = 0, yl = 0, dl = 0;
+	uint8_t pt[1 + 2 * 66];
+	EVP_PKEY_CTX *ctx = NULL;
+	OSSL_PARAM_BLD *bld = NULL;
+	OSSL_PARAM *params = NULL;
+	BIGNUM *bn = NULL;
+	EVP_PKEY *pk = NULL;
+	EC_GROUP *g = NULL;
+	EC_POINT *p = NULL;
+	ota_err rc = jwk_b64(o, "x", true, field, field, &x, &xl, err);
+	if (rc == OTA_OK)
+		rc = jwk_b64(o, "y", true, field, field, &y, &yl, err);
+	if (rc == OTA_OK)
+		rc = jwk_b64(o, "d", false, field, field, &d, &dl, err);
+	if (rc != OTA_OK)
+		goto out;
+	pt[0] = 0x04;
+	memcpy(pt + 1, x, field);
+	memcpy(pt + 1 + field, y, field);
+	g = EC_GROUP_new_by_curve_name(nid);
+	p = g != NULL ? EC_POINT_new(g) : NULL;
+	if (p == NULL) {
+		rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot make EC group");
+		goto out;
+	}
+	if (EC_POINT_oct2point(g, p, pt, 1 + 2 * field, NULL) != 1) {
+		rc = ota_error_set(err, OTA_ERR_KEY_POINT, "key", "public point is not on the curve");
+		goto out;
+	}
+	bld = OSSL_PARAM_BLD_new();
+	if (bld == NULL || !OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) ||
+	    !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pt, 1 + 2 * field)) {
+		rc = ota_error_set(err, OTA_ERR_NOMEM, "key", NULL);
+		goto out;
+	}
+	if (d != NULL) {
+		bn = BN_secure_new();
+		if (bn == NULL || BN_bin2bn(d, (int)dl, bn) == NULL ||
+		    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, bn)) {
+			rc = ota_error_set(err, OTA_ERR_NOMEM, "key", NULL);
+			goto out;
+		}
+	}
+	params = OSSL_PARAM_BLD_to_param(bld);
+	ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+	if (params == NULL || ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1 ||
+	    EVP_PKEY_fromdata(ctx, &pk, d != NULL ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY,
+	                      params) != 1) {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "EC JWK does not make a key");
+		goto out;
+	}
+	if (d != NULL) {
+		EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
+		int ok = c != NULL && EVP_PKEY_pairwise_check(c) == 1;
+		EVP_PKEY_CTX_free(c);
+		if (!ok) {
+			rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "d",
+			                   "private scalar does not match x and y");
+			goto out;
+		}
+	}
+	rc = key_wrap(pk, d != NULL, out, err);
+	pk = NULL;
+out:
+	ERR_clear_error();
+	EVP_PKEY_free(pk);
+	EVP_PKEY_CTX_free(ctx);
+	OSSL_PARAM_free(params);
+	OSSL_PARAM_BLD_free(bld);
+	BN_clear_free(bn);
+	EC_POINT_free(p);
+	EC_GROUP_free(g);
+	free(x);
+	free(y);
+	free_secret(d, dl);
+	return rc;
+}
+
+static ota_err jwk_okp(const json_t *o, const char *crv, ota_key **out, ota_error *err)
+{
+	int type;
+	size_t len;
+	if (strcmp(crv, "Ed25519") == 0) {
+		type = EVP_PKEY_ED25519, len = 32;
+	} else if (strcmp(crv, "Ed448") == 0) {
+		type = EVP_PKEY_ED448, len = 57;
+	} else {
+		return ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "crv",
+		                     "OKP curve %s is not supported", crv);
+	}
+	uint8_t *x = NULL, *d = NULL;
+	size_t xl = 0, dl = 0;
+	EVP_PKEY *pk = NULL;
+	ota_err rc = jwk_b64(o, "x", true, len, len, &x, &xl, err);
+	if (rc == OTA_OK)
+		rc = jwk_b64(o, "d", false, len, len, &d, &dl, err);
+	if (rc != OTA_OK)
+		goto out;
+	if (d != NULL) {
+		pk = EVP_PKEY_new_raw_private_key(type, NULL, d, dl);
+		uint8_t pub[57];
+		size_t pl = sizeof pub;
+		if (pk == NULL || EVP_PKEY_get_raw_public_key(pk, pub, &pl) != 1 || pl != xl ||
+		    memcmp(pub, x, xl) != 0) {
+			rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "d", "private key does not match x");
+			goto out;
+		}
+	} else {
+		pk = EVP_PKEY_new_raw_public_key(type, NULL, x, xl);
+		if (pk == NULL) {
+			rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "x", "OKP public key does not decode");
+			goto out;
+		}
+	}
+	rc = key_wrap(pk, d != NULL, out, err);
+	pk = NULL;
+out:
+	ERR_clear_error();
+	EVP_PKEY_free(pk);
+	free(x);
+	free_secret(d, dl);
+	return rc;
+}
+
+static ota_err jwk_rsa(const json_t *o, ota_key **out, ota_error *err)
+{
+	uint8_t *n = NULL, *e = NULL;
+	size_t nl = 0, el = 0;
+	BIGNUM *bn_n = NULL, *bn_e = NULL;
+	OSSL_PARAM_BLD *bld = NULL;
+	OSSL_PARAM *params = NULL;
+	EVP_PKEY_CTX *ctx = NULL;
+	EVP_PKEY *pk = NULL;
+	ota_err rc = jwk_b64(o, "n", true, 0, OTA_MAX_RSA_BITS / 8 + 1, &n, &nl, err);
+	if (rc == OTA_OK)
+		rc = jwk_b64(o, "e", true, 0, 8, &e, &el, err);
+	if (rc != OTA_OK)
+		goto out;
+	bn_n = BN_bin2bn(n, (int)nl, NULL);
+	bn_e = BN_bin2bn(e, (int)el, NULL);
+	bld = OSSL_PARAM_BLD_new();
+	if (bn_n == NULL || bn_e == NULL || bld == NULL ||
+	    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n) ||
+	    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e) ||
+	    (params = OSSL_PARAM_BLD_to_param(bld)) == NULL) {
+		rc = ota_error_set(err, OTA_ERR_NOMEM, "key", NULL);
+		goto out;
+	}
+	if (BN_num_bits(bn_n) < (int)OTA_MIN_RSA_BITS) {
+		rc = ota_error_set(err, OTA_ERR_KEY_WEAK, "n", "RSA key has %d bits, at least %u required",
+		                   BN_num_bits(bn_n), OTA_MIN_RSA_BITS);
+		goto out;
+	}
+	if (!BN_is_odd(bn_e) || BN_is_one(bn_e)) {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "e", "RSA public exponent is invalid");
+		goto out;
+	}
+	ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+	if (ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1 ||
+	    EVP_PKEY_fromdata(ctx, &pk, EVP_PKEY_PUBLIC_KEY, params) != 1) {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "RSA JWK does not make a key");
+		goto out;
+	}
+	rc = key_wrap(pk, false, out, err);
+	pk = NULL;
+out:
+	ERR_clear_error();
+	EVP_PKEY_free(pk);
+	EVP_PKEY_CTX_free(ctx);
+	OSSL_PARAM_free(params);
+	OSSL_PARAM_BLD_free(bld);
+	BN_free(bn_n);
+	BN_free(bn_e);
+	free(n);
+	free(e);
+	return rc;
+}
+
+ota_err ota_key_load_jwk(ota_bytes text, ota_key **out, ota_error *err)
+{
+	*out = NULL;
+	if (text.len > OTA_MAX_KEY_FILE_BYTES)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, "key", "JWK exceeds %u bytes",
+		                     OTA_MAX_KEY_FILE_BYTES);
+	json_t *o = NULL;
+	ota_error jerr;
+	ota_error_clear(&jerr);
+	if (ota_json_parse(text, &o, &jerr) != OTA_OK)
+		return ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "JWK is not JSON: %s",
+		                     jerr.what);
+	ota_err rc;
+	if (!json_is_object(o)) {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "JWK is not a JSON object");
+		goto out;
+	}
+	const char *kty = json_string_value(json_object_get(o, "kty"));
+	const char *crv = json_string_value(json_object_get(o, "crv"));
+	if (kty == NULL) {
+		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "kty", "JWK has no kty");
+	} else if (strcmp(kty, "EC") == 0) {
+		rc = crv == NULL ? ota_error_set(err, OTA_ERR_KEY_FORMAT, "crv", "EC JWK has no crv")
+		                 : jwk_ec(o, crv, out, err);
+	} else if (strcmp(kty, "OKP") == 0) {
+		rc = crv == NULL ? ota_error_set(err, OTA_ERR_KEY_FORMAT, "crv", "OKP JWK has no crv")
+		                 : jwk_okp(o, crv, out, err);
+	} else if (strcmp(kty, "RSA") == 0) {
+		rc = jwk_rsa(o, out, err);
+	} else {
+		rc = ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "kty", "JWK kty %s is not supported",
+		                   kty);
+	}
+out:
+	json_decref(o);
+	return rc;
+}
+
+ota_err ota_key_load_file(const char *path, ota_key **out, ota_error *err)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot open key: %s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return ota_error_set(err, OTA_ERR_IO, path, "key is not a regular file");
+	}
+	if ((uint64_t)st.st_size > OTA_MAX_KEY_FILE_BYTES) {
+		close(fd);
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, path, "key file exceeds %u bytes",
+		                     OTA_MAX_KEY_FILE_BYTES);
+	}
+	uint8_t *buf = malloc(OTA_MAX_KEY_FILE_BYTES + 1);
+	if (buf == NULL) {
+		close(fd);
+		return ota_error_set(err, OTA_ERR_NOMEM, path, NULL);
+	}
+	size_t len = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + len, OTA_MAX_KEY_FILE_BYTES + 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			close(fd);
+			free_secret(buf, len);
+			return ota_error_set(err, OTA_ERR_IO, path, "cannot read key: %s", strerror(e));
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len > OTA_MAX_KEY_FILE_BYTES) {
+			close(fd);
+			free_secret(buf, len);
+			return ota_error_set(err, OTA_ERR_TOO_LARGE, path, "key file exceeds %u bytes",
+			                     OTA_MAX_KEY_FILE_BYTES);
+		}
+	}
+	close(fd);
+	size_t i = 0;
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	ota_err rc;
+	if (i < len && buf[i] == '{')
+		rc = ota_key_load_jwk(ota_bytes_make(buf, len), out, err);
+	else
+		rc = ota_key_load_pem(ota_bytes_make(buf, len), out, err);
+	free_secret(buf, OTA_MAX_KEY_FILE_BYTES + 1);
+	return rc;
+}
+
+ota_err ota_key_generate(ota_alg alg, ota_key **out)
+{
+	*out = NULL;
+	EVP_PKEY *pk = NULL;
+	switch (alg) {
+	case OTA_ALG_ES256: pk = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"); break;
+	case OTA_ALG_ES384: pk = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384"); break;
+	case OTA_ALG_ES512: pk = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-521"); break;
+	case OTA_ALG_EDDSA: pk = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"); break;
+	default: return OTA_ERR_ALG_UNKNOWN;
+	}
+	if (pk == NULL) {
+		ERR_clear_error();
+		return OTA_ERR_CRYPTO;
+	}
+	return key_wrap(pk, true, out, NULL);
+}
+
+/* ---- queries ---- */
+
+bool ota_key_has_private(const ota_key *k)
+{
+	return k != NULL && k->priv;
+}
+
+ota_alg ota_key_default_alg(const ota_key *k)
+{
+	if (k == NULL)
+		return OTA_ALG_NONE;
+	switch (k->kind) {
+	case KIND_EC:
+		return k->nid == NID_X9_62_prime256v1 ? OTA_ALG_ES256
+		       : k->nid == NID_secp384r1      ? OTA_ALG_ES384
+		                                      : OTA_ALG_ES512;
+	case KIND_ED25519:
+	case KIND_ED448:
+		return OTA_ALG_EDDSA;
+	case KIND_RSA:
+		return OTA_ALG_PS256;
+	}
+	return OTA_ALG_NONE;
+}
+
+ota_err ota_key_check_alg(const ota_key *k, ota_alg alg)
+{
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	if (!ota_alg_is_known(alg))
+		return OTA_ERR_ALG_UNKNOWN;
+	switch (k->kind) {
+	case KIND_EC:
+		return alg == ota_key_default_alg(k) ? OTA_OK : OTA_ERR_ALG_KEY_MISMATCH;
+	case KIND_ED25519:
+	case KIND_ED448:
+		return alg == OTA_ALG_EDDSA ? OTA_OK : OTA_ERR_ALG_KEY_MISMATCH;
+	case KIND_RSA:
+		return alg == OTA_ALG_PS256 || alg == OTA_ALG_PS384 || alg == OTA_ALG_PS512
+		           ? OTA_OK
+		           : OTA_ERR_ALG_KEY_MISMATCH;
+	}
+	return OTA_ERR_ALG_KEY_MISMATCH;
+}
+
+ota_err ota_key_kid(const ota_key *k, uint8_t out[32])
+{
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	memcpy(out, k->kid, 32);
+	return OTA_OK;
+}
+
+ota_err ota_key_spki_der(const ota_key *k, uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	return spki_der(k->pkey, out, out_len);
+}
+
+static ota_err bio_take(BIO *b, char **out, size_t *out_len)
+{
+	char *p = NULL;
+	long n = BIO_get_mem_data(b, &p);
+	if (n <= 0)
+		return OTA_ERR_CRYPTO;
+	char *s = malloc((size_t)n + 1);
+	if (s == NULL)
+		return OTA_ERR_NOMEM;
+	memcpy(s, p, (size_t)n);
+	s[n] = '\0';
+	*out = s;
+	if (out_len != NULL)
+		*out_len = (size_t)n;
+	return OTA_OK;
+}
+
+ota_err ota_key_public_pem(const ota_key *k, char **out)
+{
+	*out = NULL;
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	BIO *b = BIO_new(BIO_s_mem());
+	if (b == NULL)
+		return OTA_ERR_NOMEM;
+	ota_err rc = PEM_write_bio_PUBKEY(b, k->pkey) == 1 ? bio_take(b, out, NULL) : OTA_ERR_CRYPTO;
+	BIO_free(b);
+	ERR_clear_error();
+	return rc;
+}
+
+ota_err ota_key_private_pem(const ota_key *k, char **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	if (!k->priv)
+		return OTA_ERR_KEY_PRIVATE_REQUIRED;
+	BIO *b = BIO_new(BIO_s_secmem());
+	if (b == NULL)
+		b = BIO_new(BIO_s_mem());
+	if (b == NULL)
+		return OTA_ERR_NOMEM;
+	ota_err rc = PEM_write_bio_PKCS8PrivateKey(b, k->pkey, NULL, NULL, 0, NULL, NULL) == 1
+	                 ? bio_take(b, out, out_len)
+	                 : OTA_ERR_CRYPTO;
+	char *p = NULL;
+	long n = BIO_get_mem_data(b, &p);
+	if (n > 0)
+		ota_wipe(p, (size_t)n);
+	BIO_free(b);
+	ERR_clear_error();
+	return rc;
+}
+
+unsigned ota_key_bits(const ota_key *k)
+{
+	return k != NULL ? k->bits : 0;
+}
+
+const char *ota_key_type_name(const ota_key *k)
+{
+	if (k == NULL)
+		return "none";
+	switch (k->kind) {
+	case KIND_EC:
+		return k->nid == NID_X9_62_prime256v1 ? "P-256"
+		       : k->nid == NID_secp384r1      ? "P-384"
+		                                      : "P-521";
+	case KIND_ED25519: return "Ed25519";
+	case KIND_ED448: return "Ed448";
+	case KIND_RSA: return "RSA";
+	}
+	return "none";
+}
+
+static int jwk_put_b64(json_t *o, const char *name, const uint8_t *p, size_t n)
+{
+	char *s = NULL;
+	if (ota_base64url_encode(ota_bytes_make(p, n), &s) != OTA_OK)
+		return -1;
+	int r = json_object_set_new(o, name, json_string(s));
+	free(s);
+	return r;
+}
+
+static int jwk_put_bn(json_t *o, const char *name, const EVP_PKEY *pk, const char *param)
+{
+	BIGNUM *bn = NULL;
+	if (EVP_PKEY_get_bn_param(pk, param, &bn) != 1)
+		return -1;
+	int n = BN_num_bytes(bn);
+	uint8_t *buf = malloc((size_t)n + 1);
+	int r = -1;
+	if (buf != NULL && BN_bn2bin(bn, buf) == n)
+		r = jwk_put_b64(o, name, buf, (size_t)n);
+	free(buf);
+	BN_free(bn);
+	return r;
+}
+
+ota_err ota_key_public_jwk(const ota_key *k, char **out)
+{
+	*out = NULL;
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	json_t *o = json_object();
+	if (o == NULL)
+		return OTA_ERR_NOMEM;
+	int r = 0;
+	if (k->kind == KIND_EC) {
+		uint8_t pt[1 + 2 * 66];
+		size_t pl = 0;
+		if (EVP_PKEY_get_octet_string_param(k->pkey, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof pt,
+		                                    &pl) != 1 ||
+		    pl != 1 + 2 * k->field || pt[0] != 0x04) {
+			r = -1;
+		} else {
+			r |= json_object_set_new(o, "kty", json_string("EC"));
+			r |= json_object_set_new(o, "crv", json_string(ota_key_type_name(k)));
+			r |= jwk_put_b64(o, "x", pt + 1, k->field);
+			r |= jwk_put_b64(o, "y", pt + 1 + k->field, k->field);
+		}
+	} else if (k->kind == KIND_ED25519 || k->kind == KIND_ED448) {
+		uint8_t pub[57];
+		size_t pl = sizeof pub;
+		if (EVP_PKEY_get_raw_public_key(k->pkey, pub, &pl) != 1) {
+			r = -1;
+		} else {
+			r |= json_object_set_new(o, "kty", json_string("OKP"));
+			r |= json_object_set_new(o, "crv", json_string(ota_key_type_name(k)));
+			r |= jwk_put_b64(o, "x", pub, pl);
+		}
+	} else {
+		r |= json_object_set_new(o, "kty", json_string("RSA"));
+		r |= jwk_put_bn(o, "n", k->pkey, OSSL_PKEY_PARAM_RSA_N);
+		r |= jwk_put_bn(o, "e", k->pkey, OSSL_PKEY_PARAM_RSA_E);
+	}
+	ERR_clear_error();
+	if (r != 0) {
+		json_decref(o);
+		return OTA_ERR_CRYPTO;
+	}
+	*out = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
+}
+
+bool ota_key_equal_public(const ota_key *a, const ota_key *b)
+{
+	if (a == NULL || b == NULL)
+		return false;
+	return memcmp(a->kid, b->kid, 32) == 0;
+}
+
+void *ota_key_evp(const ota_key *k)
+{
+	return k != NULL ? k->pkey : NULL;
+}
+
+/* ---- signatures ---- */
+
+static const EVP_MD *alg_md(const ota_key *k, ota_alg alg)
+{
+	switch (alg) {
+	case OTA_ALG_ES256:
+	case OTA_ALG_PS256: return k->sha256;
+	case OTA_ALG_ES384:
+	case OTA_ALG_PS384: return k->sha384;
+	case OTA_ALG_ES512:
+	case OTA_ALG_PS512: return k->sha512;
+	default: return NULL;
+	}
+}
+
+/* DER INTEGER of the unsigned big-endian n bytes at p; returns bytes written. */
+static size_t der_int(uint8_t *w, const uint8_t *p, size_t n)
+{
+	while (n > 1 && p[0] == 0) {
+		p++;
+		n--;
+	}
+	size_t pad = (p[0] & 0x80) ? 1 : 0;
+	size_t i = 0;
+	w[i++] = 0x02;
+	w[i++] = (uint8_t)(n + pad);
+	if (pad)
+		w[i++] = 0x00;
+	memcpy(w + i, p, n);
+	return i + n;
+}
+
+/* Raw r||s (2*field bytes) to an ECDSA-Sig-Value DER in out (>= 2*field+12). */
+static size_t raw_to_der(const uint8_t *sig, size_t field, uint8_t *out)
+{
+	uint8_t body[2 * (66 + 3)];
+	size_t bl = der_int(body, sig, field);
+	bl += der_int(body + bl, sig + field, field);
+	size_t i = 0;
+	out[i++] = 0x30;
+	if (bl >= 128)
+		out[i++] = 0x81;
+	out[i++] = (uint8_t)bl;
+	memcpy(out + i, body, bl);
+	return i + bl;
+}
+
+static ota_err set_pss(EVP_PKEY_CTX *pctx, const EVP_MD *md)
+{
+	if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, md) != 1)
+		return OTA_ERR_CRYPTO;
+	return OTA_OK;
+}
+
+ota_err ota_key_verify_parts(const ota_key *k, ota_alg alg, const ota_bytes *parts, size_t n,
+                             ota_bytes sig)
+{
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	ota_err rc = ota_key_check_alg(k, alg);
+	if (rc != OTA_OK)
+		return rc;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (ctx == NULL)
+		return OTA_ERR_NOMEM;
+	int r;
+	if (k->kind == KIND_EC) {
+		if (sig.len != 2 * k->field) {
+			rc = OTA_ERR_SIG_FORMAT;
+			goto out;
+		}
+		uint8_t der[2 * 66 + 12];
+		size_t dl = raw_to_der(sig.ptr, k->field, der);
+		if (EVP_DigestVerifyInit(ctx, NULL, alg_md(k, alg), NULL, k->pkey) != 1) {
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (parts[i].len > 0 &&
+			    EVP_DigestVerifyUpdate(ctx, parts[i].ptr, parts[i].len) != 1) {
+				rc = OTA_ERR_CRYPTO;
+				goto out;
+			}
+		}
+		r = EVP_DigestVerifyFinal(ctx, der, dl);
+	} else if (k->kind == KIND_RSA) {
+		if (sig.len != k->field) {
+			rc = OTA_ERR_SIG_FORMAT;
+			goto out;
+		}
+		EVP_PKEY_CTX *pctx = NULL;
+		const EVP_MD *md = alg_md(k, alg);
+		if (EVP_DigestVerifyInit(ctx, &pctx, md, NULL, k->pkey) != 1 ||
+		    set_pss(pctx, md) != OTA_OK) {
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (parts[i].len > 0 &&
+			    EVP_DigestVerifyUpdate(ctx, parts[i].ptr, parts[i].len) != 1) {
+				rc = OTA_ERR_CRYPTO;
+				goto out;
+			}
+		}
+		r = EVP_DigestVerifyFinal(ctx, sig.ptr, sig.len);
+	} else {
+		size_t want = k->kind == KIND_ED25519 ? 64 : 114;
+		if (sig.len != want) {
+			rc = OTA_ERR_SIG_FORMAT;
+			goto out;
+		}
+		uint8_t stackbuf[4096];
+		uint8_t *buf = stackbuf;
+		const uint8_t *msg;
+		size_t total = 0;
+		for (size_t i = 0; i < n; i++)
+			total += parts[i].len;
+		if (n == 1) {
+			msg = parts[0].ptr;
+		} else {
+			if (total > sizeof stackbuf) {
+				buf = malloc(total);
+				if (buf == NULL) {
+					rc = OTA_ERR_NOMEM;
+					goto out;
+				}
+			}
+			size_t off = 0;
+			for (size_t i = 0; i < n; i++) {
+				if (parts[i].len > 0)
+					memcpy(buf + off, parts[i].ptr, parts[i].len);
+				off += parts[i].len;
+			}
+			msg = buf;
+		}
+		if (EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k->pkey) != 1) {
+			if (buf != stackbuf)
+				free(buf);
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		static const uint8_t empty[1] = {0};
+		r = EVP_DigestVerify(ctx, sig.ptr, sig.len, msg != NULL ? msg : empty, total);
+		if (buf != stackbuf)
+			free(buf);
+	}
+	rc = r == 1 ? OTA_OK : r == 0 ? OTA_ERR_SIG_INVALID : OTA_ERR_SIG_INVALID;
+out:
+	ERR_clear_error();
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+ota_err ota_key_verify(const ota_key *k, ota_alg alg, ota_bytes tbs, ota_bytes sig)
+{
+	return ota_key_verify_parts(k, alg, &tbs, 1, sig);
+}
+
+ota_err ota_key_sign(const ota_key *k, ota_alg alg, ota_bytes tbs, ota_buf sig, size_t *sig_len)
+{
+	*sig_len = 0;
+	if (k == NULL)
+		return OTA_ERR_USAGE;
+	if (!k->priv)
+		return OTA_ERR_KEY_PRIVATE_REQUIRED;
+	ota_err rc = ota_key_check_alg(k, alg);
+	if (rc != OTA_OK)
+		return rc;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (ctx == NULL)
+		return OTA_ERR_NOMEM;
+	static const uint8_t empty[1] = {0};
+	const uint8_t *msg = tbs.ptr != NULL ? tbs.ptr : empty;
+	if (k->kind == KIND_EC) {
+		uint8_t der[2 * 66 + 12];
+		size_t dl = sizeof der;
+		ECDSA_SIG *es = NULL;
+		if (sig.cap < 2 * k->field) {
+			rc = OTA_ERR_TOO_LARGE;
+			goto out;
+		}
+		if (EVP_DigestSignInit(ctx, NULL, alg_md(k, alg), NULL, k->pkey) != 1 ||
+		    EVP_DigestSign(ctx, der, &dl, msg, tbs.len) != 1) {
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		const unsigned char *p = der;
+		es = d2i_ECDSA_SIG(NULL, &p, (long)dl);
+		if (es == NULL ||
+		    BN_bn2binpad(ECDSA_SIG_get0_r(es), sig.ptr, (int)k->field) != (int)k->field ||
+		    BN_bn2binpad(ECDSA_SIG_get0_s(es), sig.ptr + k->field, (int)k->field) !=
+		        (int)k->field) {
+			ECDSA_SIG_free(es);
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		ECDSA_SIG_free(es);
+		*sig_len = 2 * k->field;
+	} else if (k->kind == KIND_RSA) {
+		EVP_PKEY_CTX *pctx = NULL;
+		const EVP_MD *md = alg_md(k, alg);
+		size_t sl = sig.cap;
+		if (sig.cap < k->field) {
+			rc = OTA_ERR_TOO_LARGE;
+			goto out;
+		}
+		if (EVP_DigestSignInit(ctx, &pctx, md, NULL, k->pkey) != 1 ||
+		    set_pss(pctx, md) != OTA_OK || EVP_DigestSign(ctx, sig.ptr, &sl, msg, tbs.len) != 1) {
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		*sig_len = sl;
+	} else {
+		size_t sl = k->kind == KIND_ED25519 ? 64 : 114;
+		if (sig.cap < sl) {
+			rc = OTA_ERR_TOO_LARGE;
+			goto out;
+		}
+		if (EVP_DigestSignInit(ctx, NULL, NULL, NULL, k->pkey) != 1 ||
+		    EVP_DigestSign(ctx, sig.ptr, &sl, msg, tbs.len) != 1) {
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		*sig_len = sl;
+	}
+	rc = OTA_OK;
+out:
+	ERR_clear_error();
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
