@@ -1,0 +1,277 @@
+/*
+ * JCS (RFC 8785) golden vectors: walks vectors/jcs/<case>/ and checks
+ * ota_json_parse + ota_jcs_serialize against output.json (exact bytes) or
+ * against expect ("error=<stable name>"). Also checks idempotence on every
+ * accepted case and runs the independent Python check (tests/tools/jcs_check.py)
+ * over the same vectors when python3 is present.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "test_util.h"
+
+#include "ota/json.h"
+
+#define VEC_DIR "vectors/jcs"
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted case names under vectors/jcs (new array of new strings). */
+static char **list_cases(size_t *n)
+{
+	char *dir = test_src_path(VEC_DIR);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	char **names = NULL;
+	size_t cnt = 0, cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			names = realloc(names, cap * sizeof *names);
+			assert_non_null(names);
+		}
+		names[cnt] = strdup(e->d_name);
+		assert_non_null(names[cnt]);
+		cnt++;
+	}
+	closedir(d);
+	free(dir);
+	qsort(names, cnt, sizeof *names, cmp_names);
+	*n = cnt;
+	return names;
+}
+
+static bool src_exists(const char *rel)
+{
+	char *p = test_src_path(rel);
+	struct stat st;
+	bool ok = stat(p, &st) == 0;
+	free(p);
+	return ok;
+}
+
+/* Parse then serialise; the error (if any) of either step. */
+static ota_err canon(ota_bytes in, char **out, size_t *out_len, ota_error *err)
+{
+	json_t *v = NULL;
+	*out = NULL;
+	*out_len = 0;
+	ota_err rc = ota_json_parse(in, &v, err);
+	if (rc != OTA_OK) {
+		assert_null(v);
+		return rc;
+	}
+	rc = ota_jcs_serialize(v, out, out_len, err);
+	json_decref(v);
+	if (rc != OTA_OK) {
+		assert_null(*out);
+		assert_int_equal(*out_len, 0);
+	}
+	return rc;
+}
+
+static int run_case(const char *name)
+{
+	char rel[512];
+	int failed = 0;
+	size_t in_len = 0;
+	snprintf(rel, sizeof rel, VEC_DIR "/%s/input.json", name);
+	uint8_t *in = test_read_src(rel, &in_len);
+
+	char *out = NULL;
+	size_t out_len = 0;
+	ota_error err;
+	ota_error_clear(&err);
+	ota_err rc = canon(ota_bytes_make(in, in_len), &out, &out_len, &err);
+
+	snprintf(rel, sizeof rel, VEC_DIR "/%s/expect", name);
+	if (src_exists(rel)) {
+		size_t elen = 0;
+		char *exp = (char *)test_read_src(rel, &elen);
+		while (elen > 0 && (exp[elen - 1] == '\n' || exp[elen - 1] == '\r'))
+			exp[--elen] = '\0';
+		char got[128];
+		snprintf(got, sizeof got, "error=%s", ota_err_name(rc));
+		if (strcmp(got, exp) != 0) {
+			print_error("jcs %s: want %s, got %s (%s: %s)\n", name, exp, got, err.where,
+			            err.what);
+			failed = 1;
+		} else if (err.code != rc) {
+			print_error("jcs %s: ota_error holds %s, returned %s\n", name,
+			            ota_err_name(err.code), ota_err_name(rc));
+			failed = 1;
+		}
+		free(exp);
+	} else {
+		snprintf(rel, sizeof rel, VEC_DIR "/%s/output.json", name);
+		size_t want_len = 0;
+		uint8_t *want = test_read_src(rel, &want_len);
+		if (rc != OTA_OK) {
+			print_error("jcs %s: refused as %s (%s: %s)\n", name, ota_err_name(rc),
+			            err.where, err.what);
+			failed = 1;
+		} else if (out_len != want_len || memcmp(out, want, want_len) != 0) {
+			print_error("jcs %s: output differs\n  want %.*s\n  got  %.*s\n", name,
+			            (int)want_len, (const char *)want, (int)out_len, out);
+			failed = 1;
+		} else {
+			/* idempotent: serialize(parse(serialize(x))) == serialize(x) */
+			char *again = NULL;
+			size_t again_len = 0;
+			rc = canon(ota_bytes_make(out, out_len), &again, &again_len, NULL);
+			if (rc != OTA_OK || again_len != out_len ||
+			    memcmp(again, out, out_len) != 0) {
+				print_error("jcs %s: not idempotent (%s)\n", name, ota_err_name(rc));
+				failed = 1;
+			}
+			free(again);
+		}
+		free(want);
+	}
+	free(out);
+	free(in);
+	return failed;
+}
+
+static void test_vectors(void **state)
+{
+	(void)state;
+	size_t n = 0, ok = 0, errors = 0;
+	char **names = list_cases(&n);
+	int failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		char rel[512];
+		snprintf(rel, sizeof rel, VEC_DIR "/%s/expect", names[i]);
+		if (src_exists(rel))
+			errors++;
+		else
+			ok++;
+		failed += run_case(names[i]);
+		free(names[i]);
+	}
+	free(names);
+	print_message("jcs vectors: %zu cases (%zu canonical, %zu refused), %d failed\n", n, ok,
+	              errors, failed);
+	assert_int_equal(failed, 0);
+	/* the folder must really hold both kinds */
+	assert_true(ok >= 10);
+	assert_true(errors >= 10);
+}
+
+/* Every canonical output is itself a fixed point and holds no whitespace outside strings. */
+static void test_output_is_compact(void **state)
+{
+	(void)state;
+	static const char *in = "{ \"b\" : [ 1 , { \"d\" : null , \"c\" : true } ] , \"a\" : \"x y\" }";
+	char *out = NULL;
+	size_t out_len = 0;
+	assert_ota(canon(ota_bytes_make(in, strlen(in)), &out, &out_len, NULL), OTA_OK);
+	assert_string_equal(out, "{\"a\":\"x y\",\"b\":[1,{\"c\":true,\"d\":null}]}");
+	assert_int_equal(out_len, strlen(out));
+	free(out);
+}
+
+/* Values built in memory (not parsed) follow the same rules. */
+static void test_built_values(void **state)
+{
+	(void)state;
+	json_t *o = json_object();
+	assert_non_null(o);
+	assert_int_equal(json_object_set_new(o, "\xf0\x9f\x98\x80", json_integer(1)), 0);
+	assert_int_equal(json_object_set_new(o, "\xef\xbf\xbf", json_integer(2)), 0);
+	assert_int_equal(json_object_set_new(o, "\x7f", json_string("\xe2\x80\xa8")), 0);
+	char *out = NULL;
+	size_t out_len = 0;
+	assert_ota(ota_jcs_serialize(o, &out, &out_len, NULL), OTA_OK);
+	assert_string_equal(out, "{\"\x7f\":\"\xe2\x80\xa8\",\"\xf0\x9f\x98\x80\":1,\"\xef\xbf\xbf\":2}");
+	free(out);
+
+	/* a real anywhere refuses the whole value and clears the outputs */
+	assert_int_equal(json_object_set_new(o, "r", json_real(0.5)), 0);
+	out = (char *)1;
+	out_len = 7;
+	ota_error err;
+	ota_error_clear(&err);
+	assert_ota(ota_jcs_serialize(o, &out, &out_len, &err), OTA_ERR_JSON_FLOAT);
+	assert_null(out);
+	assert_int_equal(out_len, 0);
+	assert_int_equal(err.code, OTA_ERR_JSON_FLOAT);
+	json_decref(o);
+
+	/* integers just inside and just outside the safe range */
+	json_t *a = json_pack("[I,I]", (json_int_t)9007199254740991LL, (json_int_t)-9007199254740991LL);
+	assert_non_null(a);
+	assert_ota(ota_jcs_serialize(a, &out, &out_len, NULL), OTA_OK);
+	assert_string_equal(out, "[9007199254740991,-9007199254740991]");
+	free(out);
+	assert_int_equal(json_array_append_new(a, json_integer(-9007199254740992LL)), 0);
+	assert_ota(ota_jcs_serialize(a, &out, &out_len, NULL), OTA_ERR_JSON_NUMBER_RANGE);
+	json_decref(a);
+
+	/* a string holding invalid UTF-8 (jansson lets json_stringn_nocheck build one) */
+	json_t *bad = json_stringn_nocheck("\xc3(", 2);
+	assert_non_null(bad);
+	assert_ota(ota_jcs_serialize(bad, &out, &out_len, NULL), OTA_ERR_JSON_INVALID_UTF8);
+	json_decref(bad);
+	assert_ota(ota_jcs_serialize(NULL, &out, &out_len, NULL), OTA_ERR_USAGE);
+}
+
+/* Identity is sha256 over the JCS bytes of the RFC 8785 sorting example. */
+static void test_identity_matches_bytes(void **state)
+{
+	(void)state;
+	size_t in_len = 0, want_len = 0;
+	uint8_t *in = test_read_src(VEC_DIR "/rfc8785_sorting/input.json", &in_len);
+	uint8_t *want = test_read_src(VEC_DIR "/rfc8785_sorting/output.json", &want_len);
+	json_t *v = NULL;
+	assert_ota(ota_json_parse(ota_bytes_make(in, in_len), &v, NULL), OTA_OK);
+	char id[OTA_ID_LEN + 1], id2[OTA_ID_LEN + 1];
+	assert_ota(ota_jcs_identity(v, id, NULL), OTA_OK);
+	assert_ota(ota_sha256_id(ota_bytes_make(want, want_len), id2), OTA_OK);
+	assert_string_equal(id, id2);
+	assert_true(ota_id_is_valid(id));
+	json_decref(v);
+	free(in);
+	free(want);
+}
+
+/* The independent Python canonicaliser agrees with every vector. */
+static void test_python_check(void **state)
+{
+	(void)state;
+	if (system("command -v python3 >/dev/null 2>&1") != 0) {
+		print_message("python3 missing: independent check skipped\n");
+		skip();
+	}
+	char *tool = test_src_path("tests/tools/jcs_check.py");
+	char *dir = test_src_path(VEC_DIR);
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "python3 '%s' '%s'", tool, dir);
+	int st = system(cmd);
+	free(tool);
+	free(dir);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vectors),
+		cmocka_unit_test(test_output_is_compact),
+		cmocka_unit_test(test_built_values),
+		cmocka_unit_test(test_identity_matches_bytes),
+		cmocka_unit_test(test_python_check),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
