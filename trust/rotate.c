@@ -1,0 +1,236 @@
+/*
+ * The rotation rule (TUF 5.3 plus the prev link) and chain verification.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "trust_internal.h"
+
+/* Per-signature verification results, shared by the old and new counts. */
+enum { SIG_UNKNOWN = 0, SIG_OK = 1, SIG_BAD = 2 };
+
+/*
+ * Counts distinct keys of keys_of->rk with a verifying signature in r.
+ * status (r->n_sigs entries) caches results across calls: one kid is one
+ * key (kid = SHA-256 of the SPKI, checked at parse), so a result holds for
+ * whichever snapshot declares that kid.
+ */
+static ota_err count_signers(const ota_trust_root *r, const ota_trust_root *keys_of,
+                             unsigned char *status, unsigned *count, ota_error *err)
+{
+	const ota_key *counted[OTA_MAX_TRUST_ROOT_KEYS];
+	unsigned n = 0;
+	*count = 0;
+	for (size_t i = 0; i < r->n_sigs; i++) {
+		const trust_key *rk = trust_find_root_key(keys_of, r->sigs[i].kid);
+		if (rk == NULL)
+			continue; /* not a key of this role: ignored, as in TUF */
+		if (status[i] == SIG_UNKNOWN) {
+			ota_err rc = ota_key_verify(rk->kr->key, rk->alg,
+			                            ota_bytes_make(r->tbs, r->tbs_len),
+			                            ota_bytes_make(r->sigs[i].sig, r->sigs[i].len));
+			if (rc == OTA_ERR_NOMEM || rc == OTA_ERR_CRYPTO)
+				return ota_error_set(err, rc, "signatures", "verification failed to run");
+			status[i] = rc == OTA_OK ? SIG_OK : SIG_BAD;
+		}
+		if (status[i] != SIG_OK)
+			continue;
+		bool dup = false;
+		for (unsigned j = 0; j < n && !dup; j++)
+			dup = counted[j] == rk->kr->key ||
+			      EVP_PKEY_eq(ota_key_evp(counted[j]), ota_key_evp(rk->kr->key)) == 1;
+		if (!dup && n < OTA_MAX_TRUST_ROOT_KEYS)
+			counted[n++] = rk->kr->key;
+	}
+	*count = n;
+	return OTA_OK;
+}
+
+ota_err ota_trust_root_count_signers(const ota_trust_root *r, const ota_trust_root *keys_of,
+                                     unsigned *count, ota_error *err)
+{
+	unsigned char status[OTA_MAX_TRUST_ROOT_KEYS] = {0};
+	return count_signers(r, keys_of, status, count, err);
+}
+
+ota_err ota_trust_root_verify_self(const ota_trust_root *r, ota_error *err)
+{
+	unsigned n = 0;
+	ota_err rc = ota_trust_root_count_signers(r, r, &n, err);
+	if (rc != OTA_OK)
+		return rc;
+	if (n < r->threshold)
+		return ota_error_set(err, OTA_ERR_TRUST_THRESHOLD_NEW, "signatures",
+		                     "version %lld has %u valid signature(s) of its root keys, "
+		                     "threshold is %u",
+		                     (long long)r->version, n, r->threshold);
+	return OTA_OK;
+}
+
+ota_err ota_trust_root_accept_next(const ota_trust_root *cur, const ota_trust_root *next,
+                                   bool *same, ota_error *err)
+{
+	unsigned char status[OTA_MAX_TRUST_ROOT_KEYS] = {0};
+	unsigned n = 0;
+	ota_err rc;
+	if (same != NULL)
+		*same = false;
+	if (strcmp(cur->domain, next->domain) != 0)
+		return ota_error_set(err, OTA_ERR_TRUST_DOMAIN_MISMATCH, "trust_domain",
+		                     "\"%s\" follows \"%s\"", next->domain, cur->domain);
+	if (strcmp(cur->identity, next->identity) == 0) {
+		if (same != NULL)
+			*same = true;
+		return OTA_OK;
+	}
+	if ((rc = count_signers(next, cur, status, &n, err)) != OTA_OK)
+		return rc;
+	if (n < cur->threshold)
+		return ota_error_set(err, OTA_ERR_TRUST_THRESHOLD_OLD, "signatures",
+		                     "version %lld has %u valid signature(s) of version %lld's root "
+		                     "keys, threshold is %u",
+		                     (long long)next->version, n, (long long)cur->version,
+		                     cur->threshold);
+	if (next->version == cur->version)
+		return ota_error_set(err, OTA_ERR_TRUST_EQUIVOCATION, "version",
+		                     "two different snapshots of version %lld: %s and %s",
+		                     (long long)cur->version, cur->identity, next->identity);
+	if (next->version < cur->version)
+		return ota_error_set(err, OTA_ERR_TRUST_ROLLBACK, "version",
+		                     "version %lld offered after version %lld",
+		                     (long long)next->version, (long long)cur->version);
+	if (next->version != cur->version + 1)
+		return ota_error_set(err, OTA_ERR_TRUST_VERSION_SKIP, "version",
+		                     "version %lld follows version %lld", (long long)next->version,
+		                     (long long)cur->version);
+	if (!next->has_prev || strcmp(next->prev, cur->identity) != 0)
+		return ota_error_set(err, OTA_ERR_TRUST_PREV_MISMATCH, "prev",
+		                     "version %lld names prev %s, version %lld is %s",
+		                     (long long)next->version, next->has_prev ? next->prev : "(none)",
+		                     (long long)cur->version, cur->identity);
+	if ((rc = count_signers(next, next, status, &n, err)) != OTA_OK)
+		return rc;
+	if (n < next->threshold)
+		return ota_error_set(err, OTA_ERR_TRUST_THRESHOLD_NEW, "signatures",
+		                     "version %lld has %u valid signature(s) of its own root keys, "
+		                     "threshold is %u",
+		                     (long long)next->version, n, next->threshold);
+	for (size_t i = 0; i < cur->n_keys; i++) {
+		const trust_key *k = &cur->keys[i];
+		if (!k->has_revoked)
+			continue;
+		const trust_key *nk = trust_find_key(next, k->kid);
+		if (nk == NULL || !nk->has_revoked || nk->revoked_at > k->revoked_at)
+			return ota_error_set(err, OTA_ERR_TRUST_REVOCATION_DROPPED, "principals",
+			                     "key %s revoked at %lld in version %lld is %s in version "
+			                     "%lld",
+			                     k->kid_hex, (long long)k->revoked_at, (long long)cur->version,
+			                     nk == NULL           ? "missing"
+			                     : !nk->has_revoked ? "not revoked"
+			                                        : "revoked later",
+			                     (long long)next->version);
+	}
+	return OTA_OK;
+}
+
+/* Equivocation against the durable state: the recorded version must match. */
+static ota_err check_state(const ota_trust_root *r, bool have, int64_t sv, const char *sid,
+                           ota_error *err)
+{
+	if (have && r->version == sv && strcmp(r->identity, sid) != 0)
+		return ota_error_set(err, OTA_ERR_TRUST_EQUIVOCATION, "state",
+		                     "version %lld is %s, but %s was accepted before",
+		                     (long long)sv, r->identity, sid);
+	return OTA_OK;
+}
+
+ota_err ota_trust_chain_verify(ota_bytes pinned, const ota_bytes *chain, size_t n,
+                               const ota_trust_verify_opts *o, ota_trust_root **latest_out,
+                               ota_error *err)
+{
+	*latest_out = NULL;
+	size_t cap = o->max_chain == 0 || o->max_chain > OTA_MAX_TRUST_CHAIN ? OTA_MAX_TRUST_CHAIN
+	                                                                      : o->max_chain;
+	if (n > cap)
+		return ota_error_set(err, OTA_ERR_TRUST_CHAIN_TOO_LONG, "chain",
+		                     "%zu snapshots after the pinned one, limit is %zu", n, cap);
+	if (pinned.len > OTA_MAX_TRUST_ROOT_BYTES)
+		return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "pinned", "%zu bytes, limit is %u",
+		                     pinned.len, OTA_MAX_TRUST_ROOT_BYTES);
+	for (size_t i = 0; i < n; i++)
+		if (chain[i].len > OTA_MAX_TRUST_ROOT_BYTES)
+			return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "chain",
+			                     "snapshot %zu has %zu bytes, limit is %u", i + 1,
+			                     chain[i].len, OTA_MAX_TRUST_ROOT_BYTES);
+	ota_trust_root *cur = NULL;
+	ota_err rc = ota_trust_root_parse(pinned, &cur, err);
+	if (rc != OTA_OK)
+		return rc;
+	if ((rc = ota_trust_root_verify_self(cur, err)) != OTA_OK)
+		goto fail;
+	bool have = false;
+	int64_t sv = 0;
+	char sid[OTA_ID_LEN + 1] = "";
+	if (o->state != NULL) {
+		rc = ota_trust_state_get(o->state, cur->domain, &sv, sid);
+		if (rc == OTA_OK)
+			have = true;
+		else if (rc != OTA_ERR_NOT_FOUND) {
+			rc = ota_error_set(err, rc, "state", "cannot read the verifier state");
+			goto fail;
+		}
+	}
+	if ((rc = check_state(cur, have, sv, sid, err)) != OTA_OK)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		ota_trust_root *next = NULL;
+		bool same = false;
+		rc = trust_root_parse_cached(chain[i], cur, &next, err);
+		if (rc == OTA_OK)
+			rc = ota_trust_root_accept_next(cur, next, &same, err);
+		if (rc == OTA_OK)
+			rc = check_state(next, have, sv, sid, err);
+		if (rc != OTA_OK) {
+			char w[sizeof err->where];
+			if (err != NULL && err->code == rc) {
+				memcpy(w, err->where, sizeof w);
+				snprintf(err->where, sizeof err->where, "chain[%zu]: %.200s", i + 1, w);
+			}
+			ota_trust_root_free(next);
+			goto fail;
+		}
+		if (same) {
+			ota_trust_root_free(next);
+			continue;
+		}
+		ota_trust_root_free(cur);
+		cur = next;
+	}
+	if (have && cur->version < sv) {
+		rc = ota_error_set(err, OTA_ERR_TRUST_ROLLBACK, "state",
+		                   "latest version %lld is lower than version %lld accepted before",
+		                   (long long)cur->version, (long long)sv);
+		goto fail;
+	}
+	if (o->at >= cur->expires) {
+		char t1[32], t2[32];
+		ota_trust_time_format(cur->expires, t1);
+		ota_trust_time_format(o->at, t2);
+		rc = ota_error_set(err, OTA_ERR_TRUST_EXPIRED, "expires",
+		                   "latest version %lld expired at %s (now %s)",
+		                   (long long)cur->version, t1, t2);
+		goto fail;
+	}
+	if (o->state != NULL &&
+	    (rc = ota_trust_state_record(o->state, cur->domain, cur->version, cur->identity,
+	                                 err)) != OTA_OK)
+		goto fail;
+	*latest_out = cur;
+	return OTA_OK;
+fail:
+	ota_trust_root_free(cur);
+	return rc;
+}
