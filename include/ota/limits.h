@@ -42,6 +42,11 @@
 #define OTA_NONCE_DEFAULT_TTL     300                   /* seconds */
 #define OTA_MAX_TXN_BYTES         256u
 #define OTA_MAX_SCOPE_BYTES       1024u
+#define OTA_MAX_ISSUER_BYTES      256u
+#define OTA_NONCE_MAX_TTL         3600                  /* seconds */
+#define OTA_NONCE_DEFAULT_SKEW    60                    /* seconds kept past expiry */
+#define OTA_NONCE_MAX_BATCH       4096u                 /* operations per transaction */
+#define OTA_MAX_RECORD_ID_BYTES   256u                  /* head / prior / record ids */
 
 /* attestation endpoint */
 #define OTA_MAX_HTTP_BODY_BYTES   (256u * 1024u)

@@ -1,0 +1,165 @@
+/*
+ * nonce-store/committer.c - group commit: one thread drains a queue of
+ * operations, runs up to max_batch of them in one transaction (one fsync)
+ * and only then wakes their callers. Nothing is acknowledged before the
+ * COMMIT has returned.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nonce_internal.h"
+
+typedef struct pending {
+	ota_nonce_op *op;
+	struct pending *next;
+	bool done;
+} pending;
+
+struct ota_nonce_committer {
+	ota_nonce_store *store;
+	ota_clock clock;
+	bool has_clock;
+	size_t max_batch;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work;  /* queue not empty or stopping */
+	pthread_cond_t done;  /* some batch finished */
+	pending *head, *tail;
+	bool stop;
+	uint64_t batches, ops;
+	ota_nonce_op *batch_ops;   /* copies run by the thread */
+	pending **batch_pend;
+};
+
+static void *committer_main(void *arg)
+{
+	ota_nonce_committer *c = arg;
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (c->head == NULL && !c->stop)
+			pthread_cond_wait(&c->work, &c->mu);
+		if (c->head == NULL && c->stop)
+			break;
+		size_t n = 0;
+		while (c->head != NULL && n < c->max_batch) {
+			pending *p = c->head;
+			c->head = p->next;
+			if (c->head == NULL)
+				c->tail = NULL;
+			c->batch_pend[n] = p;
+			c->batch_ops[n] = *p->op;
+			n++;
+		}
+		pthread_mutex_unlock(&c->mu);
+		int64_t now = c->has_clock ? ota_clock_now(&c->clock) : ota_clock_now(NULL);
+		ota_err e = ota_nonce_store_commit_batch(c->store, c->batch_ops, n, now, NULL);
+		(void)e; /* on failure every op's result carries the error */
+		pthread_mutex_lock(&c->mu);
+		for (size_t i = 0; i < n; i++) {
+			*c->batch_pend[i]->op = c->batch_ops[i];
+			c->batch_pend[i]->done = true;
+		}
+		c->batches++;
+		c->ops += n;
+		pthread_cond_broadcast(&c->done);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+ota_err ota_nonce_committer_new(ota_nonce_store *s, size_t max_batch, const ota_clock *clock,
+                                ota_nonce_committer **out)
+{
+	if (out == NULL)
+		return OTA_ERR_USAGE;
+	*out = NULL;
+	if (s == NULL)
+		return OTA_ERR_USAGE;
+	if (max_batch == 0)
+		max_batch = 256;
+	if (max_batch > OTA_NONCE_MAX_BATCH)
+		max_batch = OTA_NONCE_MAX_BATCH;
+	ota_nonce_committer *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return OTA_ERR_NOMEM;
+	c->store = s;
+	c->max_batch = max_batch;
+	if (clock != NULL) {
+		c->clock = *clock;
+		c->has_clock = true;
+	}
+	c->batch_ops = calloc(max_batch, sizeof *c->batch_ops);
+	c->batch_pend = calloc(max_batch, sizeof *c->batch_pend);
+	if (c->batch_ops == NULL || c->batch_pend == NULL)
+		goto out_free;
+	if (pthread_mutex_init(&c->mu, NULL) != 0)
+		goto out_free;
+	pthread_cond_init(&c->work, NULL);
+	pthread_cond_init(&c->done, NULL);
+	if (pthread_create(&c->thread, NULL, committer_main, c) != 0) {
+		pthread_cond_destroy(&c->work);
+		pthread_cond_destroy(&c->done);
+		pthread_mutex_destroy(&c->mu);
+		goto out_free;
+	}
+	*out = c;
+	return OTA_OK;
+out_free:
+	free(c->batch_ops);
+	free(c->batch_pend);
+	free(c);
+	return OTA_ERR_NOMEM;
+}
+
+void ota_nonce_committer_free(ota_nonce_committer *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = true;
+	pthread_cond_broadcast(&c->work);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thread, NULL);
+	pthread_cond_destroy(&c->work);
+	pthread_cond_destroy(&c->done);
+	pthread_mutex_destroy(&c->mu);
+	free(c->batch_ops);
+	free(c->batch_pend);
+	free(c);
+}
+
+ota_err ota_nonce_committer_run(ota_nonce_committer *c, ota_nonce_op *op)
+{
+	if (c == NULL || op == NULL)
+		return OTA_ERR_USAGE;
+	pending p = {op, NULL, false};
+	pthread_mutex_lock(&c->mu);
+	if (c->stop) {
+		pthread_mutex_unlock(&c->mu);
+		op->result = OTA_ERR_HTTP_UNAVAILABLE;
+		return op->result;
+	}
+	if (c->tail != NULL)
+		c->tail->next = &p;
+	else
+		c->head = &p;
+	c->tail = &p;
+	pthread_cond_signal(&c->work);
+	while (!p.done)
+		pthread_cond_wait(&c->done, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	return op->result;
+}
+
+void ota_nonce_committer_stats(ota_nonce_committer *c, uint64_t *batches, uint64_t *ops)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (batches != NULL)
+		*batches = c->batches;
+	if (ops != NULL)
+		*ops = c->ops;
+	pthread_mutex_unlock(&c->mu);
+}

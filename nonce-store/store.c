@@ -1,0 +1,927 @@
+/*
+ * nonce-store/store.c - single-use challenges, heads and stored acceptances
+ * in one sqlite (WAL) file. See include/ota/nonce.h and docs/nonce-store.md.
+ */
+#include "ota/nonce.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "nonce_internal.h"
+
+#define SCHEMA_VERSION 1
+
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS ota_meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS challenges("
+	" nonce BLOB PRIMARY KEY, epoch INTEGER NOT NULL, txn TEXT NOT NULL,"
+	" issuer TEXT NOT NULL, scope TEXT NOT NULL, issued_at INTEGER NOT NULL,"
+	" expires_at INTEGER NOT NULL, consumed_at INTEGER) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges(expires_at);"
+	"CREATE TABLE IF NOT EXISTS heads(txn TEXT NOT NULL, boundary TEXT NOT NULL,"
+	" head TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS acceptances(record_id TEXT PRIMARY KEY,"
+	" txn TEXT NOT NULL, boundary TEXT NOT NULL, prior TEXT NOT NULL,"
+	" nonce BLOB NOT NULL, accepted_at INTEGER NOT NULL,"
+	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL) WITHOUT ROWID;";
+
+enum {
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_SAVEPOINT,
+	ST_RELEASE,
+	ST_ROLLBACK_TO,
+	ST_ISSUE,
+	ST_CONSUME,
+	ST_GET,
+	ST_HEAD_GET,
+	ST_HEAD_INSERT,
+	ST_HEAD_CAS,
+	ST_ACC_EXISTS,
+	ST_ACC_INSERT,
+	ST_ACC_GET,
+	ST_PURGE,
+	ST_COUNT_
+};
+
+static const char *const stmt_sql[ST_COUNT_] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SAVEPOINT] = "SAVEPOINT op",
+	[ST_RELEASE] = "RELEASE op",
+	[ST_ROLLBACK_TO] = "ROLLBACK TO op",
+	[ST_ISSUE] = "INSERT INTO challenges(nonce, epoch, txn, issuer, scope, issued_at, expires_at)"
+		     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	/* The one decision: a live, unexpired, current-epoch row flips to
+	 * consumed, and only one statement can ever see it flip. */
+	[ST_CONSUME] = "UPDATE challenges SET consumed_at = ?1"
+		       " WHERE nonce = ?2 AND consumed_at IS NULL AND expires_at > ?1"
+		       " AND epoch >= ?3 AND (?4 IS NULL OR txn = ?4)"
+		       " AND (?5 IS NULL OR issuer = ?5) AND (?6 IS NULL OR scope = ?6)"
+		       " RETURNING epoch, txn, issuer, scope, issued_at, expires_at, consumed_at",
+	[ST_GET] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at"
+		   " FROM challenges WHERE nonce = ?1",
+	[ST_HEAD_GET] = "SELECT head FROM heads WHERE txn = ?1 AND boundary = ?2",
+	[ST_HEAD_INSERT] = "INSERT INTO heads(txn, boundary, head) VALUES(?1, ?2, ?3)",
+	[ST_HEAD_CAS] = "UPDATE heads SET head = ?3 WHERE txn = ?1 AND boundary = ?2 AND head = ?4",
+	[ST_ACC_EXISTS] = "SELECT 1 FROM acceptances WHERE record_id = ?1 AND txn = ?2 AND boundary = ?3",
+	[ST_ACC_INSERT] = "INSERT INTO acceptances(record_id, txn, boundary, prior, nonce, accepted_at,"
+			  " attestation, acceptance) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[ST_ACC_GET] = "SELECT attestation, acceptance FROM acceptances WHERE record_id = ?1",
+	[ST_PURGE] = "DELETE FROM challenges WHERE expires_at + ?2 <= ?1",
+};
+
+struct ota_nonce_store {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT_];
+	pthread_mutex_t mu;
+	ota_nonce_opts opts;
+	int64_t epoch;
+	int64_t min_epoch;
+	int64_t busy_start_us;
+	char where[128];
+};
+
+void ota_nonce_opts_init(ota_nonce_opts *o)
+{
+	if (o == NULL)
+		return;
+	memset(o, 0, sizeof *o);
+	o->sync = OTA_NONCE_SYNC_FULL;
+	o->skew = OTA_NONCE_DEFAULT_SKEW;
+	o->busy_timeout_ms = 10000;
+}
+
+static int64_t mono_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Short sleeps (sqlite's default handler sleeps whole milliseconds and
+ * more), bounded by busy_timeout_ms for one lock wait. */
+static int busy_cb(void *ctx, int count)
+{
+	ota_nonce_store *s = ctx;
+	int64_t now = mono_us();
+	if (count == 0)
+		s->busy_start_us = now;
+	if (now - s->busy_start_us > (int64_t)s->opts.busy_timeout_ms * 1000)
+		return 0;
+	long ns = count < 20 ? 20000L : count < 200 ? 200000L : 1000000L;
+	struct timespec d = {0, ns};
+	nanosleep(&d, NULL);
+	return 1;
+}
+
+static ota_err db_err(ota_nonce_store *s, int rc, ota_error *err, const char *what)
+{
+	int prim = rc & 0xff;
+	if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
+		return ota_error_set(err, OTA_ERR_NONCE_BUSY, s->where, "%s: %s", what,
+		                     sqlite3_errstr(rc));
+	return ota_error_set(err, OTA_ERR_DB, s->where, "%s: %s", what,
+	                     s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+}
+
+/* Runs a statement that yields no row we need. */
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	while (rc == SQLITE_ROW)
+		rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static ota_err exec_sql(ota_nonce_store *s, const char *sql, ota_error *err)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, sql);
+	return OTA_OK;
+}
+
+static int64_t meta_get(ota_nonce_store *s, const char *k, int64_t dflt)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = dflt;
+	if (sqlite3_prepare_v2(s->db, "SELECT v FROM ota_meta WHERE k = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return dflt;
+	sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int meta_set(ota_nonce_store *s, const char *k, int64_t v)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO ota_meta(k, v) VALUES(?1, ?2)",
+	                            -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, v);
+	rc = step_done(st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Creates the schema and durably bumps the epoch (synchronous=FULL). */
+static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
+{
+	ota_err e;
+	int rc;
+	if ((e = exec_sql(s, "PRAGMA synchronous=FULL", err)) != OTA_OK)
+		return e;
+	if ((e = exec_sql(s, "BEGIN IMMEDIATE", err)) != OTA_OK)
+		return e;
+	if ((e = exec_sql(s, schema_sql, err)) != OTA_OK)
+		goto out_rollback;
+	int64_t ver = meta_get(s, "schema", 0);
+	if (ver != 0 && ver != SCHEMA_VERSION) {
+		e = ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where, "schema version %lld",
+		                  (long long)ver);
+		goto out_rollback;
+	}
+	int64_t epoch = meta_get(s, "epoch", 0) + 1;
+	int64_t min_epoch = meta_get(s, "min_epoch", 1);
+	/* An epoch that ran with synchronous=NORMAL may have lost consumes
+	 * in a power loss: nothing issued in it (or before) stays valid. */
+	if (meta_get(s, "last_sync", OTA_NONCE_SYNC_FULL) == OTA_NONCE_SYNC_NORMAL ||
+	    s->opts.sync == OTA_NONCE_SYNC_NORMAL)
+		min_epoch = epoch;
+	if ((rc = meta_set(s, "schema", SCHEMA_VERSION)) != SQLITE_OK ||
+	    (rc = meta_set(s, "epoch", epoch)) != SQLITE_OK ||
+	    (rc = meta_set(s, "min_epoch", min_epoch)) != SQLITE_OK ||
+	    (rc = meta_set(s, "last_sync", (int64_t)s->opts.sync)) != SQLITE_OK) {
+		e = db_err(s, rc, err, "epoch bump");
+		goto out_rollback;
+	}
+	if ((e = exec_sql(s, "COMMIT", err)) != OTA_OK)
+		goto out_rollback;
+	s->epoch = epoch;
+	s->min_epoch = min_epoch;
+	if (s->opts.sync == OTA_NONCE_SYNC_NORMAL)
+		return exec_sql(s, "PRAGMA synchronous=NORMAL", err);
+	return OTA_OK;
+out_rollback:
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return e;
+}
+
+ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonce_store **out,
+                             ota_error *err)
+{
+	ota_err e;
+	if (out == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "out is NULL");
+	*out = NULL;
+	if (path == NULL || path[0] == '\0')
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no path");
+	ota_nonce_store *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "nonce-store", "store");
+	if (o != NULL)
+		s->opts = *o;
+	else
+		ota_nonce_opts_init(&s->opts);
+	if (s->opts.skew < 0)
+		s->opts.skew = 0;
+	if (s->opts.busy_timeout_ms <= 0)
+		s->opts.busy_timeout_ms = 10000;
+	snprintf(s->where, sizeof s->where, "nonce-store:%s", path);
+	if (pthread_mutex_init(&s->mu, NULL) != 0) {
+		free(s);
+		return ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
+	}
+	int rc = sqlite3_open_v2(path, &s->db,
+	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+	                         NULL);
+	if (rc != SQLITE_OK) {
+		e = db_err(s, rc, err, "open");
+		goto out_close;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_handler(s->db, busy_cb, s);
+	{
+		sqlite3_stmt *st = NULL;
+		rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+		if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+			const unsigned char *m = sqlite3_column_text(st, 0);
+			if (m == NULL || strcmp((const char *)m, "wal") != 0)
+				rc = SQLITE_ERROR;
+		} else if (rc == SQLITE_OK) {
+			rc = sqlite3_errcode(s->db);
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_OK) {
+			e = db_err(s, rc, err, "journal_mode=WAL");
+			goto out_close;
+		}
+	}
+	if ((e = open_epoch(s, err)) != OTA_OK)
+		goto out_close;
+	for (int i = 0; i < ST_COUNT_; i++) {
+		rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
+		                        NULL);
+		if (rc != SQLITE_OK) {
+			e = db_err(s, rc, err, stmt_sql[i]);
+			goto out_close;
+		}
+	}
+	*out = s;
+	return OTA_OK;
+out_close:
+	ota_nonce_store_close(s);
+	return e;
+}
+
+void ota_nonce_store_close(ota_nonce_store *s)
+{
+	if (s == NULL)
+		return;
+	for (int i = 0; i < ST_COUNT_; i++)
+		sqlite3_finalize(s->st[i]);
+	sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+int64_t ota_nonce_store_epoch(const ota_nonce_store *s)
+{
+	return s != NULL ? s->epoch : 0;
+}
+
+int64_t ota_nonce_store_min_epoch(const ota_nonce_store *s)
+{
+	return s != NULL ? s->min_epoch : 0;
+}
+
+/* ---- helpers ---- */
+
+static bool str_ok(const char *v, size_t max)
+{
+	if (v == NULL || v[0] == '\0')
+		return false;
+	size_t n = strnlen(v, max + 1);
+	if (n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static ota_err check_binding(ota_nonce_store *s, const ota_nonce_binding *b, ota_error *err)
+{
+	if (b == NULL)
+		return ota_error_set(err, OTA_ERR_NONCE_BINDING, s->where, "no binding");
+	if (!str_ok(b->txn, OTA_MAX_TXN_BYTES))
+		return ota_error_set(err, OTA_ERR_NONCE_BINDING, "txn", "missing, too long or control characters");
+	if (!str_ok(b->issuer, OTA_MAX_ISSUER_BYTES))
+		return ota_error_set(err, OTA_ERR_NONCE_BINDING, "issuer", "missing, too long or control characters");
+	if (!str_ok(b->scope, OTA_MAX_SCOPE_BYTES))
+		return ota_error_set(err, OTA_ERR_NONCE_BINDING, "scope", "missing, too long or control characters");
+	return OTA_OK;
+}
+
+static void copy_text(char *dst, size_t cap, const unsigned char *src)
+{
+	size_t n = 0;
+	if (src != NULL) {
+		n = strnlen((const char *)src, cap - 1);
+		memcpy(dst, src, n);
+	}
+	dst[n] = '\0';
+}
+
+/* Row columns: epoch, txn, issuer, scope, issued_at, expires_at, consumed_at. */
+static void fill_challenge(sqlite3_stmt *st, ota_bytes nonce, ota_challenge *c)
+{
+	memset(c, 0, sizeof *c);
+	memcpy(c->nonce, nonce.ptr, nonce.len);
+	c->nonce_len = nonce.len;
+	c->epoch = sqlite3_column_int64(st, 0);
+	copy_text(c->txn, sizeof c->txn, sqlite3_column_text(st, 1));
+	copy_text(c->issuer, sizeof c->issuer, sqlite3_column_text(st, 2));
+	copy_text(c->scope, sizeof c->scope, sqlite3_column_text(st, 3));
+	c->issued_at = sqlite3_column_int64(st, 4);
+	c->expires_at = sqlite3_column_int64(st, 5);
+	c->consumed_at = sqlite3_column_type(st, 6) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 6);
+}
+
+static ota_err fill_random(ota_nonce_store *s, uint8_t *p, size_t n, ota_error *err)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = getrandom(p + got, n - got, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return ota_error_set(err, OTA_ERR_NONCE_RANDOM, s->where, "getrandom: %s",
+			                     strerror(errno));
+		}
+		got += (size_t)r;
+	}
+	return OTA_OK;
+}
+
+/* ---- single operations (inside a transaction; the caller holds mu) ---- */
+
+static ota_err do_issue(ota_nonce_store *s, const ota_nonce_binding *b, size_t nonce_len,
+                        int64_t ttl, int64_t now, ota_challenge *out, ota_error *err)
+{
+	ota_err e;
+	if (nonce_len == 0)
+		nonce_len = OTA_NONCE_DEFAULT_BYTES;
+	if (nonce_len < OTA_NONCE_MIN_BYTES || nonce_len > OTA_NONCE_MAX_BYTES)
+		return ota_error_set(err, OTA_ERR_NONCE_LENGTH, "nonce_len", "%zu bytes", nonce_len);
+	if (ttl == 0)
+		ttl = OTA_NONCE_DEFAULT_TTL;
+	if (ttl < 1 || ttl > OTA_NONCE_MAX_TTL)
+		return ota_error_set(err, OTA_ERR_NONCE_TTL, "ttl", "%lld seconds", (long long)ttl);
+	if ((e = check_binding(s, b, err)) != OTA_OK)
+		return e;
+	memset(out, 0, sizeof *out);
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if ((e = fill_random(s, out->nonce, nonce_len, err)) != OTA_OK)
+			return e;
+		sqlite3_stmt *st = s->st[ST_ISSUE];
+		sqlite3_bind_blob(st, 1, out->nonce, (int)nonce_len, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, s->epoch);
+		sqlite3_bind_text(st, 3, b->txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, b->issuer, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, b->scope, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, now);
+		sqlite3_bind_int64(st, 7, now + ttl);
+		int rc = step_done(st);
+		sqlite3_clear_bindings(st);
+		if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+			continue; /* 2^-128 at least; draw again */
+		if (rc != SQLITE_OK)
+			return db_err(s, rc, err, "issue");
+		out->nonce_len = nonce_len;
+		out->epoch = s->epoch;
+		out->issued_at = now;
+		out->expires_at = now + ttl;
+		copy_text(out->txn, sizeof out->txn, (const unsigned char *)b->txn);
+		copy_text(out->issuer, sizeof out->issuer, (const unsigned char *)b->issuer);
+		copy_text(out->scope, sizeof out->scope, (const unsigned char *)b->scope);
+		return OTA_OK;
+	}
+	return ota_error_set(err, OTA_ERR_NONCE_RANDOM, s->where, "repeated nonce collisions");
+}
+
+/* Why a challenge cannot be consumed now (rec is the stored row). */
+static ota_err judge(ota_nonce_store *s, const ota_challenge *rec, const ota_nonce_binding *expect,
+                     int64_t now, ota_error *err)
+{
+	if (rec->consumed_at != 0)
+		return ota_error_set(err, OTA_ERR_NONCE_REPLAYED, "eat_nonce", "consumed at %lld",
+		                     (long long)rec->consumed_at);
+	if (rec->epoch < s->min_epoch)
+		return ota_error_set(err, OTA_ERR_NONCE_STALE_EPOCH, "eat_nonce",
+		                     "issued in epoch %lld, valid from %lld", (long long)rec->epoch,
+		                     (long long)s->min_epoch);
+	if (rec->expires_at <= now)
+		return ota_error_set(err, OTA_ERR_NONCE_EXPIRED, "eat_nonce", "expired at %lld",
+		                     (long long)rec->expires_at);
+	if (expect != NULL) {
+		if (expect->txn != NULL && strcmp(expect->txn, rec->txn) != 0)
+			return ota_error_set(err, OTA_ERR_NONCE_TXN_MISMATCH, "txn",
+			                     "challenge is bound to another txn");
+		if (expect->issuer != NULL && strcmp(expect->issuer, rec->issuer) != 0)
+			return ota_error_set(err, OTA_ERR_NONCE_ISSUER_MISMATCH, "iss",
+			                     "challenge is bound to another issuer");
+		if (expect->scope != NULL && strcmp(expect->scope, rec->scope) != 0)
+			return ota_error_set(err, OTA_ERR_NONCE_SCOPE_MISMATCH, "scope",
+			                     "challenge is bound to another scope");
+	}
+	return OTA_OK;
+}
+
+static ota_err do_get(ota_nonce_store *s, ota_bytes nonce, ota_challenge *rec, ota_error *err)
+{
+	sqlite3_stmt *st = s->st[ST_GET];
+	sqlite3_bind_blob(st, 1, nonce.ptr, (int)nonce.len, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	ota_err e = OTA_OK;
+	if (rc == SQLITE_ROW)
+		fill_challenge(st, nonce, rec);
+	else if (rc == SQLITE_DONE)
+		e = ota_error_set(err, OTA_ERR_NONCE_UNKNOWN, "eat_nonce",
+		                  "no challenge with this nonce");
+	else
+		e = db_err(s, rc, err, "lookup");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return e;
+}
+
+static ota_err check_nonce_len(ota_bytes nonce, ota_error *err)
+{
+	if (nonce.ptr == NULL || nonce.len < OTA_NONCE_MIN_BYTES || nonce.len > OTA_NONCE_MAX_BYTES)
+		return ota_error_set(err, OTA_ERR_NONCE_LENGTH, "eat_nonce", "%zu bytes", nonce.len);
+	return OTA_OK;
+}
+
+static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_binding *expect,
+                          int64_t now, ota_challenge *out, ota_error *err)
+{
+	ota_err e;
+	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
+		return e;
+	sqlite3_stmt *st = s->st[ST_CONSUME];
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_blob(st, 2, nonce.ptr, (int)nonce.len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, s->min_epoch);
+	if (expect != NULL) {
+		if (expect->txn != NULL)
+			sqlite3_bind_text(st, 4, expect->txn, -1, SQLITE_STATIC);
+		if (expect->issuer != NULL)
+			sqlite3_bind_text(st, 5, expect->issuer, -1, SQLITE_STATIC);
+		if (expect->scope != NULL)
+			sqlite3_bind_text(st, 6, expect->scope, -1, SQLITE_STATIC);
+	}
+	int rc = sqlite3_step(st);
+	bool won = false;
+	if (rc == SQLITE_ROW) {
+		fill_challenge(st, nonce, out);
+		won = true;
+		rc = sqlite3_step(st);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		return db_err(s, rc, err, "consume");
+	if (won)
+		return OTA_OK;
+	/* Not consumed: say why, from the row as it stands in this same
+	 * transaction (this read decides nothing). */
+	ota_challenge rec;
+	if ((e = do_get(s, nonce, &rec, err)) != OTA_OK)
+		return e;
+	e = judge(s, &rec, expect, now, err);
+	if (e == OTA_OK) /* cannot happen: the UPDATE would have matched */
+		e = ota_error_set(err, OTA_ERR_INTERNAL, s->where, "consume did not match a live row");
+	return e;
+}
+
+static ota_err head_get(ota_nonce_store *s, const char *txn, const char *boundary, char *out,
+                        size_t cap, bool *found, ota_error *err)
+{
+	sqlite3_stmt *st = s->st[ST_HEAD_GET];
+	sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, boundary, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	ota_err e = OTA_OK;
+	*found = false;
+	if (cap > 0)
+		out[0] = '\0';
+	if (rc == SQLITE_ROW) {
+		*found = true;
+		if (cap > 0)
+			copy_text(out, cap, sqlite3_column_text(st, 0));
+	} else if (rc != SQLITE_DONE) {
+		e = db_err(s, rc, err, "head");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return e;
+}
+
+static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_error *err)
+{
+	ota_err e;
+	if (op->expect == NULL || (e = check_binding(s, op->expect, err)) != OTA_OK)
+		return op->expect == NULL
+			       ? ota_error_set(err, OTA_ERR_NONCE_BINDING, s->where, "admit needs a binding")
+			       : e;
+	if (!str_ok(op->boundary, OTA_MAX_RECORD_ID_BYTES) ||
+	    !str_ok(op->record_id, OTA_MAX_RECORD_ID_BYTES) ||
+	    (op->prior != NULL && op->prior[0] != '\0' &&
+	     !str_ok(op->prior, OTA_MAX_RECORD_ID_BYTES)) ||
+	    op->attestation.ptr == NULL || op->acceptance.ptr == NULL ||
+	    op->attestation.len > INT32_MAX || op->acceptance.len > INT32_MAX)
+		return ota_error_set(err, OTA_ERR_USAGE, s->where, "admit: bad boundary, ids or records");
+	if ((e = do_consume(s, op->nonce, op->expect, now, &op->challenge, err)) != OTA_OK)
+		return e;
+	const char *txn = op->expect->txn;
+	const char *prior = op->prior != NULL ? op->prior : "";
+	char head[OTA_MAX_RECORD_ID_BYTES + 1];
+	bool found;
+	if ((e = head_get(s, txn, op->boundary, head, sizeof head, &found, err)) != OTA_OK)
+		return e;
+	int rc;
+	if (!found) {
+		if (prior[0] != '\0')
+			return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
+			                     "no record accepted yet for this txn and boundary");
+		sqlite3_stmt *st = s->st[ST_HEAD_INSERT];
+		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
+		rc = step_done(st);
+		sqlite3_clear_bindings(st);
+	} else {
+		if (prior[0] == '\0')
+			return ota_error_set(err, OTA_ERR_ATT_PRIOR_MISSING, "prior",
+			                     "a record was already accepted for this boundary");
+		if (strcmp(prior, head) != 0) {
+			sqlite3_stmt *q = s->st[ST_ACC_EXISTS];
+			sqlite3_bind_text(q, 1, prior, -1, SQLITE_STATIC);
+			sqlite3_bind_text(q, 2, txn, -1, SQLITE_STATIC);
+			sqlite3_bind_text(q, 3, op->boundary, -1, SQLITE_STATIC);
+			int qrc = sqlite3_step(q);
+			sqlite3_reset(q);
+			sqlite3_clear_bindings(q);
+			if (qrc == SQLITE_ROW)
+				return ota_error_set(err, OTA_ERR_ATT_PRIOR_FORK, "prior",
+				                     "prior is not the current head");
+			if (qrc != SQLITE_DONE)
+				return db_err(s, qrc, err, "prior lookup");
+			return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
+			                     "prior names no accepted record");
+		}
+		sqlite3_stmt *st = s->st[ST_HEAD_CAS];
+		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, prior, -1, SQLITE_STATIC);
+		rc = step_done(st);
+		sqlite3_clear_bindings(st);
+		if (rc == SQLITE_OK && sqlite3_changes(s->db) != 1)
+			return ota_error_set(err, OTA_ERR_ATT_PRIOR_FORK, "prior", "head moved");
+	}
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, "head advance");
+	sqlite3_stmt *st = s->st[ST_ACC_INSERT];
+	sqlite3_bind_text(st, 1, op->record_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, txn, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, op->boundary, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, prior, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 5, op->nonce.ptr, (int)op->nonce.len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, now);
+	sqlite3_bind_blob(st, 7, op->attestation.ptr, (int)op->attestation.len, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 8, op->acceptance.ptr, (int)op->acceptance.len, SQLITE_STATIC);
+	rc = step_done(st);
+	sqlite3_clear_bindings(st);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		return ota_error_set(err, OTA_ERR_ATT_DUPLICATE, "record_id", "already accepted");
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, "store acceptance");
+	return OTA_OK;
+}
+
+static ota_err run_op(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_error *err)
+{
+	switch (op->kind) {
+	case OTA_NONCE_OP_ISSUE:
+		return do_issue(s, op->binding, op->nonce_len, op->ttl, now, &op->challenge, err);
+	case OTA_NONCE_OP_CONSUME:
+		return do_consume(s, op->nonce, op->expect, now, &op->challenge, err);
+	case OTA_NONCE_OP_ADMIT:
+		return do_admit(s, op, now, err);
+	default:
+		return ota_error_set(err, OTA_ERR_USAGE, s->where, "unknown operation kind");
+	}
+}
+
+static bool is_fatal(ota_err e)
+{
+	return e == OTA_ERR_DB || e == OTA_ERR_NONCE_BUSY || e == OTA_ERR_NOMEM ||
+	       e == OTA_ERR_INTERNAL || e == OTA_ERR_NONCE_RANDOM;
+}
+
+/* The batch engine; the caller holds mu. errs (may be NULL) receives the
+ * detail of each operation. */
+static ota_err commit_locked(ota_nonce_store *s, ota_nonce_op *ops, size_t n, int64_t now,
+                             ota_error *errs, ota_error *err)
+{
+	int rc = step_done(s->st[ST_BEGIN]);
+	ota_err e;
+	if (rc != SQLITE_OK) {
+		e = db_err(s, rc, err, "begin");
+		goto out_fail_all;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ota_error local;
+		ota_error *oe = errs != NULL ? &errs[i] : &local;
+		ota_error_clear(oe);
+		if (n > 1 && (rc = step_done(s->st[ST_SAVEPOINT])) != SQLITE_OK) {
+			e = db_err(s, rc, err, "savepoint");
+			goto out_rollback;
+		}
+		ops[i].result = run_op(s, &ops[i], now, oe);
+		if (ops[i].result != OTA_OK && ops[i].kind != OTA_NONCE_OP_ISSUE)
+			memset(&ops[i].challenge, 0, sizeof ops[i].challenge);
+		if (is_fatal(ops[i].result)) {
+			e = ops[i].result;
+			ota_error_set(err, e, oe->where, "%s", oe->what);
+			goto out_rollback;
+		}
+		if (n > 1) {
+			if (ops[i].result != OTA_OK &&
+			    (rc = step_done(s->st[ST_ROLLBACK_TO])) != SQLITE_OK) {
+				e = db_err(s, rc, err, "rollback to");
+				goto out_rollback;
+			}
+			if ((rc = step_done(s->st[ST_RELEASE])) != SQLITE_OK) {
+				e = db_err(s, rc, err, "release");
+				goto out_rollback;
+			}
+		} else if (ops[i].result != OTA_OK) {
+			/* single refused op: nothing to keep */
+			step_done(s->st[ST_ROLLBACK]);
+			return OTA_OK;
+		}
+	}
+	rc = step_done(s->st[ST_COMMIT]);
+	if (rc != SQLITE_OK) {
+		e = db_err(s, rc, err, "commit");
+		goto out_rollback;
+	}
+	return OTA_OK;
+out_rollback:
+	if (!sqlite3_get_autocommit(s->db))
+		step_done(s->st[ST_ROLLBACK]);
+out_fail_all:
+	for (size_t i = 0; i < n; i++) {
+		ops[i].result = e;
+		memset(&ops[i].challenge, 0, sizeof ops[i].challenge);
+		if (errs != NULL)
+			errs[i] = err != NULL ? *err : errs[i];
+	}
+	return e;
+}
+
+ota_err nonce_store_commit_errs(ota_nonce_store *s, ota_nonce_op *ops, size_t n, int64_t now,
+                                ota_error *errs, ota_error *err)
+{
+	if (s == NULL || (ops == NULL && n > 0))
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store or ops");
+	if (n == 0)
+		return OTA_OK;
+	if (n > OTA_NONCE_MAX_BATCH)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, s->where, "batch of %zu", n);
+	pthread_mutex_lock(&s->mu);
+	ota_err e = commit_locked(s, ops, n, now, errs, err);
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+ota_err ota_nonce_store_commit_batch(ota_nonce_store *s, ota_nonce_op *ops, size_t n, int64_t now,
+                                     ota_error *err)
+{
+	return nonce_store_commit_errs(s, ops, n, now, NULL, err);
+}
+
+ota_err ota_nonce_store_issue(ota_nonce_store *s, const ota_nonce_binding *b, size_t nonce_len,
+                              int64_t ttl, int64_t now, ota_challenge *out, ota_error *err)
+{
+	if (out == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "out is NULL");
+	memset(out, 0, sizeof *out);
+	ota_nonce_op op;
+	memset(&op, 0, sizeof op);
+	op.kind = OTA_NONCE_OP_ISSUE;
+	op.binding = b;
+	op.nonce_len = nonce_len;
+	op.ttl = ttl;
+	ota_error oe;
+	ota_error_clear(&oe);
+	ota_err e = nonce_store_commit_errs(s, &op, 1, now, &oe, err);
+	if (e != OTA_OK)
+		return e;
+	if (op.result != OTA_OK) {
+		ota_error_set(err, op.result, oe.where, "%s", oe.what);
+		return op.result;
+	}
+	*out = op.challenge;
+	return OTA_OK;
+}
+
+ota_err ota_nonce_store_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_binding *expect,
+                                int64_t now, ota_challenge *out, ota_error *err)
+{
+	if (out != NULL)
+		memset(out, 0, sizeof *out);
+	ota_nonce_op op;
+	memset(&op, 0, sizeof op);
+	op.kind = OTA_NONCE_OP_CONSUME;
+	op.nonce = nonce;
+	op.expect = expect;
+	ota_error oe;
+	ota_error_clear(&oe);
+	ota_err e = nonce_store_commit_errs(s, &op, 1, now, &oe, err);
+	if (e != OTA_OK)
+		return e;
+	if (op.result != OTA_OK) {
+		ota_error_set(err, op.result, oe.where, "%s", oe.what);
+		return op.result;
+	}
+	if (out != NULL)
+		*out = op.challenge;
+	return OTA_OK;
+}
+
+ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now, ota_challenge *out,
+                             ota_error *err)
+{
+	ota_challenge rec;
+	ota_err e;
+	if (out != NULL)
+		memset(out, 0, sizeof *out);
+	if (s == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store");
+	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
+		return e;
+	pthread_mutex_lock(&s->mu);
+	e = do_get(s, nonce, &rec, err);
+	pthread_mutex_unlock(&s->mu);
+	if (e != OTA_OK)
+		return e;
+	if ((e = judge(s, &rec, NULL, now, err)) != OTA_OK)
+		return e;
+	if (out != NULL)
+		*out = rec;
+	return OTA_OK;
+}
+
+ota_err ota_nonce_store_purge(ota_nonce_store *s, int64_t now, uint64_t *deleted, ota_error *err)
+{
+	if (deleted != NULL)
+		*deleted = 0;
+	if (s == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store");
+	pthread_mutex_lock(&s->mu);
+	sqlite3_stmt *st = s->st[ST_PURGE];
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int64(st, 2, s->opts.skew);
+	int rc = step_done(st);
+	sqlite3_clear_bindings(st);
+	ota_err e = OTA_OK;
+	if (rc != SQLITE_OK)
+		e = db_err(s, rc, err, "purge");
+	else if (deleted != NULL)
+		*deleted = (uint64_t)sqlite3_changes64(s->db);
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *record_id,
+                                       uint8_t **attestation, size_t *att_len, uint8_t **acceptance,
+                                       size_t *acc_len, ota_error *err)
+{
+	if (attestation != NULL)
+		*attestation = NULL;
+	if (acceptance != NULL)
+		*acceptance = NULL;
+	if (att_len != NULL)
+		*att_len = 0;
+	if (acc_len != NULL)
+		*acc_len = 0;
+	if (s == NULL || record_id == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store or id");
+	pthread_mutex_lock(&s->mu);
+	sqlite3_stmt *st = s->st[ST_ACC_GET];
+	sqlite3_bind_text(st, 1, record_id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	ota_err e = OTA_OK;
+	if (rc == SQLITE_ROW) {
+		uint8_t **outs[2] = {attestation, acceptance};
+		size_t *lens[2] = {att_len, acc_len};
+		for (int i = 0; i < 2 && e == OTA_OK; i++) {
+			if (outs[i] == NULL)
+				continue;
+			size_t n = (size_t)sqlite3_column_bytes(st, i);
+			const void *p = sqlite3_column_blob(st, i);
+			uint8_t *c = malloc(n > 0 ? n : 1);
+			if (c == NULL) {
+				e = ota_error_set(err, OTA_ERR_NOMEM, s->where, "acceptance");
+				break;
+			}
+			if (n > 0)
+				memcpy(c, p, n);
+			*outs[i] = c;
+			if (lens[i] != NULL)
+				*lens[i] = n;
+		}
+	} else if (rc == SQLITE_DONE) {
+		e = ota_error_set(err, OTA_ERR_NOT_FOUND, "record_id", "no acceptance stored");
+	} else {
+		e = db_err(s, rc, err, "acceptance");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	pthread_mutex_unlock(&s->mu);
+	if (e != OTA_OK) {
+		if (attestation != NULL) {
+			free(*attestation);
+			*attestation = NULL;
+		}
+		if (acceptance != NULL) {
+			free(*acceptance);
+			*acceptance = NULL;
+		}
+		if (att_len != NULL)
+			*att_len = 0;
+		if (acc_len != NULL)
+			*acc_len = 0;
+	}
+	return e;
+}
+
+ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn, const char *boundary,
+                                 char *out, size_t out_cap, ota_error *err)
+{
+	if (s == NULL || txn == NULL || boundary == NULL || out == NULL || out_cap == 0)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "bad arguments");
+	bool found;
+	pthread_mutex_lock(&s->mu);
+	ota_err e = head_get(s, txn, boundary, out, out_cap, &found, err);
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+ota_err ota_nonce_store_counts(ota_nonce_store *s, uint64_t *live, uint64_t *consumed,
+                               uint64_t *accepted, ota_error *err)
+{
+	if (s == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store");
+	static const char *const q[3] = {
+		"SELECT count(*) FROM challenges WHERE consumed_at IS NULL",
+		"SELECT count(*) FROM challenges WHERE consumed_at IS NOT NULL",
+		"SELECT count(*) FROM acceptances",
+	};
+	uint64_t *outs[3] = {live, consumed, accepted};
+	ota_err e = OTA_OK;
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < 3 && e == OTA_OK; i++) {
+		if (outs[i] == NULL)
+			continue;
+		*outs[i] = 0;
+		sqlite3_stmt *st = NULL;
+		int rc = sqlite3_prepare_v2(s->db, q[i], -1, &st, NULL);
+		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			*outs[i] = (uint64_t)sqlite3_column_int64(st, 0);
+		else
+			e = db_err(s, rc, err, "count");
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}

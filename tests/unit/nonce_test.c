@@ -1,0 +1,420 @@
+/* Unit tests of nonce-store: issue, single use, replay/unknown/expired,
+ * binding, purge, durability epochs, batches, heads and group commit. */
+#include "test_util.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ota/nonce.h"
+
+typedef struct fixture {
+	char *dir;
+	char path[512];
+	ota_nonce_store *s;
+} fixture;
+
+static const ota_nonce_binding bind_a = {"txn-a", "issuer:acme", "oci_local"};
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->dir = test_tmpdir();
+	snprintf(f->path, sizeof f->path, "%s/nonce.db", f->dir);
+	ota_error e = {0};
+	assert_ota(ota_nonce_store_open(f->path, NULL, &f->s, &e), OTA_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	ota_nonce_store_close(f->s);
+	test_rmtree(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+static ota_bytes nb(const ota_challenge *c)
+{
+	return ota_bytes_make(c->nonce, c->nonce_len);
+}
+
+static void test_issue_defaults(void **state)
+{
+	fixture *f = *state;
+	ota_challenge c, d;
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c, NULL), OTA_OK);
+	assert_int_equal(c.nonce_len, 32);
+	assert_int_equal(c.issued_at, 1000);
+	assert_int_equal(c.expires_at, 1300);
+	assert_int_equal(c.consumed_at, 0);
+	assert_int_equal(c.epoch, ota_nonce_store_epoch(f->s));
+	assert_string_equal(c.txn, "txn-a");
+	assert_string_equal(c.issuer, "issuer:acme");
+	assert_string_equal(c.scope, "oci_local");
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &d, NULL), OTA_OK);
+	assert_memory_not_equal(c.nonce, d.nonce, 32); /* fresh randomness */
+	/* the identity is stable and of the sha256: shape */
+	char id1[OTA_ID_LEN + 1], id2[OTA_ID_LEN + 1];
+	assert_ota(ota_challenge_identity(&c, id1), OTA_OK);
+	assert_ota(ota_challenge_identity(&c, id2), OTA_OK);
+	assert_true(ota_id_is_valid(id1));
+	assert_string_equal(id1, id2);
+	char *j = NULL;
+	size_t jn = 0;
+	assert_ota(ota_challenge_jcs(&c, &j, &jn), OTA_OK);
+	assert_non_null(strstr(j, "\"kind\":\"ota.challenge/v1\""));
+	assert_non_null(strstr(j, "\"expires_at\":1300"));
+	free(j);
+}
+
+static void test_issue_limits(void **state)
+{
+	fixture *f = *state;
+	ota_challenge c;
+	ota_error e = {0};
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 15, 0, 1000, &c, &e), OTA_ERR_NONCE_LENGTH);
+	assert_string_equal(ota_err_name(e.code), "nonce_length");
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 65, 0, 1000, &c, NULL), OTA_ERR_NONCE_LENGTH);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 16, 0, 1000, &c, NULL), OTA_OK);
+	assert_int_equal(c.nonce_len, 16);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 64, 0, 1000, &c, NULL), OTA_OK);
+	assert_int_equal(c.nonce_len, 64);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, -1, 1000, &c, NULL), OTA_ERR_NONCE_TTL);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, OTA_NONCE_MAX_TTL + 1, 1000, &c, NULL),
+	           OTA_ERR_NONCE_TTL);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 10, 1000, &c, NULL), OTA_OK);
+	assert_int_equal(c.expires_at, 1010);
+	ota_nonce_binding bad = {"", "i", "s"};
+	assert_ota(ota_nonce_store_issue(f->s, &bad, 0, 0, 1000, &c, NULL), OTA_ERR_NONCE_BINDING);
+	bad.txn = "t\n";
+	assert_ota(ota_nonce_store_issue(f->s, &bad, 0, 0, 1000, &c, NULL), OTA_ERR_NONCE_BINDING);
+	assert_ota(ota_nonce_store_issue(f->s, NULL, 0, 0, 1000, &c, NULL), OTA_ERR_NONCE_BINDING);
+	char big[OTA_MAX_TXN_BYTES + 2];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	ota_nonce_binding b2 = {big, "i", "s"};
+	assert_ota(ota_nonce_store_issue(f->s, &b2, 0, 0, 1000, &c, NULL), OTA_ERR_NONCE_BINDING);
+	assert_int_equal(c.nonce_len, 0); /* cleared on failure */
+}
+
+static void test_single_use(void **state)
+{
+	fixture *f = *state;
+	ota_challenge c, got;
+	ota_error e = {0};
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_peek(f->s, nb(&c), 1001, &got, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &bind_a, 1001, &got, NULL), OTA_OK);
+	assert_int_equal(got.consumed_at, 1001);
+	assert_string_equal(got.txn, "txn-a");
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &bind_a, 1002, &got, &e), OTA_ERR_NONCE_REPLAYED);
+	assert_string_equal(ota_err_name(e.code), "nonce_replayed");
+	assert_int_equal(got.nonce_len, 0);
+	/* still a replay after its expiry, while it is kept */
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), NULL, 1400, NULL, NULL), OTA_ERR_NONCE_REPLAYED);
+	assert_ota(ota_nonce_store_peek(f->s, nb(&c), 1002, NULL, NULL), OTA_ERR_NONCE_REPLAYED);
+	/* unknown */
+	uint8_t r[32];
+	memset(r, 0x5a, sizeof r);
+	assert_ota(ota_nonce_store_consume(f->s, ota_bytes_make(r, 32), NULL, 1001, NULL, NULL),
+	           OTA_ERR_NONCE_UNKNOWN);
+	assert_ota(ota_nonce_store_consume(f->s, ota_bytes_make(r, 8), NULL, 1001, NULL, NULL),
+	           OTA_ERR_NONCE_LENGTH);
+	/* expired: at exactly expires_at it no longer counts */
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 5, 2000, &c, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &bind_a, 2005, NULL, NULL), OTA_ERR_NONCE_EXPIRED);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &bind_a, 2004, NULL, NULL), OTA_OK);
+}
+
+static void test_binding(void **state)
+{
+	fixture *f = *state;
+	ota_challenge c;
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c, NULL), OTA_OK);
+	ota_nonce_binding b = bind_a;
+	b.txn = "txn-b";
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &b, 1001, NULL, NULL), OTA_ERR_NONCE_TXN_MISMATCH);
+	b = bind_a;
+	b.issuer = "issuer:evil";
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &b, 1001, NULL, NULL),
+	           OTA_ERR_NONCE_ISSUER_MISMATCH);
+	b = bind_a;
+	b.scope = "other";
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &b, 1001, NULL, NULL),
+	           OTA_ERR_NONCE_SCOPE_MISMATCH);
+	/* a mismatch did not burn it */
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c), &bind_a, 1001, NULL, NULL), OTA_OK);
+}
+
+static void test_purge(void **state)
+{
+	fixture *f = *state;
+	ota_challenge a, b;
+	uint64_t n = 99;
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 10, 1000, &a, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 1000, 1000, &b, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&a), NULL, 1001, NULL, NULL), OTA_OK);
+	/* expiry + skew (60 s) not reached: kept */
+	assert_ota(ota_nonce_store_purge(f->s, 1069, &n, NULL), OTA_OK);
+	assert_int_equal(n, 0);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&a), NULL, 1069, NULL, NULL), OTA_ERR_NONCE_REPLAYED);
+	assert_ota(ota_nonce_store_purge(f->s, 1070, &n, NULL), OTA_OK);
+	assert_int_equal(n, 1);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&a), NULL, 1070, NULL, NULL), OTA_ERR_NONCE_UNKNOWN);
+	uint64_t live = 0, consumed = 9, acc = 9;
+	assert_ota(ota_nonce_store_counts(f->s, &live, &consumed, &acc, NULL), OTA_OK);
+	assert_int_equal(live, 1);
+	assert_int_equal(consumed, 0);
+	assert_int_equal(acc, 0);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&b), NULL, 1070, NULL, NULL), OTA_OK);
+}
+
+static void test_reopen_full(void **state)
+{
+	fixture *f = *state;
+	ota_challenge used, live;
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &used, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &live, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&used), NULL, 1001, NULL, NULL), OTA_OK);
+	int64_t ep = ota_nonce_store_epoch(f->s);
+	ota_nonce_store_close(f->s);
+	assert_ota(ota_nonce_store_open(f->path, NULL, &f->s, NULL), OTA_OK);
+	assert_int_equal(ota_nonce_store_epoch(f->s), ep + 1);
+	/* FULL: consumes survive, live challenges stay usable */
+	assert_ota(ota_nonce_store_consume(f->s, nb(&used), NULL, 1002, NULL, NULL), OTA_ERR_NONCE_REPLAYED);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&live), NULL, 1002, NULL, NULL), OTA_OK);
+}
+
+static void test_normal_epoch(void **state)
+{
+	fixture *f = *state;
+	ota_nonce_store_close(f->s);
+	ota_nonce_opts o;
+	ota_nonce_opts_init(&o);
+	o.sync = OTA_NONCE_SYNC_NORMAL;
+	assert_ota(ota_nonce_store_open(f->path, &o, &f->s, NULL), OTA_OK);
+	ota_challenge c1, c2;
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c1, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c2, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c1), NULL, 1001, NULL, NULL), OTA_OK);
+	ota_nonce_store_close(f->s);
+	/* Simulate a power loss that rolled the consume back: the row of c1
+	 * is live again on disk. Any reopen (FULL here) must refuse both. */
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "UPDATE challenges SET consumed_at = NULL", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(db);
+	assert_ota(ota_nonce_store_open(f->path, NULL, &f->s, NULL), OTA_OK);
+	assert_true(ota_nonce_store_min_epoch(f->s) > c1.epoch);
+	ota_error e = {0};
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c1), NULL, 1002, NULL, &e), OTA_ERR_NONCE_STALE_EPOCH);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c2), NULL, 1002, NULL, &e), OTA_ERR_NONCE_STALE_EPOCH);
+	assert_string_equal(ota_err_name(e.code), "nonce_stale_epoch");
+	/* a fresh challenge of the new epoch works */
+	ota_challenge c3;
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c3, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c3), NULL, 1002, NULL, NULL), OTA_OK);
+	/* the FULL epoch's challenges survive the next FULL reopen */
+	ota_challenge c4;
+	assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c4, NULL), OTA_OK);
+	ota_nonce_store_close(f->s);
+	assert_ota(ota_nonce_store_open(f->path, NULL, &f->s, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&c4), NULL, 1002, NULL, NULL), OTA_OK);
+}
+
+static void test_batch(void **state)
+{
+	fixture *f = *state;
+	enum { N = 100 };
+	ota_challenge cs[N];
+	ota_nonce_op ops[N + 2];
+	memset(ops, 0, sizeof ops);
+	for (int i = 0; i < N; i++) {
+		ops[i].kind = OTA_NONCE_OP_ISSUE;
+		ops[i].binding = &bind_a;
+	}
+	assert_ota(ota_nonce_store_commit_batch(f->s, ops, N, 1000, NULL), OTA_OK);
+	for (int i = 0; i < N; i++) {
+		assert_ota(ops[i].result, OTA_OK);
+		cs[i] = ops[i].challenge;
+	}
+	memset(ops, 0, sizeof ops);
+	for (int i = 0; i < N; i++) {
+		ops[i].kind = OTA_NONCE_OP_CONSUME;
+		ops[i].nonce = nb(&cs[i]);
+	}
+	ops[N].kind = OTA_NONCE_OP_CONSUME; /* the same nonce twice in one batch */
+	ops[N].nonce = nb(&cs[7]);
+	uint8_t junk[32] = {1};
+	ops[N + 1].kind = OTA_NONCE_OP_CONSUME;
+	ops[N + 1].nonce = ota_bytes_make(junk, sizeof junk);
+	assert_ota(ota_nonce_store_commit_batch(f->s, ops, N + 2, 1001, NULL), OTA_OK);
+	for (int i = 0; i < N; i++)
+		assert_ota(ops[i].result, OTA_OK);
+	assert_ota(ops[N].result, OTA_ERR_NONCE_REPLAYED);
+	assert_ota(ops[N + 1].result, OTA_ERR_NONCE_UNKNOWN);
+	for (int i = 0; i < N; i++)
+		assert_ota(ota_nonce_store_consume(f->s, nb(&cs[i]), NULL, 1002, NULL, NULL),
+		           OTA_ERR_NONCE_REPLAYED);
+}
+
+static ota_err admit(fixture *f, const ota_challenge *c, const char *boundary, const char *prior,
+                     const char *id)
+{
+	ota_nonce_op op;
+	memset(&op, 0, sizeof op);
+	op.kind = OTA_NONCE_OP_ADMIT;
+	op.nonce = nb(c);
+	op.expect = &bind_a;
+	op.boundary = boundary;
+	op.prior = prior;
+	op.record_id = id;
+	op.attestation = ota_bytes_make("att", 3);
+	op.acceptance = ota_bytes_make("acc", 3);
+	assert_ota(ota_nonce_store_commit_batch(f->s, &op, 1, 1001, NULL), OTA_OK);
+	return op.result;
+}
+
+static void test_admit_heads(void **state)
+{
+	fixture *f = *state;
+	ota_challenge c[8];
+	for (int i = 0; i < 8; i++)
+		assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c[i], NULL), OTA_OK);
+	char head[OTA_MAX_RECORD_ID_BYTES + 1];
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b1", head, sizeof head, NULL), OTA_OK);
+	assert_string_equal(head, "");
+	/* prior on an empty boundary: skipped/invented */
+	assert_ota(admit(f, &c[0], "b1", "r0", "r1"), OTA_ERR_ATT_PRIOR_UNKNOWN);
+	assert_ota(admit(f, &c[0], "b1", NULL, "r1"), OTA_OK); /* the refusal did not burn c[0] */
+	assert_ota(admit(f, &c[1], "b1", "r1", "r2"), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b1", head, sizeof head, NULL), OTA_OK);
+	assert_string_equal(head, "r2");
+	assert_ota(admit(f, &c[2], "b1", "r1", "r2b"), OTA_ERR_ATT_PRIOR_FORK);
+	assert_ota(admit(f, &c[2], "b1", "r9", "r3"), OTA_ERR_ATT_PRIOR_UNKNOWN);
+	assert_ota(admit(f, &c[2], "b1", NULL, "r3"), OTA_ERR_ATT_PRIOR_MISSING);
+	assert_ota(admit(f, &c[2], "b1", "r2", "r1"), OTA_ERR_ATT_DUPLICATE);
+	assert_ota(admit(f, &c[0], "b1", "r2", "r3"), OTA_ERR_NONCE_REPLAYED);
+	assert_ota(admit(f, &c[2], "b1", "r2", "r3"), OTA_OK);
+	/* another boundary has its own head */
+	assert_ota(admit(f, &c[3], "b2", NULL, "s1"), OTA_OK);
+	uint8_t *att = NULL, *acc = NULL;
+	size_t al = 0, cl = 0;
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "r3", &att, &al, &acc, &cl, NULL), OTA_OK);
+	assert_int_equal(al, 3);
+	assert_memory_equal(acc, "acc", 3);
+	free(att);
+	free(acc);
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "r2b", &att, &al, &acc, &cl, NULL),
+	           OTA_ERR_NOT_FOUND);
+	assert_null(att);
+	uint64_t acc_n = 0;
+	assert_ota(ota_nonce_store_counts(f->s, NULL, NULL, &acc_n, NULL), OTA_OK);
+	assert_int_equal(acc_n, 4);
+}
+
+/* ---- group commit from many threads over the same challenges ---- */
+
+enum { GC_THREADS = 8, GC_N = 400 };
+
+typedef struct gc_arg {
+	ota_nonce_committer *c;
+	ota_challenge *cs;
+	int wins;
+	int replays;
+	int other;
+	unsigned seed;
+} gc_arg;
+
+static void *gc_thread(void *p)
+{
+	gc_arg *a = p;
+	for (int k = 0; k < GC_N; k++) {
+		int i = (int)((unsigned)(k * 7919 + (int)a->seed * 31) % GC_N);
+		ota_nonce_op op;
+		memset(&op, 0, sizeof op);
+		op.kind = OTA_NONCE_OP_CONSUME;
+		op.nonce = nb(&a->cs[i]);
+		ota_err e = ota_nonce_committer_run(a->c, &op);
+		if (e == OTA_OK)
+			a->wins++;
+		else if (e == OTA_ERR_NONCE_REPLAYED)
+			a->replays++;
+		else
+			a->other++;
+	}
+	return NULL;
+}
+
+static void test_group_commit(void **state)
+{
+	fixture *f = *state;
+	ota_challenge *cs = calloc(GC_N, sizeof *cs);
+	assert_non_null(cs);
+	for (int i = 0; i < GC_N; i++)
+		assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &cs[i], NULL), OTA_OK);
+	int64_t t = 1001;
+	ota_clock clk = ota_clock_fixed(&t);
+	ota_nonce_committer *c = NULL;
+	assert_ota(ota_nonce_committer_new(f->s, 64, &clk, &c), OTA_OK);
+	pthread_t th[GC_THREADS];
+	gc_arg args[GC_THREADS];
+	for (int i = 0; i < GC_THREADS; i++) {
+		args[i] = (gc_arg){c, cs, 0, 0, 0, (unsigned)i};
+		assert_int_equal(pthread_create(&th[i], NULL, gc_thread, &args[i]), 0);
+	}
+	int wins = 0, replays = 0, other = 0;
+	for (int i = 0; i < GC_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		wins += args[i].wins;
+		replays += args[i].replays;
+		other += args[i].other;
+	}
+	uint64_t batches = 0, ops = 0;
+	ota_nonce_committer_stats(c, &batches, &ops);
+	ota_nonce_committer_free(c);
+	assert_int_equal(wins, GC_N);
+	assert_int_equal(replays, GC_N * (GC_THREADS - 1));
+	assert_int_equal(other, 0);
+	assert_int_equal(ops, (uint64_t)GC_N * GC_THREADS);
+	assert_true(batches >= 1 && batches <= ops);
+	free(cs);
+	ota_nonce_committer_free(NULL);
+}
+
+static void test_null_handles(void **state)
+{
+	(void)state;
+	ota_nonce_store_close(NULL);
+	ota_nonce_store *s = (ota_nonce_store *)(uintptr_t)1;
+	assert_ota(ota_nonce_store_open("", NULL, &s, NULL), OTA_ERR_USAGE);
+	assert_null(s);
+	assert_ota(ota_nonce_store_open("/nonexistent-dir/x/y.db", NULL, &s, NULL), OTA_ERR_DB);
+	assert_null(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_issue_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_issue_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_single_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_binding, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_purge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_normal_epoch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admit_heads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+		cmocka_unit_test(test_null_handles),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
