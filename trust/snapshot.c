@@ -246,6 +246,11 @@ static ota_err load_entry_key(const json_t *e, trust_key *tk, const ota_trust_ro
 		ota_key_free(k);
 		return malformed(err, where, "public_key holds a private key");
 	}
+	if (ota_key_check_alg(k, tk->alg) != OTA_OK) {
+		ota_key_free(k);
+		return ota_error_set(err, OTA_ERR_ALG_KEY_MISMATCH, where,
+		                     "alg %s does not fit the key", ota_alg_name(tk->alg));
+	}
 	char *canon = NULL;
 	rc = ota_key_public_pem(k, &canon);
 	if (rc != OTA_OK) {
@@ -270,11 +275,6 @@ static ota_err load_entry_key(const json_t *e, trust_key *tk, const ota_trust_ro
 		return ota_error_set(err, OTA_ERR_TRUST_KEY_NONCANONICAL, where,
 		                     "public_key must be SPKI PEM as written by OpenSSL "
 		                     "(64-column base64, named curve, uncompressed point)");
-	}
-	if (ota_key_check_alg(k, tk->alg) != OTA_OK) {
-		ota_key_free(k);
-		return ota_error_set(err, OTA_ERR_ALG_KEY_MISMATCH, where,
-		                     "alg %s does not fit the key", ota_alg_name(tk->alg));
 	}
 	uint8_t kid[32];
 	if (ota_key_kid(k, kid) != OTA_OK || memcmp(kid, tk->kid, 32) != 0) {
