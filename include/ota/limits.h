@@ -64,6 +64,10 @@
 #define OTA_MAX_YAML_ALIASES      1000u
 #define OTA_MAX_TASKS             100000u
 #define OTA_MAX_PATH_BYTES        4096u
+#define OTA_MAX_YAML_ANCHORS      10000u
+#define OTA_MAX_OVERLAYS          64u                   /* restriction overlays per evaluation */
+#define OTA_MAX_DESCRIPTORS       16u                   /* capability descriptors per admission */
+#define OTA_MAX_DESCRIPTOR_BYTES  (64u * 1024u)
 
 /* archives */
 #define OTA_MAX_ARCHIVE_BYTES     (256u * 1024u * 1024u)

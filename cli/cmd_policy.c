@@ -1,0 +1,474 @@
+/*
+ * ota validate | tasks | workflows | policy show, and the dry-run admission
+ * of `ota run TASK --agent --dry-run` / `ota up --workflow W --agent --dry-run`.
+ */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ota/json.h"
+#include "ota/limits.h"
+#include "ota/policy.h"
+
+#define MAX_OVERLAY_ARGS 64
+#define MAX_DESC_ARGS 16
+
+typedef struct {
+	const char *file;
+	bool json, agent, dry_run, no_org;
+	const char *workflow, *target, *org_policy, *lane;
+	const char *overlays[MAX_OVERLAY_ARGS];
+	size_t noverlays;
+	const char *descs[MAX_DESC_ARGS];
+	size_t ndescs;
+} opts;
+
+static int usage_of(const char *cmd)
+{
+	const char *u = "";
+	if (strcmp(cmd, "validate") == 0)
+		u = "ota validate [-f FILE] [--org-policy FILE] [--json]";
+	else if (strcmp(cmd, "tasks") == 0)
+		u = "ota tasks [-f FILE] [--json]";
+	else if (strcmp(cmd, "workflows") == 0)
+		u = "ota workflows [-f FILE] [--json]";
+	else if (strcmp(cmd, "policy") == 0)
+		u = "ota policy show TASK | --workflow W [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] [--json]";
+	else if (strcmp(cmd, "run") == 0)
+		u = "ota run TASK --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
+	else
+		u = "ota up --workflow W --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
+	return cli_usage("ota", u);
+}
+
+/* returns -1 on success, else an exit code */
+static int parse_opts(int argc, char **argv, int start, opts *o, const char *cmd)
+{
+	memset(o, 0, sizeof *o);
+	o->file = "ota.yaml";
+	for (int i = start; i < argc; i++) {
+		const char *a = argv[i];
+		bool more = i + 1 < argc;
+		if (strcmp(a, "--json") == 0)
+			o->json = true;
+		else if (strcmp(a, "--agent") == 0)
+			o->agent = true;
+		else if (strcmp(a, "--dry-run") == 0)
+			o->dry_run = true;
+		else if (strcmp(a, "--no-org-policy") == 0)
+			o->no_org = true;
+		else if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && more)
+			o->file = argv[++i];
+		else if (strcmp(a, "--workflow") == 0 && more)
+			o->workflow = argv[++i];
+		else if (strcmp(a, "--sandbox-target") == 0 && more)
+			o->target = argv[++i];
+		else if (strcmp(a, "--org-policy") == 0 && more)
+			o->org_policy = argv[++i];
+		else if (strcmp(a, "--overlay") == 0 && more) {
+			if (o->noverlays == MAX_OVERLAY_ARGS)
+				return cli_usage("ota", "too many --overlay arguments");
+			o->overlays[o->noverlays++] = argv[++i];
+		} else if (strcmp(a, "--descriptor") == 0 && more) {
+			if (o->ndescs == MAX_DESC_ARGS)
+				return cli_usage("ota", "too many --descriptor arguments");
+			o->descs[o->ndescs++] = argv[++i];
+		} else if (a[0] != '-' && o->lane == NULL)
+			o->lane = a;
+		else
+			return usage_of(cmd);
+	}
+	return -1;
+}
+
+/* failure output: JSON object on stdout with --json, the error line on stderr always */
+static int fail(const opts *o, const char *command, const ota_error *e, int code_override)
+{
+	if (o->json) {
+		json_t *j = cli_error_json(e);
+		json_object_set_new(j, "path", json_string(o->file));
+		json_object_set_new(j, "command", json_string(command));
+		cli_print_json(j);
+		json_decref(j);
+	}
+	int rc = cli_fail("ota", e);
+	return code_override >= 0 ? code_override : rc;
+}
+
+static ota_err load_contract(const opts *o, ota_contract **c, ota_error *e)
+{
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	ota_err rc = ota_file_read(o->file, OTA_MAX_YAML_BYTES, &buf, &n, e);
+	if (rc != OTA_OK)
+		return rc;
+	rc = ota_contract_load(ota_bytes_make(buf, n), o->file, c, e);
+	free(buf);
+	return rc;
+}
+
+static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overlay **out,
+                            ota_error *e)
+{
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	ota_err rc = ota_file_read(path, OTA_MAX_YAML_BYTES, &buf, &n, e);
+	if (rc != OTA_OK)
+		return rc;
+	rc = ota_overlay_load(ota_bytes_make(buf, n), path, src, out, e);
+	free(buf);
+	return rc;
+}
+
+/* org policy (explicit, or .ota/org-policy.yaml beside the contract) + overlay files */
+static ota_err load_overlays(const opts *o, ota_overlay **ovs, size_t *n, ota_error *e)
+{
+	*n = 0;
+	char def[4200];
+	const char *org = o->org_policy;
+	if (org == NULL && !o->no_org) {
+		char tmp[4096];
+		snprintf(tmp, sizeof tmp, "%s", o->file);
+		snprintf(def, sizeof def, "%s/.ota/org-policy.yaml", dirname(tmp));
+		if (access(def, F_OK) == 0)
+			org = def;
+	}
+	ota_err rc;
+	if (org != NULL) {
+		ota_overlay *ov = NULL;
+		rc = load_overlay(org, OTA_OVERLAY_ORG_POLICY, &ov, e);
+		if (rc != OTA_OK)
+			return rc;
+		if (ov != NULL)
+			ovs[(*n)++] = ov;
+	}
+	for (size_t i = 0; i < o->noverlays; i++) {
+		rc = load_overlay(o->overlays[i], OTA_OVERLAY_FILE, &ovs[*n], e);
+		if (rc != OTA_OK)
+			return rc;
+		(*n)++;
+	}
+	return OTA_OK;
+}
+
+static void free_overlays(ota_overlay **ovs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ota_overlay_free(ovs[i]);
+}
+
+static ota_policy_options popts(void)
+{
+	ota_policy_options po;
+	memset(&po, 0, sizeof po);
+	ota_platform_host(&po.native_platform);
+	return po;
+}
+
+/* ---- validate ---- */
+
+int cmd_validate(int argc, char **argv)
+{
+	opts o;
+	int u = parse_opts(argc, argv, 1, &o, "validate");
+	if (u >= 0)
+		return u;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_contract *c = NULL;
+	ota_overlay *ovs[MAX_OVERLAY_ARGS + 1];
+	size_t nov = 0;
+	ota_err rc = load_contract(&o, &c, &e);
+	if (rc == OTA_OK)
+		rc = load_overlays(&o, ovs, &nov, &e);
+	ota_policy_options po = popts();
+	/* every lane must compile: closures, cycles, phase reuse, scope conflicts */
+	for (size_t i = 0; rc == OTA_OK && i < ota_contract_task_count(c); i++) {
+		ota_policy *p = NULL;
+		rc = ota_policy_compile(c, OTA_LANE_TASK, ota_contract_task_name(c, i), &po,
+		                        (const ota_overlay *const *)ovs, nov, &p, &e);
+		ota_policy_free(p);
+	}
+	for (size_t i = 0; rc == OTA_OK && i < ota_contract_workflow_count(c); i++) {
+		ota_policy *p = NULL;
+		rc = ota_policy_compile(c, OTA_LANE_WORKFLOW, ota_contract_workflow_name(c, i), &po,
+		                        (const ota_overlay *const *)ovs, nov, &p, &e);
+		ota_policy_free(p);
+	}
+	int ret;
+	if (rc != OTA_OK) {
+		ret = fail(&o, "validate", &e, -1);
+	} else {
+		if (o.json) {
+			json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:s, s:I, s:I}", "ok", 1, "path", o.file,
+			                      "project", ota_contract_project(c), "contract_snapshot_identity",
+			                      ota_contract_snapshot_identity(c), "contract_identity",
+			                      ota_contract_identity(c), "tasks",
+			                      (json_int_t)ota_contract_task_count(c), "workflows",
+			                      (json_int_t)ota_contract_workflow_count(c));
+			json_t *oa = json_array();
+			for (size_t i = 0; i < nov; i++)
+				json_array_append_new(oa, json_string(ota_overlay_identity(ovs[i])));
+			json_object_set_new(j, "restriction_overlay_identities", oa);
+			cli_print_json(j);
+			json_decref(j);
+		} else {
+			printf("%s: valid (%zu tasks, %zu workflows) %s\n", o.file,
+			       ota_contract_task_count(c), ota_contract_workflow_count(c),
+			       ota_contract_identity(c));
+		}
+		ret = CLI_OK;
+	}
+	free_overlays(ovs, nov);
+	ota_contract_free(c);
+	return ret;
+}
+
+/* ---- tasks / workflows ---- */
+
+static int list_lanes(int argc, char **argv, ota_lane_kind kind)
+{
+	const char *cmd = kind == OTA_LANE_TASK ? "tasks" : "workflows";
+	opts o;
+	int u = parse_opts(argc, argv, 1, &o, cmd);
+	if (u >= 0)
+		return u;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_contract *c = NULL;
+	ota_err rc = load_contract(&o, &c, &e);
+	if (rc != OTA_OK)
+		return fail(&o, cmd, &e, -1);
+	ota_policy_options po = popts();
+	json_t *arr = json_array();
+	size_t n = kind == OTA_LANE_TASK ? ota_contract_task_count(c) : ota_contract_workflow_count(c);
+	int ret = CLI_OK;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = kind == OTA_LANE_TASK ? ota_contract_task_name(c, i)
+		                                         : ota_contract_workflow_name(c, i);
+		json_t *item = kind == OTA_LANE_TASK ? ota_contract_task_json(c, name)
+		                                     : ota_contract_workflow_json(c, name);
+		ota_policy *p = NULL;
+		ota_error pe;
+		ota_error_clear(&pe);
+		if (ota_policy_compile(c, kind, name, &po, NULL, 0, &p, &pe) == OTA_OK) {
+			json_object_set(item, "canonical_policy", (json_t *)(uintptr_t)ota_policy_canonical_json(p));
+			json_object_set_new(item, "authoritative_runtime_controls",
+			                    json_boolean(ota_policy_has_authoritative_controls(p)));
+		} else {
+			json_object_set_new(item, "canonical_policy", json_null());
+			json_object_set_new(item, "policy_error", cli_error_json(&pe));
+			ret = CLI_REFUSED;
+		}
+		ota_policy_free(p);
+		json_array_append_new(arr, item);
+	}
+	if (o.json) {
+		json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:o}", "ok", ret == CLI_OK, "path", o.file,
+		                      "contract_snapshot_identity", ota_contract_snapshot_identity(c),
+		                      "contract_identity", ota_contract_identity(c), cmd, arr);
+		if (kind == OTA_LANE_WORKFLOW)
+			json_object_set_new(j, "default", ota_contract_default_workflow(c)
+			                                      ? json_string(ota_contract_default_workflow(c))
+			                                      : json_null());
+		cli_print_json(j);
+		json_decref(j);
+	} else {
+		size_t i;
+		json_t *it;
+		json_array_foreach(arr, i, it) {
+			const json_t *cp = json_object_get(it, "canonical_policy");
+			printf("%-32s %s\n", json_string_value(json_object_get(it, "name")),
+			       json_is_object(cp) ? json_string_value(json_object_get(cp, "identity"))
+			                          : "(policy error)");
+		}
+		json_decref(arr);
+	}
+	ota_contract_free(c);
+	return ret;
+}
+
+int cmd_tasks(int argc, char **argv)
+{
+	return list_lanes(argc, argv, OTA_LANE_TASK);
+}
+
+int cmd_workflows(int argc, char **argv)
+{
+	return list_lanes(argc, argv, OTA_LANE_WORKFLOW);
+}
+
+/* ---- policy show ---- */
+
+int cmd_policy(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "show") != 0)
+		return usage_of("policy");
+	opts o;
+	int u = parse_opts(argc, argv, 2, &o, "policy");
+	if (u >= 0)
+		return u;
+	if ((o.lane == NULL) == (o.workflow == NULL))
+		return usage_of("policy");
+	ota_error e;
+	ota_error_clear(&e);
+	ota_contract *c = NULL;
+	ota_overlay *ovs[MAX_OVERLAY_ARGS + 1];
+	size_t nov = 0;
+	ota_policy *p = NULL;
+	ota_policy_options po = popts();
+	ota_err rc = load_contract(&o, &c, &e);
+	if (rc == OTA_OK)
+		rc = load_overlays(&o, ovs, &nov, &e);
+	if (rc == OTA_OK)
+		rc = ota_policy_compile(c, o.workflow ? OTA_LANE_WORKFLOW : OTA_LANE_TASK,
+		                        o.workflow ? o.workflow : o.lane, &po,
+		                        (const ota_overlay *const *)ovs, nov, &p, &e);
+	int ret;
+	if (rc != OTA_OK) {
+		ret = fail(&o, "policy show", &e, -1);
+	} else {
+		json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:O, s:s, s:O, s:s}", "ok", 1, "path", o.file,
+		                      "contract_snapshot_identity", ota_contract_snapshot_identity(c),
+		                      "canonical_policy_identity", ota_policy_canonical_identity(p),
+		                      "canonical_policy", ota_policy_canonical_json(p),
+		                      "effective_policy_identity", ota_policy_effective_identity(p),
+		                      "effective_policy", ota_policy_effective_json(p), "lane",
+		                      o.workflow ? "workflow" : "task");
+		if (o.json) {
+			cli_print_json(j);
+		} else {
+			printf("canonical %s\neffective %s\n", ota_policy_canonical_identity(p),
+			       ota_policy_effective_identity(p));
+			for (size_t i = 0; i < ota_policy_segment_count(p); i++)
+				printf("  %-30s %s\n", ota_policy_segment_id(p, i),
+				       ota_policy_segment_effective_identity(p, i));
+		}
+		json_decref(j);
+		ret = CLI_OK;
+	}
+	ota_policy_free(p);
+	free_overlays(ovs, nov);
+	ota_contract_free(c);
+	return ret;
+}
+
+/* ---- dry-run admission (shared by run and up) ---- */
+
+static int dry_run(int argc, char **argv, bool workflow)
+{
+	const char *cmd = workflow ? "up" : "run";
+	opts o;
+	int u = parse_opts(argc, argv, 1, &o, cmd);
+	if (u >= 0)
+		return u;
+	if (workflow ? o.workflow == NULL : o.lane == NULL)
+		return usage_of(cmd);
+	if (!o.dry_run) {
+		fprintf(stderr, "ota: unsupported: real %s execution is provided by the oci_local runner; "
+		                "this build admits only with --dry-run\n", cmd);
+		return CLI_USAGE;
+	}
+	ota_error e;
+	ota_error_clear(&e);
+	ota_contract *c = NULL;
+	ota_overlay *ovs[MAX_OVERLAY_ARGS + 1];
+	size_t nov = 0;
+	ota_policy *p = NULL;
+	json_t *adm = NULL;
+	bool admitted = false;
+	ota_policy_options po = popts();
+	ota_capability_descriptor descs[MAX_DESC_ARGS];
+	size_t nd = 0;
+	ota_err rc = load_contract(&o, &c, &e);
+	if (rc == OTA_OK)
+		rc = load_overlays(&o, ovs, &nov, &e);
+	if (rc == OTA_OK && o.ndescs == 0) {
+		const char *txt = ota_policy_builtin_descriptor("oci_local");
+		rc = ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)),
+		                                     &po.native_platform, &descs[nd], &e);
+		if (rc == OTA_OK)
+			nd++;
+	}
+	for (size_t i = 0; rc == OTA_OK && i < o.ndescs; i++) {
+		uint8_t *buf = NULL;
+		size_t n = 0;
+		rc = ota_file_read(o.descs[i], OTA_MAX_DESCRIPTOR_BYTES, &buf, &n, &e);
+		if (rc == OTA_OK)
+			rc = ota_capability_descriptor_parse(ota_bytes_make(buf, n), &po.native_platform,
+			                                     &descs[nd], &e);
+		if (rc == OTA_OK)
+			nd++;
+		free(buf);
+	}
+	if (rc == OTA_OK)
+		rc = ota_policy_compile(c, workflow ? OTA_LANE_WORKFLOW : OTA_LANE_TASK,
+		                        workflow ? o.workflow : o.lane, &po,
+		                        (const ota_overlay *const *)ovs, nov, &p, &e);
+	ota_admission_request req = {o.agent, o.target, descs, nd};
+	if (rc == OTA_OK)
+		rc = ota_policy_admit(p, &req, &adm, &admitted, &e);
+	int ret;
+	if (rc != OTA_OK) {
+		char command[32];
+		snprintf(command, sizeof command, "%s --dry-run", cmd);
+		ret = fail(&o, command, &e, -1);
+	} else {
+		char command[32];
+		snprintf(command, sizeof command, "%s --dry-run", cmd);
+		json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:b, s:b, s:s, s:s, s:O}", "ok", admitted,
+		                      "command", command, "path", o.file, workflow ? "workflow" : "task",
+		                      workflow ? o.workflow : o.lane, "dry_run", 1, "execution_started", 0,
+		                      "contract_snapshot_identity", ota_contract_snapshot_identity(c),
+		                      "contract_identity", ota_contract_identity(c), "sandbox_admission",
+		                      adm);
+		if (o.json) {
+			cli_print_json(j);
+		} else {
+			printf("%s: %s\n", json_string_value(json_object_get(adm, "decision")),
+			       json_string_value(json_object_get(adm, "message")));
+			size_t i;
+			json_t *r;
+			json_array_foreach(json_object_get(adm, "refusals"), i, r)
+				printf("  refused %s %s (required %s, capability %s): %s\n",
+				       json_is_string(json_object_get(r, "segment_id"))
+				           ? json_string_value(json_object_get(r, "segment_id")) : "-",
+				       json_string_value(json_object_get(r, "control")),
+				       json_string_value(json_object_get(r, "required")),
+				       json_string_value(json_object_get(r, "capability")),
+				       json_string_value(json_object_get(r, "reason")));
+		}
+		if (!admitted)
+			fprintf(stderr, "ota: %s: %s\n",
+			        json_string_value(json_object_get(adm, "kind")) ? json_string_value(json_object_get(adm, "kind")) : "refused",
+			        json_string_value(json_object_get(adm, "message")));
+		json_decref(j);
+		ret = admitted ? CLI_OK : CLI_REFUSED;
+	}
+	json_decref(adm);
+	ota_policy_free(p);
+	free_overlays(ovs, nov);
+	ota_contract_free(c);
+	return ret;
+}
+
+/* Dry-run only until the oci_local runner provides cmd_run.c (strong symbols win). */
+__attribute__((weak)) int cmd_run(int argc, char **argv)
+{
+	return dry_run(argc, argv, false);
+}
+
+__attribute__((weak)) int cmd_up(int argc, char **argv)
+{
+	return dry_run(argc, argv, true);
+}
+
+/* For the runner: the same dry-run admission under its own `run`/`up`. */
+int cmd_policy_dry_run(int argc, char **argv, bool workflow);
+int cmd_policy_dry_run(int argc, char **argv, bool workflow)
+{
+	return dry_run(argc, argv, workflow);
+}

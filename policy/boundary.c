@@ -1,0 +1,567 @@
+/*
+ * runtime_boundary parsing, canonical JSON and the restriction meet
+ * (docs/policy.md, "Meet algebra").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const k_rb[] = {"filesystem", "network", NULL};
+static const char *const k_fs[] = {"repo_root_mode", "writable_paths", "protected_paths", NULL};
+static const char *const k_net[] = {"default", "outbound_targets", NULL};
+static const char *const k_tgt[] = {"kind", "value", "destination_shape", "destination_constraint",
+                                    NULL};
+static const char *const k_con[] = {"kind", "values", "source_posture", "enforcement",
+                                    "shared_pin", NULL};
+static const char *const k_pin[] = {"ref", "freshness", NULL};
+static const char *const v_root[] = {"read_only", "writable", "read_write", NULL};
+static const char *const v_def[] = {"deny", "allow", NULL};
+static const char *const v_tkind[] = {"host", "domain", "service_alias", NULL};
+static const char *const v_shape[] = {"single_purpose_host", "multi_tenant_host", "relay_host",
+                                      "send_host", NULL};
+static const char *const v_ckind[] = {"callback_host_allowlist", "recipient_domain_allowlist",
+                                      "downstream_host_allowlist", "bucket_scope", "tenant_scope",
+                                      "sms_destination_allowlist", NULL};
+static const char *const v_post[] = {"repo_local_authoritative", "shared_pinned_authoritative",
+                                     "non_authoritative", NULL};
+static const char *const v_enf[] = {"authoritative_runtime_enforced", "authoritative_app_enforced",
+                                    "advisory_only", NULL};
+static const char *const v_fresh[] = {"fresh", "warning", "blocking", NULL};
+
+void boundary_free(boundary *b)
+{
+	strv_free(&b->writable);
+	strv_free(&b->protected_);
+	for (size_t i = 0; i < b->ntargets; i++)
+		strv_free(&b->targets[i].c_values);
+	free(b->targets);
+	memset(b, 0, sizeof *b);
+}
+
+static bool strv_copy(strv *d, const strv *s)
+{
+	memset(d, 0, sizeof *d);
+	for (size_t i = 0; i < s->n; i++)
+		if (!strv_push(d, s->v[i]))
+			return false;
+	return true;
+}
+
+static bool target_copy(otarget *d, const otarget *s)
+{
+	*d = *s;
+	return strv_copy(&d->c_values, &s->c_values);
+}
+
+static bool push_target(boundary *b, const otarget *t)
+{
+	if (b->ntargets == b->ctargets) {
+		size_t nc = b->ctargets ? b->ctargets * 2 : 4;
+		otarget *nt = realloc(b->targets, nc * sizeof *nt);
+		if (nt == NULL)
+			return false;
+		b->targets = nt;
+		b->ctargets = nc;
+	}
+	if (!target_copy(&b->targets[b->ntargets], t))
+		return false;
+	b->ntargets++;
+	return true;
+}
+
+bool boundary_copy(boundary *dst, const boundary *src)
+{
+	boundary t = *src;
+	t.targets = NULL;
+	t.ntargets = t.ctargets = 0;
+	if (!strv_copy(&t.writable, &src->writable) || !strv_copy(&t.protected_, &src->protected_))
+		goto fail;
+	for (size_t i = 0; i < src->ntargets; i++)
+		if (!push_target(&t, &src->targets[i]))
+			goto fail;
+	*dst = t;
+	return true;
+fail:
+	boundary_free(&t);
+	memset(dst, 0, sizeof *dst);
+	return false;
+}
+
+static int cmp_target(const void *a, const void *b)
+{
+	const otarget *x = a, *y = b;
+	int c = strcmp(x->kind, y->kind);
+	return c != 0 ? c : strcmp(x->value, y->value);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static bool strv_eq(const strv *a, const strv *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], b->v[i]) != 0)
+			return false;
+	return true;
+}
+
+static bool target_eq(const otarget *a, const otarget *b)
+{
+	return str_eq(a->shape, b->shape) && a->has_constraint == b->has_constraint &&
+	       str_eq(a->c_kind, b->c_kind) && str_eq(a->c_posture, b->c_posture) &&
+	       str_eq(a->c_enforcement, b->c_enforcement) && str_eq(a->pin_ref, b->pin_ref) &&
+	       str_eq(a->pin_freshness, b->pin_freshness) && strv_eq(&a->c_values, &b->c_values);
+}
+
+static ota_err parse_paths(const ydoc *d, const ynode *fs, const char *key, pool *pl, strv *out,
+                           bool *has, ota_error *err)
+{
+	strv raw = {0};
+	ota_err rc = y_strv(d, fs, key, &raw, err);
+	if (rc != OTA_OK)
+		goto out;
+	const ynode *list = yn_get(fs, key);
+	*has = list != NULL && !yn_is_null(list);
+	for (size_t i = 0; i < raw.n; i++) {
+		char w[300];
+		yn_where(d, list->items[i], w, sizeof w);
+		const char *p;
+		rc = path_normalize(raw.v[i], pl, &p, w, err);
+		if (rc != OTA_OK)
+			goto out;
+		if (!strv_push(out, p)) {
+			rc = ota_error_set(err, OTA_ERR_NOMEM, w, "out of memory");
+			goto out;
+		}
+	}
+	strv_sort_unique(out);
+out:
+	strv_free(&raw);
+	return rc;
+}
+
+static ota_err parse_target(const ydoc *d, const ynode *tn, otarget *t, ota_error *err)
+{
+	memset(t, 0, sizeof *t);
+	ota_err rc = y_expect(d, tn, YN_MAP, "outbound target", err);
+	if (rc == OTA_OK)
+		rc = y_keys(d, tn, k_tgt, NULL, "outbound target", err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, tn, "kind", v_tkind, &t->kind, err);
+	if (rc == OTA_OK && t->kind == NULL) {
+		char w[300];
+		yn_where(d, tn, w, sizeof w);
+		rc = ota_error_set(err, OTA_ERR_CONTRACT_MISSING, w, "outbound target needs 'kind'");
+	}
+	if (rc == OTA_OK)
+		rc = y_str(d, tn, "value", true, &t->value, err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, tn, "destination_shape", v_shape, &t->shape, err);
+	if (rc != OTA_OK)
+		return rc;
+	const ynode *cn = yn_get(tn, "destination_constraint");
+	if (cn == NULL || yn_is_null(cn))
+		return OTA_OK;
+	char w[300];
+	yn_where(d, cn, w, sizeof w);
+	t->has_constraint = true;
+	rc = y_expect(d, cn, YN_MAP, "destination_constraint", err);
+	if (rc == OTA_OK)
+		rc = y_keys(d, cn, k_con, NULL, "destination_constraint", err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, cn, "kind", v_ckind, &t->c_kind, err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, cn, "source_posture", v_post, &t->c_posture, err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, cn, "enforcement", v_enf, &t->c_enforcement, err);
+	if (rc == OTA_OK)
+		rc = y_strv(d, cn, "values", &t->c_values, err);
+	if (rc != OTA_OK)
+		return rc;
+	if (t->c_kind == NULL || t->c_posture == NULL || t->c_enforcement == NULL)
+		return ota_error_set(err, OTA_ERR_CONTRACT_MISSING, w,
+		                     "destination_constraint needs kind, values, source_posture and enforcement");
+	strv_sort_unique(&t->c_values);
+	if (t->c_values.n == 0)
+		return ota_error_set(err, OTA_ERR_POLICY_DESTINATION, w,
+		                     "destination_constraint allows no value at all");
+	for (size_t i = 0; i < t->c_values.n; i++)
+		if (t->c_values.v[i][0] == '\0')
+			return ota_error_set(err, OTA_ERR_POLICY_DESTINATION, w,
+			                     "destination_constraint has an empty value");
+	const ynode *pin = yn_get(cn, "shared_pin");
+	if (pin != NULL && !yn_is_null(pin)) {
+		rc = y_expect(d, pin, YN_MAP, "shared_pin", err);
+		if (rc == OTA_OK)
+			rc = y_keys(d, pin, k_pin, NULL, "shared_pin", err);
+		if (rc == OTA_OK)
+			rc = y_str(d, pin, "ref", true, &t->pin_ref, err);
+		if (rc == OTA_OK)
+			rc = y_enum(d, pin, "freshness", v_fresh, &t->pin_freshness, err);
+		if (rc != OTA_OK)
+			return rc;
+	}
+	bool shared = strcmp(t->c_posture, "shared_pinned_authoritative") == 0;
+	if (shared && t->pin_ref == NULL)
+		return ota_error_set(err, OTA_ERR_POLICY_DESTINATION, w,
+		                     "shared_pinned_authoritative needs a shared_pin");
+	if (!shared && t->pin_ref != NULL)
+		return ota_error_set(err, OTA_ERR_POLICY_DESTINATION, w,
+		                     "shared_pin given but source_posture is %s", t->c_posture);
+	if (strcmp(t->c_posture, "non_authoritative") == 0 &&
+	    strcmp(t->c_enforcement, "advisory_only") != 0)
+		return ota_error_set(err, OTA_ERR_POLICY_DESTINATION, w,
+		                     "a non_authoritative source cannot carry %s enforcement",
+		                     t->c_enforcement);
+	return OTA_OK;
+}
+
+ota_err boundary_parse(const ydoc *d, const ynode *node, pool *pl, boundary *out, ota_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (node == NULL || yn_is_null(node))
+		return OTA_OK;
+	char w[300];
+	ota_err rc = y_expect(d, node, YN_MAP, "runtime_boundary", err);
+	if (rc == OTA_OK)
+		rc = y_keys(d, node, k_rb, NULL, "runtime_boundary", err);
+	if (rc != OTA_OK)
+		return rc;
+	const ynode *fs = yn_get(node, "filesystem");
+	if (fs != NULL && !yn_is_null(fs)) {
+		out->has_fs = true;
+		const char *root = NULL;
+		rc = y_expect(d, fs, YN_MAP, "runtime_boundary.filesystem", err);
+		if (rc == OTA_OK)
+			rc = y_keys(d, fs, k_fs, NULL, "runtime_boundary.filesystem", err);
+		if (rc == OTA_OK)
+			rc = y_enum(d, fs, "repo_root_mode", v_root, &root, err);
+		if (rc == OTA_OK)
+			rc = parse_paths(d, fs, "writable_paths", pl, &out->writable, &out->has_writable, err);
+		if (rc == OTA_OK)
+			rc = parse_paths(d, fs, "protected_paths", pl, &out->protected_, &out->has_protected,
+			                 err);
+		if (rc != OTA_OK)
+			goto fail;
+		out->root = root == NULL ? RM_UNSET : strcmp(root, "read_only") == 0 ? RM_READ_ONLY : RM_WRITABLE;
+		for (size_t i = 0; i < out->writable.n; i++)
+			for (size_t j = 0; j < out->protected_.n; j++)
+				if (path_within(out->writable.v[i], out->protected_.v[j])) {
+					yn_where(d, fs, w, sizeof w);
+					rc = ota_error_set(err, OTA_ERR_POLICY_PATH_OVERLAP, w,
+					                   "writable path '%.80s' equals or lies inside protected path '%.80s'",
+					                   out->writable.v[i], out->protected_.v[j]);
+					goto fail;
+				}
+	}
+	const ynode *net = yn_get(node, "network");
+	if (net != NULL && !yn_is_null(net)) {
+		out->has_net = true;
+		const char *def = NULL;
+		rc = y_expect(d, net, YN_MAP, "runtime_boundary.network", err);
+		if (rc == OTA_OK)
+			rc = y_keys(d, net, k_net, NULL, "runtime_boundary.network", err);
+		if (rc == OTA_OK)
+			rc = y_enum(d, net, "default", v_def, &def, err);
+		if (rc != OTA_OK)
+			goto fail;
+		out->def = def == NULL ? ND_UNSET : strcmp(def, "deny") == 0 ? ND_DENY : ND_ALLOW;
+		const ynode *tl = yn_get(net, "outbound_targets");
+		if (tl != NULL && !yn_is_null(tl)) {
+			out->has_targets = true;
+			rc = y_expect(d, tl, YN_SEQ, "outbound_targets", err);
+			if (rc != OTA_OK)
+				goto fail;
+			for (size_t i = 0; i < tl->n; i++) {
+				otarget t;
+				rc = parse_target(d, tl->items[i], &t, err);
+				if (rc == OTA_OK && !push_target(out, &t))
+					rc = ota_error_set(err, OTA_ERR_NOMEM, "outbound_targets", "out of memory");
+				strv_free(&t.c_values);
+				if (rc != OTA_OK)
+					goto fail;
+			}
+			qsort(out->targets, out->ntargets, sizeof *out->targets, cmp_target);
+			/* the same destination twice: identical is folded, differing is contradictory */
+			size_t o = 0;
+			for (size_t i = 0; i < out->ntargets; i++) {
+				if (o > 0 && cmp_target(&out->targets[o - 1], &out->targets[i]) == 0) {
+					if (!target_eq(&out->targets[o - 1], &out->targets[i])) {
+						yn_where(d, tl, w, sizeof w);
+						rc = ota_error_set(err, OTA_ERR_POLICY_DESTINATION, w,
+						                   "%s '%.80s' is declared twice with different constraints",
+						                   out->targets[i].kind, out->targets[i].value);
+						goto fail;
+					}
+					strv_free(&out->targets[i].c_values);
+					continue;
+				}
+				out->targets[o++] = out->targets[i];
+			}
+			out->ntargets = o;
+		}
+	}
+	return OTA_OK;
+fail:
+	boundary_free(out);
+	return rc;
+}
+
+bool boundary_authoritative(const boundary *b)
+{
+	if (b->has_fs)
+		return true;
+	if (b->has_net && b->def != ND_UNSET)
+		return true;
+	for (size_t i = 0; i < b->ntargets; i++)
+		if (!b->targets[i].has_constraint ||
+		    strcmp(b->targets[i].c_enforcement, "advisory_only") != 0)
+			return true;
+	return false;
+}
+
+static json_t *strv_json(const strv *s)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a != NULL && i < s->n; i++)
+		json_array_append_new(a, json_string(s->v[i]));
+	return a;
+}
+
+static json_t *target_json(const otarget *t)
+{
+	json_t *o = json_pack("{s:s, s:s}", "kind", t->kind, "value", t->value);
+	if (o == NULL)
+		return NULL;
+	json_object_set_new(o, "destination_shape", t->shape ? json_string(t->shape) : json_null());
+	if (t->has_constraint) {
+		json_t *c = json_pack("{s:s, s:o, s:s, s:s}", "kind", t->c_kind, "values",
+		                      strv_json(&t->c_values), "source_posture", t->c_posture,
+		                      "enforcement", t->c_enforcement);
+		if (c != NULL && t->pin_ref != NULL)
+			json_object_set_new(c, "shared_pin",
+			                    json_pack("{s:s, s:s?}", "ref", t->pin_ref, "freshness",
+			                              t->pin_freshness));
+		json_object_set_new(o, "destination_constraint", c);
+	} else {
+		json_object_set_new(o, "destination_constraint", json_null());
+	}
+	return o;
+}
+
+json_t *boundary_to_json(const boundary *b)
+{
+	json_t *o = json_object();
+	if (o == NULL)
+		return NULL;
+	if (b->has_fs) {
+		const char *root = b->root == RM_READ_ONLY ? "read_only"
+		                   : b->root == RM_WRITABLE ? "writable" : "unspecified";
+		json_t *fs = json_pack("{s:s}", "repo_root_mode", root);
+		if (b->root == RM_READ_ONLY || b->has_writable)
+			json_object_set_new(fs, "writable_paths", strv_json(&b->writable));
+		else
+			json_object_set_new(fs, "writable_paths", json_null()); /* the whole repository */
+		json_object_set_new(fs, "protected_paths", strv_json(&b->protected_));
+		json_object_set_new(o, "filesystem", fs);
+	} else {
+		json_object_set_new(o, "filesystem", json_null());
+	}
+	if (b->has_net) {
+		const char *def = b->def == ND_DENY ? "deny" : b->def == ND_ALLOW ? "allow" : "unspecified";
+		const char *scope = b->ntargets > 0 ? "targeted" : b->def == ND_DENY ? "none" : "broad";
+		json_t *net = json_pack("{s:s, s:s}", "default", def, "scope", scope);
+		json_t *ts = json_array();
+		for (size_t i = 0; i < b->ntargets; i++)
+			json_array_append_new(ts, target_json(&b->targets[i]));
+		json_object_set_new(net, "outbound_targets", ts);
+		json_object_set_new(o, "network", net);
+	} else {
+		json_object_set_new(o, "network", json_null());
+	}
+	return o;
+}
+
+/* ---- meet ---- */
+
+/* intersection of two reachability regions (minimal sets of subtrees) */
+static bool region_intersect(strv *out, const strv *a, const strv *b)
+{
+	strv r = {0};
+	for (size_t i = 0; i < a->n; i++)
+		for (size_t j = 0; j < b->n; j++) {
+			const char *x = NULL;
+			if (path_within(a->v[i], b->v[j]))
+				x = a->v[i];
+			else if (path_within(b->v[j], a->v[i]))
+				x = b->v[j];
+			if (x != NULL && !strv_push(&r, x)) {
+				strv_free(&r);
+				return false;
+			}
+		}
+	strv_sort_unique(&r);
+	/* minimal form: drop entries inside another entry */
+	size_t o = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		bool inside = false;
+		for (size_t j = 0; j < r.n && !inside; j++)
+			if (j != i && path_within(r.v[i], r.v[j]) && strcmp(r.v[i], r.v[j]) != 0)
+				inside = true;
+		if (!inside)
+			r.v[o++] = r.v[i];
+	}
+	r.n = o;
+	strv_free(out);
+	*out = r;
+	return true;
+}
+
+static ota_err target_meet(otarget *t, const otarget *r, pool *pl, bool *eliminated,
+                           const char *who, ota_error *err)
+{
+	(void)pl;
+	*eliminated = false;
+	if (t->shape != NULL && r->shape != NULL && strcmp(t->shape, r->shape) != 0)
+		return ota_error_set(err, OTA_ERR_POLICY_INCOMPARABLE, who,
+		                     "network.target_allowlist: %s '%s' has destination_shape %s and %s",
+		                     t->kind, t->value, t->shape, r->shape);
+	if (t->shape == NULL)
+		t->shape = r->shape;
+	if (!r->has_constraint)
+		return OTA_OK;
+	if (!t->has_constraint) {
+		strv keep = t->c_values;
+		*t = (otarget){t->kind, t->value, t->shape, true, r->c_kind, r->c_posture,
+		               r->c_enforcement, r->pin_ref, r->pin_freshness, {0}};
+		strv_free(&keep);
+		for (size_t i = 0; i < r->c_values.n; i++)
+			if (!strv_push(&t->c_values, r->c_values.v[i]))
+				return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+		return OTA_OK;
+	}
+	if (strcmp(t->c_kind, r->c_kind) != 0 || strcmp(t->c_posture, r->c_posture) != 0 ||
+	    strcmp(t->c_enforcement, r->c_enforcement) != 0 || !str_eq(t->pin_ref, r->pin_ref) ||
+	    !str_eq(t->pin_freshness, r->pin_freshness))
+		return ota_error_set(err, OTA_ERR_POLICY_INCOMPARABLE, who,
+		                     "network.destination_constraints: %s '%s' constraints differ in kind, posture, enforcement or pin",
+		                     t->kind, t->value);
+	strv keep = {0};
+	for (size_t i = 0; i < t->c_values.n; i++)
+		if (strv_has(&r->c_values, t->c_values.v[i]) && !strv_push(&keep, t->c_values.v[i])) {
+			strv_free(&keep);
+			return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+		}
+	strv_free(&t->c_values);
+	t->c_values = keep;
+	if (keep.n == 0)
+		*eliminated = true; /* the conjunction allows nothing: deny that destination */
+	return OTA_OK;
+}
+
+/* cur.targets := cur.targets meet r.targets (both sorted) */
+static ota_err targets_intersect(boundary *cur, const boundary *r, pool *pl, const char *who,
+                                 ota_error *err)
+{
+	size_t o = 0;
+	ota_err rc = OTA_OK;
+	for (size_t i = 0; i < cur->ntargets; i++) {
+		otarget *t = &cur->targets[i];
+		const otarget *m = NULL;
+		for (size_t j = 0; j < r->ntargets && m == NULL; j++)
+			if (cmp_target(t, &r->targets[j]) == 0)
+				m = &r->targets[j];
+		bool gone = m == NULL;
+		if (m != NULL && rc == OTA_OK)
+			rc = target_meet(t, m, pl, &gone, who, err);
+		if (gone || rc != OTA_OK) {
+			strv_free(&t->c_values);
+			continue;
+		}
+		cur->targets[o++] = *t;
+	}
+	cur->ntargets = o;
+	return rc;
+}
+
+ota_err boundary_meet(boundary *cur, const boundary *r, pool *pl, bool strict, const char *who,
+                     ota_error *err)
+{
+	ota_err rc;
+	if (r->has_fs) {
+		if (strict && r->root == RM_WRITABLE && cur->root == RM_READ_ONLY)
+			return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_WIDENS, who,
+			                     "filesystem.repo_root_mode: writable cannot widen read_only");
+		bool all = !cur->has_fs || (cur->root != RM_READ_ONLY && !cur->has_writable);
+		cur->has_fs = true;
+		if (r->root == RM_READ_ONLY && cur->root != RM_READ_ONLY) {
+			cur->root = RM_READ_ONLY;
+			if (all) { /* no declared carve-outs: nothing stays writable */
+				cur->writable.n = 0;
+			}
+			all = false;
+			cur->has_writable = true;
+		}
+		if (r->has_writable) {
+			if (all) {
+				strv_free(&cur->writable);
+				for (size_t i = 0; i < r->writable.n; i++)
+					if (!strv_push(&cur->writable, r->writable.v[i]))
+						return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+			} else if (!region_intersect(&cur->writable, &cur->writable, &r->writable)) {
+				return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+			}
+			cur->has_writable = true;
+			cur->root = RM_READ_ONLY; /* a writable list bounds the reach */
+		}
+		for (size_t i = 0; i < r->protected_.n; i++)
+			if (!strv_push(&cur->protected_, r->protected_.v[i]))
+				return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+		cur->has_protected = cur->has_protected || r->has_protected;
+		strv_sort_unique(&cur->protected_);
+		/* protection wins: writable reach inside protected content is dropped */
+		size_t o = 0;
+		for (size_t i = 0; i < cur->writable.n; i++) {
+			bool inside = false;
+			for (size_t j = 0; j < cur->protected_.n && !inside; j++)
+				inside = path_within(cur->writable.v[i], cur->protected_.v[j]);
+			if (!inside)
+				cur->writable.v[o++] = cur->writable.v[i];
+		}
+		cur->writable.n = o;
+	}
+	if (r->has_net) {
+		if (strict && r->def == ND_ALLOW && cur->def == ND_DENY)
+			return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_WIDENS, who,
+			                     "network.default: allow cannot widen deny");
+		cur->has_net = true;
+		if (r->def == ND_DENY)
+			cur->def = ND_DENY;
+		if (r->has_targets) {
+			if (cur->ntargets > 0) {
+				rc = targets_intersect(cur, r, pl, who, err);
+				if (rc != OTA_OK)
+					return rc;
+				if (cur->ntargets == 0)
+					cur->def = ND_DENY; /* every destination eliminated: explicit denial */
+			} else if (cur->def != ND_DENY) {
+				/* broad reach narrowed to the restriction's destinations */
+				for (size_t i = 0; i < r->ntargets; i++)
+					if (!push_target(cur, &r->targets[i]))
+						return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+				if (cur->ntargets == 0)
+					cur->def = ND_DENY;
+			}
+			cur->has_targets = true;
+		}
+	}
+	return OTA_OK;
+}

@@ -1,0 +1,790 @@
+/* ota.yaml (upstream version 1) -> contract model, with static validation. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ota/json.h"
+#include "ota/limits.h"
+
+static const char *const k_top[] = {
+	"version", "project", "workspace", "execution", "tasks", "workflows", "agent", "runtimes",
+	"tools", "toolchains", "orchestrators", "native_prerequisites", "env", "services", "readiness",
+	"surfaces", "checks", "artifacts", "extensions", "exports", "policies", "metadata",
+	"governance", "resource_bindings", "effect_definitions", "secret_requirements", NULL};
+static const char *const k_exec[] = {"preferred", "supported", "lifecycle", "backends",
+                                     "default_context", "contexts", "runtime_boundary",
+                                     "shared_backends", "default_mode", NULL};
+static const char *const k_ctx[] = {"extends", "backend", "lifecycle", "fulfillment", "only_on",
+                                    "only_arch", "env", "container", "remote", "requirements",
+                                    "attachments", "description", NULL};
+static const char *const k_container[] = {"image", "platform", "engines", "resources", "rootfs",
+                                          NULL};
+static const char *const k_attach[] = {"compose", "isolated_paths", NULL};
+static const char *const k_task[] = {
+	"description", "notes", "category", "context", "runtime_boundary", "env", "env_files",
+	"env_bindings", "adapter_inputs", "inputs", "replay_inputs", "witnessed_observations",
+	"targets", "effects", "requirements", "depends_on", "requires_services", "requires_artifacts",
+	"runtime", "after_success", "after_failure", "after_always", "safe_for_agent", "only_on",
+	"internal", "variants", "execution", "when", "run", "script", "command", "aggregate",
+	"prepare", "action", "launch", "compose", NULL};
+static const char *const k_command[] = {"exe", "args", "cwd", "interaction", "runtime_projection",
+                                        NULL};
+static const char *const k_wf[] = {"intent", "description", "notes", "runtime_boundary", "env",
+                                   "prepare", "setup", "run", "attach", "services", "readiness",
+                                   "proof", "exposes", "adapter_inputs", "instances", NULL};
+static const char *const v_backend[] = {"native", "container", "remote", NULL};
+static const char *const v_lifecycle[] = {"persistent", "ephemeral", NULL};
+static const char *const v_interaction[] = {"auto", "forbidden", "required", NULL};
+static const char *const body_keys[] = {"run", "script", "command", "aggregate",
+                                        "prepare", "action", "launch", "compose", NULL};
+static const char *const phase_names[PH_COUNT] = {"prepare", "setup", "run", "attach"};
+
+static ota_err where_err(const ota_contract *c, const ynode *n, ota_err code, ota_error *err,
+                         const char *fmt, ...) OTA_PRINTF(5, 6);
+static ota_err where_err(const ota_contract *c, const ynode *n, ota_err code, ota_error *err,
+                         const char *fmt, ...)
+{
+	char w[300];
+	yn_where(c->doc, n, w, sizeof w);
+	va_list ap;
+	va_start(ap, fmt);
+	ota_err rc = ota_error_vset(err, code, w, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* ---- task index ---- */
+
+static uint64_t h_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static bool index_tasks(ota_contract *c)
+{
+	size_t cap = 16;
+	while (cap < c->ntasks * 2 + 2)
+		cap *= 2;
+	c->task_index = malloc(cap * sizeof *c->task_index);
+	if (c->task_index == NULL)
+		return false;
+	for (size_t i = 0; i < cap; i++)
+		c->task_index[i] = SIZE_MAX;
+	c->task_index_cap = cap;
+	for (size_t i = 0; i < c->ntasks; i++) {
+		size_t h = (size_t)(h_str(c->tasks[i].name) & (cap - 1));
+		while (c->task_index[h] != SIZE_MAX)
+			h = (h + 1) & (cap - 1);
+		c->task_index[h] = i;
+	}
+	return true;
+}
+
+const otask *contract_task(const ota_contract *c, const char *name)
+{
+	if (c->task_index == NULL || name == NULL)
+		return NULL;
+	size_t cap = c->task_index_cap;
+	size_t h = (size_t)(h_str(name) & (cap - 1));
+	while (c->task_index[h] != SIZE_MAX) {
+		const otask *t = &c->tasks[c->task_index[h]];
+		if (strcmp(t->name, name) == 0)
+			return t;
+		h = (h + 1) & (cap - 1);
+	}
+	return NULL;
+}
+
+const ocontext *contract_context(const ota_contract *c, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < c->ncontexts; i++)
+		if (strcmp(c->contexts[i].name, name) == 0)
+			return &c->contexts[i];
+	return NULL;
+}
+
+const oworkflow *contract_workflow(const ota_contract *c, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < c->nworkflows; i++)
+		if (strcmp(c->workflows[i].name, name) == 0)
+			return &c->workflows[i];
+	return NULL;
+}
+
+/* ---- execution ---- */
+
+static ota_err parse_container(ota_contract *c, const ynode *cn, const char **image,
+                               const char **platform, ota_error *err)
+{
+	if (cn == NULL || yn_is_null(cn))
+		return OTA_OK;
+	ota_err rc = y_expect(c->doc, cn, YN_MAP, "container", err);
+	if (rc == OTA_OK)
+		rc = y_keys(c->doc, cn, k_container, NULL, "container", err);
+	if (rc == OTA_OK)
+		rc = y_str(c->doc, cn, "image", false, image, err);
+	if (rc == OTA_OK)
+		rc = y_str(c->doc, cn, "platform", false, platform, err);
+	if (rc == OTA_OK && *platform != NULL) {
+		ota_platform p;
+		char w[300];
+		yn_where(c->doc, yn_get(cn, "platform"), w, sizeof w);
+		ota_error e2;
+		ota_error_clear(&e2);
+		if (ota_platform_parse(*platform, &p, &e2) != OTA_OK)
+			rc = ota_error_set(err, e2.code, w, "%s", e2.what);
+	}
+	return rc;
+}
+
+static ota_err parse_execution(ota_contract *c, const ynode *ex, ota_error *err)
+{
+	if (ex == NULL || yn_is_null(ex))
+		return OTA_OK;
+	const ydoc *d = c->doc;
+	ota_err rc = y_expect(d, ex, YN_MAP, "execution", err);
+	if (rc == OTA_OK)
+		rc = y_keys(d, ex, k_exec, NULL, "execution", err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, ex, "preferred", v_backend, &c->preferred, err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, ex, "lifecycle", v_lifecycle, &c->lifecycle, err);
+	if (rc == OTA_OK)
+		rc = y_strv(d, ex, "supported", &c->supported, err);
+	if (rc == OTA_OK)
+		rc = y_str(d, ex, "default_context", false, &c->default_context, err);
+	if (rc != OTA_OK)
+		return rc;
+	for (size_t i = 0; i < c->supported.n; i++) {
+		bool ok = false;
+		for (const char *const *v = v_backend; *v; v++)
+			ok = ok || strcmp(*v, c->supported.v[i]) == 0;
+		if (!ok)
+			return where_err(c, yn_get(ex, "supported"), OTA_ERR_CONTRACT_VALUE, err,
+			                 "supported backend '%.40s' is not native, container or remote%s",
+			                 c->supported.v[i], "");
+	}
+	if (c->preferred != NULL && c->supported.n > 0 && !strv_has(&c->supported, c->preferred))
+		return where_err(c, yn_get(ex, "preferred"), OTA_ERR_CONTRACT_VALUE, err,
+		                 "preferred backend '%s' is not in supported%s", c->preferred, "");
+	const ynode *be = yn_get(ex, "backends");
+	if (be != NULL && !yn_is_null(be)) {
+		rc = y_expect(d, be, YN_MAP, "execution.backends", err);
+		if (rc == OTA_OK)
+			rc = parse_container(c, yn_get(be, "container"), &c->image, &c->platform, err);
+		if (rc != OTA_OK)
+			return rc;
+	}
+	const ynode *cx = yn_get(ex, "contexts");
+	if (cx != NULL && !yn_is_null(cx)) {
+		rc = y_expect(d, cx, YN_MAP, "execution.contexts", err);
+		if (rc != OTA_OK)
+			return rc;
+		c->contexts = pool_alloc(&c->pl, (cx->n / 2) * sizeof *c->contexts);
+		if (c->contexts == NULL)
+			return ota_error_set(err, OTA_ERR_NOMEM, "contexts", "out of memory");
+		for (size_t i = 0; i + 1 < cx->n; i += 2) {
+			ocontext *o = &c->contexts[c->ncontexts++];
+			const ynode *v = cx->items[i + 1];
+			o->name = cx->items[i]->str;
+			o->node = v;
+			rc = y_expect(d, v, YN_MAP, "context", err);
+			if (rc == OTA_OK)
+				rc = y_keys(d, v, k_ctx, NULL, "context", err);
+			if (rc == OTA_OK)
+				rc = y_str(d, v, "extends", false, &o->extends, err);
+			if (rc == OTA_OK)
+				rc = y_enum(d, v, "backend", v_backend, &o->backend, err);
+			if (rc == OTA_OK)
+				rc = y_enum(d, v, "lifecycle", v_lifecycle, &o->lifecycle, err);
+			if (rc == OTA_OK)
+				rc = parse_container(c, yn_get(v, "container"), &o->image, &o->platform, err);
+			if (rc != OTA_OK)
+				return rc;
+			const ynode *req = yn_get(v, "requirements");
+			o->has_requirements = req != NULL && !yn_is_null(req) &&
+			                      !(req->type == YN_MAP && req->n == 0);
+			const ynode *at = yn_get(v, "attachments");
+			if (at != NULL && !yn_is_null(at)) {
+				rc = y_expect(d, at, YN_MAP, "attachments", err);
+				if (rc == OTA_OK)
+					rc = y_keys(d, at, k_attach, NULL, "attachments", err);
+				if (rc == OTA_OK)
+					rc = y_strv(d, at, "compose", &o->compose, err);
+				if (rc == OTA_OK)
+					rc = y_strv(d, at, "isolated_paths", &o->isolated, err);
+				if (rc != OTA_OK)
+					return rc;
+				for (size_t k = 0; k < o->isolated.n; k++) {
+					char w[300];
+					yn_where(d, at, w, sizeof w);
+					const char *np;
+					rc = path_normalize(o->isolated.v[k], &c->pl, &np, w, err);
+					if (rc != OTA_OK)
+						return rc;
+					o->isolated.v[k] = np;
+				}
+			}
+		}
+		for (size_t i = 0; i < c->ncontexts; i++) {
+			const ocontext *o = &c->contexts[i];
+			if (o->extends != NULL && contract_context(c, o->extends) == NULL)
+				return where_err(c, yn_get(o->node, "extends"), OTA_ERR_CONTRACT_REFERENCE,
+				                 err, "context '%s' extends unknown context '%.60s'", o->name,
+				                 o->extends);
+		}
+	}
+	if (c->default_context != NULL && contract_context(c, c->default_context) == NULL)
+		return where_err(c, yn_get(ex, "default_context"), OTA_ERR_CONTRACT_REFERENCE, err,
+		                 "default_context '%.60s' is not a context%s", c->default_context, "");
+	rc = boundary_parse(d, yn_get(ex, "runtime_boundary"), &c->pl, &c->rb, err);
+	c->has_rb = yn_get(ex, "runtime_boundary") != NULL;
+	return rc;
+}
+
+/* ---- tasks ---- */
+
+static ota_err body_of(ota_contract *c, otask *t, const ynode *m, ota_error *err)
+{
+	const ydoc *d = c->doc;
+	const char *found = NULL;
+	const ynode *fn = NULL;
+	for (const char *const *k = body_keys; *k; k++) {
+		const ynode *v = yn_get(m, *k);
+		if (v == NULL || yn_is_null(v))
+			continue;
+		if (found != NULL)
+			return where_err(c, v, OTA_ERR_CONTRACT_BODY, err,
+			                 "task has two bodies ('%s' and '%s')", found, *k);
+		found = *k;
+		fn = v;
+	}
+	t->body_kind = found;
+	t->body = fn;
+	if (found == NULL)
+		return OTA_OK;
+	ota_err rc = OTA_OK;
+	if (strcmp(found, "run") == 0 || strcmp(found, "script") == 0) {
+		rc = y_expect(d, fn, YN_SCALAR, found, err);
+	} else if (strcmp(found, "command") == 0) {
+		const char *exe;
+		rc = y_expect(d, fn, YN_MAP, "command", err);
+		if (rc == OTA_OK)
+			rc = y_keys(d, fn, k_command, NULL, "command", err);
+		if (rc == OTA_OK)
+			rc = y_str(d, fn, "exe", true, &exe, err);
+		if (rc == OTA_OK) {
+			strv args = {0};
+			rc = y_strv(d, fn, "args", &args, err);
+			strv_free(&args);
+		}
+		if (rc == OTA_OK)
+			rc = y_enum(d, fn, "interaction", v_interaction, &t->interaction, err);
+	} else if (strcmp(found, "aggregate") == 0) {
+		rc = y_expect(d, fn, YN_MAP, "aggregate", err);
+		if (rc == OTA_OK)
+			rc = y_strv(d, fn, "tasks", &t->members, err);
+		if (rc == OTA_OK && t->members.n == 0)
+			rc = where_err(c, fn, OTA_ERR_CONTRACT_MISSING, err,
+			               "aggregate needs a non-empty 'tasks' list%s%s", "", "");
+	}
+	return rc;
+}
+
+static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *err)
+{
+	const ydoc *d = c->doc;
+	ota_err rc = y_expect(d, m, YN_MAP, "task", err);
+	if (rc == OTA_OK)
+		rc = y_keys(d, m, k_task, NULL, "task", err);
+	if (rc == OTA_OK)
+		rc = body_of(c, t, m, err);
+	if (rc == OTA_OK)
+		rc = y_strv(d, m, "depends_on", &t->depends_on, err);
+	if (rc == OTA_OK)
+		rc = y_strv(d, m, "after_success", &t->after_success, err);
+	if (rc == OTA_OK)
+		rc = y_strv(d, m, "after_failure", &t->after_failure, err);
+	if (rc == OTA_OK)
+		rc = y_strv(d, m, "after_always", &t->after_always, err);
+	if (rc == OTA_OK)
+		rc = y_strv(d, m, "requires_services", &t->requires_services, err);
+	if (rc == OTA_OK)
+		rc = y_bool(d, m, "safe_for_agent", &t->safe_for_agent, err);
+	if (rc == OTA_OK)
+		rc = y_str(d, m, "context", false, &t->context, err);
+	if (rc != OTA_OK)
+		return rc;
+	const ynode *req = yn_get(m, "requirements");
+	t->has_requirements = req != NULL && !yn_is_null(req) && !(req->type == YN_MAP && req->n == 0);
+	const ynode *when = yn_get(m, "when");
+	t->has_when_checks = when != NULL && !yn_is_null(when);
+	t->effects = yn_get(m, "effects");
+	/* variants: the linux variant (or the first) gives the body kind */
+	const ynode *var = yn_get(m, "variants");
+	if (t->body_kind == NULL && var != NULL && var->type == YN_SEQ && var->n > 0) {
+		const ynode *pick = var->items[0];
+		for (size_t i = 0; i < var->n; i++) {
+			const ynode *os = yn_get(yn_get(var->items[i], "when"), "os");
+			if (os != NULL && os->type == YN_SCALAR && strcmp(os->str, "linux") == 0)
+				pick = var->items[i];
+		}
+		rc = body_of(c, t, pick, err);
+		if (rc != OTA_OK)
+			return rc;
+	}
+	/* execution.modes: the default_mode branch gives context, lifecycle, body */
+	const ynode *ex = yn_get(m, "execution");
+	if (ex != NULL && ex->type == YN_MAP) {
+		const char *dm = NULL;
+		rc = y_str(d, ex, "default_mode", false, &dm, err);
+		if (rc != OTA_OK)
+			return rc;
+		const ynode *br = dm != NULL ? yn_get(yn_get(ex, "modes"), dm) : NULL;
+		if (br != NULL && br->type == YN_MAP) {
+			const char *ctx = NULL;
+			rc = y_str(d, br, "context", false, &ctx, err);
+			if (rc == OTA_OK)
+				rc = y_enum(d, br, "lifecycle", v_lifecycle, &t->mode_lifecycle, err);
+			if (rc != OTA_OK)
+				return rc;
+			if (ctx != NULL)
+				t->context = ctx;
+			if (t->body_kind == NULL) {
+				rc = body_of(c, t, br, err);
+				if (rc != OTA_OK)
+					return rc;
+			}
+		}
+	}
+	t->has_prepare = t->body_kind != NULL && strcmp(t->body_kind, "prepare") == 0;
+	const ynode *rb = yn_get(m, "runtime_boundary");
+	t->has_rb = rb != NULL && !yn_is_null(rb);
+	return boundary_parse(d, rb, &c->pl, &t->rb, err);
+}
+
+/* ---- workflows ---- */
+
+static ota_err parse_workflows(ota_contract *c, const ynode *wn, ota_error *err)
+{
+	const ydoc *d = c->doc;
+	if (wn == NULL || yn_is_null(wn))
+		return OTA_OK;
+	ota_err rc = y_expect(d, wn, YN_MAP, "workflows", err);
+	if (rc != OTA_OK)
+		return rc;
+	c->workflows = pool_alloc(&c->pl, (wn->n / 2 + 1) * sizeof *c->workflows);
+	if (c->workflows == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "workflows", "out of memory");
+	for (size_t i = 0; i + 1 < wn->n; i += 2) {
+		const ynode *k = wn->items[i], *v = wn->items[i + 1];
+		if (strcmp(k->str, "default") == 0) {
+			rc = y_expect(d, v, YN_SCALAR, "workflows.default", err);
+			if (rc != OTA_OK)
+				return rc;
+			c->default_workflow = v->str;
+			continue;
+		}
+		oworkflow *w = &c->workflows[c->nworkflows++];
+		w->name = k->str;
+		w->node = v;
+		rc = y_expect(d, v, YN_MAP, "workflow", err);
+		if (rc == OTA_OK)
+			rc = y_keys(d, v, k_wf, NULL, "workflow", err);
+		if (rc == OTA_OK)
+			rc = y_str(d, v, "intent", false, &w->intent, err);
+		if (rc != OTA_OK)
+			return rc;
+		for (int p = 0; p < PH_COUNT; p++) {
+			const ynode *ph = yn_get(v, phase_names[p]);
+			if (ph == NULL || yn_is_null(ph))
+				continue;
+			if (ph->type == YN_MAP && yn_get(ph, "task") != NULL) {
+				rc = y_str(d, ph, "task", true, &w->phase_task[p], err);
+				if (rc != OTA_OK)
+					return rc;
+			} else if (ph->type == YN_SCALAR) {
+				w->phase_task[p] = ph->str;
+			} else {
+				w->phase_direct[p] = true;
+			}
+		}
+		const ynode *sv = yn_get(v, "services");
+		if (sv != NULL && sv->type == YN_MAP) {
+			rc = y_strv(d, sv, "required", &w->services, err);
+			if (rc != OTA_OK)
+				return rc;
+		}
+		const ynode *rb = yn_get(v, "runtime_boundary");
+		w->has_rb = rb != NULL && !yn_is_null(rb);
+		rc = boundary_parse(d, rb, &c->pl, &w->rb, err);
+		if (rc != OTA_OK)
+			return rc;
+	}
+	if (c->default_workflow != NULL && contract_workflow(c, c->default_workflow) == NULL)
+		return where_err(c, yn_get(wn, "default"), OTA_ERR_CONTRACT_REFERENCE, err,
+		                 "workflows.default '%.60s' is not a workflow%s", c->default_workflow, "");
+	return OTA_OK;
+}
+
+/* ---- references and cycles ---- */
+
+static ota_err check_refs(ota_contract *c, const otask *t, const strv *s, const char *key,
+                          ota_error *err)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (contract_task(c, s->v[i]) == NULL)
+			return where_err(c, yn_get(t->node, key) ? yn_get(t->node, key) : t->node,
+			                 OTA_ERR_CONTRACT_REFERENCE, err, "unknown task '%.60s' in %s",
+			                 s->v[i], key);
+	return OTA_OK;
+}
+
+/* iterative three-colour DFS over depends_on + members + hooks */
+static ota_err check_cycles(ota_contract *c, ota_error *err)
+{
+	uint8_t *colour = calloc(c->ntasks ? c->ntasks : 1, 1);
+	size_t *stack = malloc((c->ntasks + 1) * sizeof *stack);
+	size_t *pos = calloc(c->ntasks ? c->ntasks : 1, sizeof *pos);
+	ota_err rc = OTA_OK;
+	if (colour == NULL || stack == NULL || pos == NULL) {
+		rc = ota_error_set(err, OTA_ERR_NOMEM, "tasks", "out of memory");
+		goto out;
+	}
+	for (size_t s = 0; s < c->ntasks && rc == OTA_OK; s++) {
+		if (colour[s] != 0)
+			continue;
+		size_t sp = 0;
+		stack[sp++] = s;
+		colour[s] = 1;
+		pos[s] = 0;
+		while (sp > 0 && rc == OTA_OK) {
+			size_t u = stack[sp - 1];
+			const otask *t = &c->tasks[u];
+			const strv *lists[5] = {&t->depends_on, &t->members, &t->after_success,
+			                        &t->after_failure, &t->after_always};
+			size_t tot = 0;
+			for (int l = 0; l < 5; l++)
+				tot += lists[l]->n;
+			size_t k = pos[u]++, v = SIZE_MAX;
+			if (k >= tot) {
+				colour[u] = 2;
+				sp--;
+				continue;
+			}
+			for (int l = 0; l < 5; l++) {
+				if (k < lists[l]->n) {
+					v = contract_task(c, lists[l]->v[k])->index;
+					break;
+				}
+				k -= lists[l]->n;
+			}
+			if (colour[v] == 1) {
+				char w[300];
+				yn_where(c->doc, c->tasks[v].node, w, sizeof w);
+				rc = ota_error_set(err, OTA_ERR_POLICY_CYCLE, w,
+				                   "task '%.60s' depends on itself through '%.60s'",
+				                   c->tasks[v].name, t->name);
+			} else if (colour[v] == 0) {
+				colour[v] = 1;
+				pos[v] = 0;
+				stack[sp++] = v;
+			}
+		}
+	}
+out:
+	free(colour);
+	free(stack);
+	free(pos);
+	return rc;
+}
+
+static ota_err parse_tasks(ota_contract *c, const ynode *tn, ota_error *err)
+{
+	const ydoc *d = c->doc;
+	if (tn == NULL || yn_is_null(tn))
+		return OTA_OK;
+	ota_err rc = y_expect(d, tn, YN_MAP, "tasks", err);
+	if (rc != OTA_OK)
+		return rc;
+	if (tn->n / 2 > OTA_MAX_TASKS)
+		return where_err(c, tn, OTA_ERR_YAML_TOO_LARGE, err, "more than %s tasks%s", "100000", "");
+	c->tasks = calloc(tn->n / 2 + 1, sizeof *c->tasks);
+	if (c->tasks == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "tasks", "out of memory");
+	for (size_t i = 0; i + 1 < tn->n; i += 2) {
+		otask *t = &c->tasks[c->ntasks];
+		t->name = tn->items[i]->str;
+		t->node = tn->items[i + 1];
+		t->index = c->ntasks++;
+		if (t->name[0] == '\0')
+			return where_err(c, tn->items[i], OTA_ERR_CONTRACT_VALUE, err,
+			                 "task names must not be empty%s%s", "", "");
+		rc = parse_task(c, t, t->node, err);
+		if (rc != OTA_OK)
+			return rc;
+	}
+	if (!index_tasks(c))
+		return ota_error_set(err, OTA_ERR_NOMEM, "tasks", "out of memory");
+	for (size_t i = 0; i < c->ntasks; i++) {
+		const otask *t = &c->tasks[i];
+		rc = check_refs(c, t, &t->depends_on, "depends_on", err);
+		if (rc == OTA_OK)
+			rc = check_refs(c, t, &t->members, "aggregate", err);
+		if (rc == OTA_OK)
+			rc = check_refs(c, t, &t->after_success, "after_success", err);
+		if (rc == OTA_OK)
+			rc = check_refs(c, t, &t->after_failure, "after_failure", err);
+		if (rc == OTA_OK)
+			rc = check_refs(c, t, &t->after_always, "after_always", err);
+		if (rc != OTA_OK)
+			return rc;
+		if (t->context != NULL && contract_context(c, t->context) == NULL)
+			return where_err(c, yn_get(t->node, "context") ? yn_get(t->node, "context") : t->node,
+			                 OTA_ERR_CONTRACT_REFERENCE, err,
+			                 "task '%.60s' names unknown context '%.60s'", t->name, t->context);
+	}
+	return check_cycles(c, err);
+}
+
+/* ---- load ---- */
+
+ota_err ota_contract_load(ota_bytes yaml, const char *name, ota_contract **out, ota_error *err)
+{
+	*out = NULL;
+	ota_contract *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "contract", "out of memory");
+	ota_err rc = ydoc_parse(yaml, name, &c->doc, err);
+	if (rc != OTA_OK)
+		goto fail;
+	const ydoc *d = c->doc;
+	const ynode *root = ydoc_root(d);
+	rc = y_expect(d, root, YN_MAP, "the contract", err);
+	if (rc == OTA_OK)
+		rc = y_keys(d, root, k_top, NULL, "contract", err);
+	if (rc != OTA_OK)
+		goto fail;
+	const ynode *ver = yn_get(root, "version");
+	if (ver == NULL || ver->type != YN_SCALAR || !ver->plain || strcmp(ver->str, "1") != 0) {
+		char w[300];
+		yn_where(d, ver ? ver : root, w, sizeof w);
+		rc = ota_error_set(err, ver == NULL ? OTA_ERR_CONTRACT_MISSING : OTA_ERR_CONTRACT_VERSION,
+		                   w, "version must be 1");
+		goto fail;
+	}
+	const ynode *proj = yn_get(root, "project");
+	rc = y_expect(d, proj, YN_MAP, "project", err);
+	if (rc == OTA_OK)
+		rc = y_str(d, proj, "name", true, &c->project, err);
+	if (rc == OTA_OK)
+		rc = parse_execution(c, yn_get(root, "execution"), err);
+	if (rc == OTA_OK)
+		rc = parse_tasks(c, yn_get(root, "tasks"), err);
+	if (rc == OTA_OK)
+		rc = parse_workflows(c, yn_get(root, "workflows"), err);
+	if (rc != OTA_OK)
+		goto fail;
+	for (size_t i = 0; i < c->nworkflows; i++)
+		for (int p = 0; p < PH_COUNT; p++) {
+			const char *tn = c->workflows[i].phase_task[p];
+			if (tn != NULL && contract_task(c, tn) == NULL) {
+				rc = where_err(c, yn_get(c->workflows[i].node, phase_names[p]),
+				               OTA_ERR_CONTRACT_REFERENCE, err,
+				               "workflow phase names unknown task '%.60s'%s", tn, "");
+				goto fail;
+			}
+		}
+	const ynode *ag = yn_get(root, "agent");
+	if (ag != NULL && !yn_is_null(ag)) {
+		rc = y_expect(d, ag, YN_MAP, "agent", err);
+		if (rc == OTA_OK)
+			rc = y_strv(d, ag, "safe_tasks", &c->agent_safe_tasks, err);
+		if (rc == OTA_OK)
+			rc = y_strv(d, ag, "writable_paths", &c->agent_writable, err);
+		if (rc == OTA_OK)
+			rc = y_strv(d, ag, "protected_paths", &c->agent_protected, err);
+		if (rc == OTA_OK)
+			rc = y_str(d, ag, "posture", false, &c->agent_posture, err);
+		if (rc != OTA_OK)
+			goto fail;
+		for (size_t i = 0; i < c->agent_safe_tasks.n; i++)
+			if (contract_task(c, c->agent_safe_tasks.v[i]) == NULL) {
+				rc = where_err(c, yn_get(ag, "safe_tasks"), OTA_ERR_CONTRACT_REFERENCE, err,
+				               "agent.safe_tasks names unknown task '%.60s'%s",
+				               c->agent_safe_tasks.v[i], "");
+				goto fail;
+			}
+	}
+	/* identities: raw bytes, and the normalised contract */
+	rc = ota_sha256_id(yaml, c->snapshot_id);
+	if (rc != OTA_OK)
+		goto fail;
+	c->json = yn_to_json(root);
+	json_t *wrap = c->json ? json_pack("{s:s, s:O}", "kind", "ota.contract/v1", "contract", c->json)
+	                       : NULL;
+	if (wrap == NULL) {
+		rc = ota_error_set(err, OTA_ERR_NOMEM, "contract", "out of memory");
+		goto fail;
+	}
+	rc = ota_json_identity(wrap, c->contract_id, err);
+	json_decref(wrap);
+	if (rc != OTA_OK) {
+		/* floats in the contract are kept as strings; anything else is ours */
+		goto fail;
+	}
+	*out = c;
+	return OTA_OK;
+fail:
+	ota_contract_free(c);
+	return rc;
+}
+
+void ota_contract_free(ota_contract *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < c->ntasks; i++) {
+		otask *t = &c->tasks[i];
+		strv_free(&t->depends_on);
+		strv_free(&t->after_success);
+		strv_free(&t->after_failure);
+		strv_free(&t->after_always);
+		strv_free(&t->members);
+		strv_free(&t->requires_services);
+		boundary_free(&t->rb);
+	}
+	free(c->tasks);
+	free(c->task_index);
+	for (size_t i = 0; i < c->ncontexts; i++) {
+		strv_free(&c->contexts[i].compose);
+		strv_free(&c->contexts[i].isolated);
+	}
+	for (size_t i = 0; i < c->nworkflows; i++) {
+		strv_free(&c->workflows[i].services);
+		boundary_free(&c->workflows[i].rb);
+	}
+	boundary_free(&c->rb);
+	strv_free(&c->supported);
+	strv_free(&c->agent_safe_tasks);
+	strv_free(&c->agent_writable);
+	strv_free(&c->agent_protected);
+	json_decref(c->json);
+	ydoc_free(c->doc);
+	pool_free(&c->pl);
+	free(c);
+}
+
+const char *ota_contract_snapshot_identity(const ota_contract *c)
+{
+	return c->snapshot_id;
+}
+
+const char *ota_contract_identity(const ota_contract *c)
+{
+	return c->contract_id;
+}
+
+const json_t *ota_contract_json(const ota_contract *c)
+{
+	return c->json;
+}
+
+const char *ota_contract_project(const ota_contract *c)
+{
+	return c->project;
+}
+
+size_t ota_contract_task_count(const ota_contract *c)
+{
+	return c->ntasks;
+}
+
+const char *ota_contract_task_name(const ota_contract *c, size_t i)
+{
+	return i < c->ntasks ? c->tasks[i].name : NULL;
+}
+
+size_t ota_contract_workflow_count(const ota_contract *c)
+{
+	return c->nworkflows;
+}
+
+const char *ota_contract_workflow_name(const ota_contract *c, size_t i)
+{
+	return i < c->nworkflows ? c->workflows[i].name : NULL;
+}
+
+const char *ota_contract_default_workflow(const ota_contract *c)
+{
+	return c->default_workflow;
+}
+
+static json_t *strv_to_json(const strv *s)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a != NULL && i < s->n; i++)
+		json_array_append_new(a, json_string(s->v[i]));
+	return a;
+}
+
+json_t *ota_contract_task_json(const ota_contract *c, const char *task)
+{
+	const otask *t = contract_task(c, task);
+	if (t == NULL)
+		return NULL;
+	json_t *o = json_pack("{s:s, s:s?, s:o, s:b}", "name", t->name, "kind", t->body_kind,
+	                      "depends_on", strv_to_json(&t->depends_on), "safe_for_agent",
+	                      t->safe_for_agent);
+	if (o == NULL)
+		return NULL;
+	if (t->body_kind == NULL)
+		json_object_set_new(o, "kind", json_null());
+	const ynode *desc = yn_get(t->node, "description");
+	if (desc != NULL && desc->type == YN_SCALAR)
+		json_object_set_new(o, "description", json_string(desc->str));
+	if (t->context != NULL)
+		json_object_set_new(o, "context", json_string(t->context));
+	if (t->members.n > 0)
+		json_object_set_new(o, "aggregate", strv_to_json(&t->members));
+	if (t->after_success.n > 0)
+		json_object_set_new(o, "after_success", strv_to_json(&t->after_success));
+	if (t->after_failure.n > 0)
+		json_object_set_new(o, "after_failure", strv_to_json(&t->after_failure));
+	if (t->after_always.n > 0)
+		json_object_set_new(o, "after_always", strv_to_json(&t->after_always));
+	if (t->requires_services.n > 0)
+		json_object_set_new(o, "requires_services", strv_to_json(&t->requires_services));
+	if (t->has_rb)
+		json_object_set_new(o, "runtime_boundary", boundary_to_json(&t->rb));
+	return o;
+}
+
+json_t *ota_contract_workflow_json(const ota_contract *c, const char *workflow)
+{
+	const oworkflow *w = contract_workflow(c, workflow);
+	if (w == NULL)
+		return NULL;
+	json_t *o = json_pack("{s:s, s:b}", "name", w->name, "default",
+	                      c->default_workflow != NULL && strcmp(c->default_workflow, w->name) == 0);
+	if (o == NULL)
+		return NULL;
+	if (w->intent != NULL)
+		json_object_set_new(o, "intent", json_string(w->intent));
+	for (int p = 0; p < PH_COUNT; p++) {
+		char key[32];
+		snprintf(key, sizeof key, "%s_task", phase_names[p]);
+		json_object_set_new(o, key, w->phase_task[p] ? json_string(w->phase_task[p]) : json_null());
+	}
+	json_object_set_new(o, "required_services", strv_to_json(&w->services));
+	if (w->has_rb)
+		json_object_set_new(o, "runtime_boundary", boundary_to_json(&w->rb));
+	return o;
+}
