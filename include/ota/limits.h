@@ -69,6 +69,16 @@
 #define OTA_MAX_DESCRIPTORS       16u                   /* capability descriptors per admission */
 #define OTA_MAX_DESCRIPTOR_BYTES  (64u * 1024u)
 
+/* provider-oci */
+#define OTA_OCI_MAX_SCAN_ENTRIES     1000000u             /* repo + rootfs entries in the preflight scan */
+#define OTA_OCI_MAX_MOUNTINFO_BYTES  (4u * 1024u * 1024u) /* one /proc/PID/mountinfo */
+#define OTA_OCI_MAX_MOUNTS           4096u                /* lines in one mountinfo */
+#define OTA_OCI_MAX_PATHS            1024u                /* writable or protected paths per plan */
+#define OTA_OCI_MAX_NET_BYTES        (256u * 1024u)       /* /proc/PID/net/{dev,route,ipv6_route} */
+#define OTA_OCI_MAX_CANARY_BYTES     (64u * 1024u)        /* canary report */
+#define OTA_OCI_MAX_HASH_BYTES       (64u * 1024u * 1024u) /* a protected file hashed for fingerprints */
+#define OTA_OCI_MAX_IMAGE_JSON_BYTES (4u * 1024u * 1024u) /* index, manifest, config of an image */
+
 /* archives */
 #define OTA_MAX_ARCHIVE_BYTES     (256u * 1024u * 1024u)
 

@@ -1,0 +1,273 @@
+/*
+ * ota/oci.h - oci_local: the reference OCI provider (DESIGN.md section 8).
+ *
+ * A segment plan (plain data, filled by the runner from the effective
+ * segment policy) is admitted (path canonicalization with openat2, alias and
+ * socket refusal), rendered to an OCI runtime config.json, applied with a
+ * real runtime (runc or crun, through its CLI), witnessed from the host
+ * (mountinfo, network namespace, process status) and by runner-owned canaries
+ * inside the same container, started, waited for, inspected at the end,
+ * deleted and confirmed gone. A durable cleanup lease (sqlite) is recorded
+ * before the first mutation, so interrupted runs are finalized later.
+ *
+ * Ownership: every pointer inside ota_oci_plan and the option structs is
+ * borrowed for the duration of the call. json_t results are new references.
+ * Nothing here prints or exits; task output goes to the on_output callback.
+ */
+#ifndef OTA_OCI_H
+#define OTA_OCI_H
+
+#include <jansson.h>
+#include <signal.h>
+
+#include "ota/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Network posture of a segment. Both mean a fresh network namespace holding
+ * only its own loopback ("external IP networking denied"); the runtime brings
+ * lo up, and loopback is local to the namespace, never claimed absent. */
+typedef enum ota_oci_net {
+	OTA_OCI_NET_LOOPBACK_ONLY = 0,
+	OTA_OCI_NET_NONE = 1,
+} ota_oci_net;
+
+typedef enum ota_oci_runtime_kind {
+	OTA_OCI_RUNC = 0,
+	OTA_OCI_CRUN = 1,
+} ota_oci_runtime_kind;
+
+/* Target platform, as in the contract's container.platform ("linux/amd64"). */
+typedef struct ota_oci_platform {
+	const char *os;           /* "linux" */
+	const char *architecture; /* "amd64", "arm64", ... */
+	const char *variant;      /* NULL or "" when none */
+} ota_oci_platform;
+
+/*
+ * One segment's application plan. Paths in writable/protected are relative
+ * to repo ("reports", ".github/workflows"), normalized or not: admission
+ * normalizes them and refuses "..", absolute paths and symlink components.
+ */
+typedef struct ota_oci_plan {
+	const char *segment_id;         /* for evidence; may be NULL */
+	const char *repo;               /* absolute host path; mounted at /workspace */
+	bool repo_writable;             /* repo_root_mode: writable (protected paths stay ro) */
+	const char *const *writable;    /* carve-outs, relative to repo */
+	size_t n_writable;
+	const char *const *protected_paths; /* read-only even under a writable parent */
+	size_t n_protected;
+	ota_oci_net network;
+	const char *rootfs;             /* host path of the root filesystem (mounted ro) */
+	const char *const *argv;        /* task argv (argv[0] resolved inside the rootfs PATH) */
+	size_t argc;
+	const char *const *env;         /* "K=V"; NULL/0: a minimal PATH/HOME/TERM environment */
+	size_t n_env;
+	const char *cwd;                /* inside the container; NULL: /workspace */
+	int64_t timeout_seconds;        /* 0: no timeout */
+	uint32_t uid, gid;              /* task identity inside the container */
+	ota_oci_platform platform;      /* declared platform (os NULL: host platform) */
+} ota_oci_plan;
+
+/* ---- admission: canonicalization and preflight ---- */
+
+/* An admitted plan: canonical paths, pinned identities (dev, ino) of every
+ * bound object, the host-mount survey. Opaque; ota_oci_admitted_free(NULL) ok. */
+typedef struct ota_oci_admitted ota_oci_admitted;
+
+/*
+ * Canonicalizes and admits plan: repo and rootfs are realpath'd directories;
+ * each writable and protected path is resolved beneath the repo with openat2
+ * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, and RESOLVE_NO_XDEV for writable
+ * paths); writable paths must exist; protected paths missing under a
+ * writable parent are refused; host mounts nested under a writable path,
+ * regular files with more than one link under a writable path, socket files
+ * anywhere in the repo or rootfs, and a repo containing runtime state or
+ * control sockets are refused. runtime_root (may be NULL) is the runtime's
+ * state directory, which must not be inside the boundary. *out is new.
+ * Errors: oci_plan_invalid, oci_path_escape, oci_path_symlink,
+ * oci_path_missing, oci_mount_alias, oci_hardlink_alias, oci_runtime_socket,
+ * oci_protected_undefendable, oci_writable_outside_repo, oci_scan_limit,
+ * io_error, out_of_memory.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root,
+                                            ota_oci_admitted **out, ota_error *err);
+OTA_API void ota_oci_admitted_free(ota_oci_admitted *a);
+
+/* Canonical repo path of an admitted plan (points into a). */
+OTA_API const char *ota_oci_admitted_repo(const ota_oci_admitted *a);
+
+/* ---- rendering ---- */
+
+/* Destination of the runner-owned canary binary inside the container. */
+#define OTA_OCI_CANARY_DEST "/dev/.ota-canary"
+
+/*
+ * Renders the OCI runtime config (config.json) of an admitted plan for the
+ * given runtime: read-only rootfs, repo at /workspace (rbind + rro), carve-outs
+ * as rw binds above it, protected paths as ro binds over themselves (after the
+ * carve-outs), a fresh network namespace, no capabilities, no_new_privs, a
+ * seccomp deny-list (mount family, ptrace, namespaces, bpf, io_uring,
+ * AF_VSOCK ...), masked and read-only /proc paths, rprivate propagation.
+ * canary (may be NULL) is the host path of the static canary binary bound
+ * read-only at OTA_OCI_CANARY_DEST. *config_out is new.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_render(const ota_oci_plan *plan, const ota_oci_admitted *a,
+                                             ota_oci_runtime_kind kind, const char *canary,
+                                             json_t **config_out, ota_error *err);
+
+/*
+ * The rendered-policy evidence: {"kind":"ota.rendered_policy/v1", runtime,
+ * segment, config_identity (sha256 of the exact JCS config), config}.
+ * *out is new.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_rendered_policy(const ota_oci_plan *plan, const json_t *config,
+                                                      ota_oci_runtime_kind kind, json_t **out,
+                                                      ota_error *err);
+
+/* ---- host-side inspection (exposed for tests and the verifier) ---- */
+
+/*
+ * Checks a container's mountinfo (the bytes of /proc/PID/mountinfo) against
+ * the admitted plan: "/" read-only; every mount at or below /workspace
+ * read-only except the declared carve-outs (which must be rw and present);
+ * protected paths present and read-only; no mount carrying shared:/master:
+ * propagation; every other writable mount is one of the container-private
+ * kinds (tmpfs /dev, /dev/shm, /tmp; devpts; mqueue; masked /dev/null binds).
+ * *report is new: {"mounts": [...], "ok": true}. Errors:
+ * oci_mount_unexpected, oci_mount_missing, too_large.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo,
+                                                      json_t **report, ota_error *err);
+
+/*
+ * Checks a network namespace from the bytes of /proc/PID/net/dev,
+ * /proc/PID/net/route and /proc/PID/net/ipv6_route: only "lo"; no IPv4
+ * route in the main table; every IPv6 route on lo. *report is new.
+ * Error: oci_network_unexpected.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_check_netns(ota_bytes dev, ota_bytes route, ota_bytes route6,
+                                                  json_t **report, ota_error *err);
+
+/* ---- images and platform ---- */
+
+/* The host platform ("linux", "amd64", variant or ""), from uname. */
+OTA_API void ota_oci_host_platform(char os[16], char arch[16], char variant[16]);
+
+/*
+ * Parses "os/arch[/variant]" into the three strings (each < 16 bytes).
+ * Error: oci_plan_invalid.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_platform_parse(const char *s, char os[16], char arch[16],
+                                                     char variant[16], ota_error *err);
+
+/*
+ * Imports an image into the OCI image layout store `store` under `name`
+ * (a reference "name:tag"), with skopeo copy from src, a transport-qualified
+ * source ("docker-archive:PATH", "oci-archive:PATH", "oci:DIR[:REF]").
+ * Errors: oci_image_tool_failed, usage.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_image_import(const char *store, const char *src,
+                                                   const char *name, ota_error *err);
+
+/*
+ * Resolves image `name` in store, checks that the image config's
+ * os/architecture/variant equal the declared platform (NULL: the host's)
+ * and the host's, and unpacks it with umoci (once; cached by manifest
+ * digest under cache_dir) into a root filesystem. *rootfs_out is new (the
+ * rootfs path); *evidence_out (may be NULL) new: the platform check record
+ * {"kind":"ota.platform_check/v1", image, manifest, declared, image_platform,
+ * host, ok}. Errors: oci_image_not_found, oci_platform_mismatch,
+ * oci_image_tool_failed, io_error.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_image_resolve(const char *store, const char *name,
+                                                    const ota_oci_platform *declared,
+                                                    const char *cache_dir, char **rootfs_out,
+                                                    json_t **evidence_out, ota_error *err);
+
+/* ---- the whole run ---- */
+
+typedef enum ota_oci_terminal {
+	OTA_OCI_ENFORCED_THROUGH_COMPLETION = 0,
+	OTA_OCI_ENFORCEMENT_LOST = 1,
+	OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION = 2,
+	OTA_OCI_NOT_STARTED = 3,
+	OTA_OCI_REFUSED = 4,
+} ota_oci_terminal;
+
+/* "enforced_through_completion", ...; never NULL. */
+OTA_API const char *ota_oci_terminal_name(ota_oci_terminal t);
+
+typedef struct ota_oci_runtime_opts {
+	ota_oci_runtime_kind kind;
+	const char *binary; /* NULL: "runc" / "crun" from PATH */
+	const char *root;   /* runtime --root; NULL: /run/ota/runc or /run/ota/crun */
+} ota_oci_runtime_opts;
+
+typedef struct ota_oci_run_opts {
+	ota_oci_runtime_opts runtime;
+	const char *state_dir; /* bundles under <state_dir>/bundles; NULL: /run/ota */
+	const char *lease_db;  /* sqlite file; NULL: /var/lib/ota/leases.db */
+	const char *canary;    /* host path of the static canary; NULL: the built/installed one */
+	const char *txn;       /* runner transaction id (bound into evidence); may be NULL */
+	ota_clock clock;       /* clock.now NULL: system clock */
+	/* Set (to non-zero) by the caller's SIGINT/SIGTERM handler; borrowed. */
+	volatile sig_atomic_t *cancel;
+	/* Task output (fd 1 or 2) as it arrives. NULL: discarded. */
+	void (*on_output)(void *ctx, int fd, const uint8_t *p, size_t n);
+	void *output_ctx;
+} ota_oci_run_opts;
+
+typedef struct ota_oci_result {
+	ota_oci_terminal terminal;
+	bool started;          /* the task process was started */
+	bool timed_out;
+	bool interrupted;
+	int exit_status;       /* exit code, or 128+signal; -1 when not started */
+	char container_id[40];
+	json_t *rendered;      /* ota.rendered_policy/v1 (new or NULL) */
+	json_t *applied;       /* ota.applied_policy/v1 */
+	json_t *initial;       /* ota.application/v1 phase initial */
+	json_t *terminal_record; /* ota.application/v1 phase terminal (always set on return) */
+} ota_oci_result;
+
+/* Releases the json members and zeroes r. NULL ok. */
+OTA_API void ota_oci_result_clear(ota_oci_result *r);
+
+/*
+ * The handshake and lifetime of one segment: admit, lease (durable, before
+ * the first mutation), render, create, inspect (mountinfo, netns, process,
+ * identities of bound objects), canaries via exec in the same container,
+ * start, wait (output streamed, timeout and cancel enforced), terminal
+ * inspection, delete, confirm the runtime forgot the id, finalize the lease.
+ * Returns OTA_OK when the task ran under enforcement (whatever its exit
+ * status; see out->exit_status, out->timed_out); otherwise the refusal or
+ * failure, with out->terminal and out->terminal_record still filled (the
+ * lease is finalized in every case it was taken).
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts,
+                                          ota_oci_result *out, ota_error *err);
+
+/*
+ * Finalizes orphaned leases (runner gone, e.g. after SIGKILL): kills and
+ * deletes their containers, confirms the runtime forgot them, removes their
+ * bundles, and records enforcement_unknown_after_interruption (started) or
+ * not_started. Leases of live runners are left alone. *report (may be NULL)
+ * new: {"kind":"ota.cleanup_report/v1","finalized":[...],"skipped":N}.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_cleanup(const ota_oci_run_opts *opts, json_t **report,
+                                              ota_error *err);
+
+/* Lists leases (all, or only open ones) as a JSON array (new). */
+OTA_API OTA_NODISCARD ota_err ota_oci_lease_list(const char *lease_db, bool open_only,
+                                                 json_t **out, ota_error *err);
+
+/* Capability descriptor of oci_local (ota.capability_descriptor/v1), new. */
+OTA_API json_t *ota_oci_capability_descriptor(ota_oci_runtime_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,496 @@
+/*
+ * Admission of a segment plan: path canonicalization with openat2
+ * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), refusal of aliases (symlinks,
+ * hardlinks, nested mounts) that could make protected content writable, of
+ * writable paths outside the repo and of runtime-control sockets inside the
+ * boundary.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "oci_internal.h"
+#include "ota/limits.h"
+
+static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
+{
+	struct open_how how;
+	memset(&how, 0, sizeof how);
+	how.flags = flags;
+	how.resolve = resolve;
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+bool oci_path_within(const char *p, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1 && dir[0] == '/')
+		return p[0] == '/';
+	if (strncmp(p, dir, n) != 0)
+		return false;
+	return p[n] == '\0' || p[n] == '/';
+}
+
+/* Normalizes a repo-relative path: drops empty and "." components; refuses
+ * "..", absolute paths and the empty result. *out new. */
+static ota_err normalize_rel(const char *in, char **out, ota_err abs_code, ota_error *err)
+{
+	*out = NULL;
+	if (in == NULL || in[0] == '\0')
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "path", "empty path");
+	if (strlen(in) >= OTA_MAX_PATH_BYTES)
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, in, "path too long");
+	if (in[0] == '/')
+		return ota_error_set(err, abs_code, in, "absolute path; paths are repo-relative");
+	char *res = malloc(strlen(in) + 1);
+	if (res == NULL)
+		return OTA_ERR_NOMEM;
+	size_t o = 0;
+	const char *p = in;
+	while (*p != '\0') {
+		const char *e = strchr(p, '/');
+		size_t len = e != NULL ? (size_t)(e - p) : strlen(p);
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			free(res);
+			return ota_error_set(err, OTA_ERR_OCI_PATH_ESCAPE, in, "'..' component");
+		}
+		if (len > 0 && !(len == 1 && p[0] == '.')) {
+			if (o > 0)
+				res[o++] = '/';
+			memcpy(res + o, p, len);
+			o += len;
+		}
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+	res[o] = '\0';
+	if (o == 0) {
+		free(res);
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, in,
+		                     "path names the repository root itself");
+	}
+	*out = res;
+	return OTA_OK;
+}
+
+static char *join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *r = malloc(n);
+	if (r == NULL)
+		return NULL;
+	if (strcmp(a, "/") == 0)
+		snprintf(r, n, "/%s", b);
+	else
+		snprintf(r, n, "%s/%s", a, b);
+	return r;
+}
+
+static void path_free(oci_path *p)
+{
+	free(p->rel);
+	free(p->host);
+	free(p->dest);
+}
+
+void ota_oci_admitted_free(ota_oci_admitted *a)
+{
+	if (a == NULL)
+		return;
+	for (size_t i = 0; i < a->n_writable; i++)
+		path_free(&a->writable[i]);
+	for (size_t i = 0; i < a->n_prot; i++)
+		path_free(&a->prot[i]);
+	free(a->writable);
+	free(a->prot);
+	free(a->repo);
+	free(a->rootfs);
+	free(a);
+}
+
+const char *ota_oci_admitted_repo(const ota_oci_admitted *a)
+{
+	return a != NULL ? a->repo : NULL;
+}
+
+/* Resolves rel beneath the repo fd; fills p. */
+static ota_err resolve_one(int repo_fd, const char *repo, const char *raw, bool writable,
+                           oci_path *p, ota_error *err)
+{
+	ota_err rc = normalize_rel(raw, &p->rel, writable ? OTA_ERR_OCI_WRITABLE_OUTSIDE
+	                                                  : OTA_ERR_OCI_PATH_ESCAPE, err);
+	if (rc != OTA_OK)
+		return rc;
+	p->host = join(repo, p->rel);
+	p->dest = join("/workspace", p->rel);
+	if (p->host == NULL || p->dest == NULL)
+		return OTA_ERR_NOMEM;
+	uint64_t res = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	if (writable)
+		res |= RESOLVE_NO_XDEV;
+	int fd = sys_openat2(repo_fd, p->rel, O_PATH | O_CLOEXEC, res);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT) {
+			/* Distinguish a missing leaf from a symlinked/missing parent. */
+			p->exists = false;
+			if (writable)
+				return ota_error_set(err, OTA_ERR_OCI_PATH_MISSING, p->rel,
+				                     "writable path does not exist on the host");
+			/* A missing protected path: the parent must still resolve
+			 * without symlinks (else a later link could redirect it). */
+			char *slash = strrchr(p->rel, '/');
+			if (slash != NULL) {
+				*slash = '\0';
+				int pfd = sys_openat2(repo_fd, p->rel, O_PATH | O_CLOEXEC,
+				                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+				                              RESOLVE_NO_MAGICLINKS);
+				int pe = errno;
+				*slash = '/';
+				if (pfd >= 0)
+					close(pfd);
+				else if (pe == ELOOP)
+					return ota_error_set(err, OTA_ERR_OCI_PATH_SYMLINK, p->rel,
+					                     "a parent of the protected path is a symlink");
+			}
+			return OTA_OK;
+		}
+		if (e == ELOOP)
+			return ota_error_set(err, OTA_ERR_OCI_PATH_SYMLINK, p->rel,
+			                     "path traverses or is a symlink");
+		if (e == EXDEV)
+			return ota_error_set(err,
+			                     writable ? OTA_ERR_OCI_MOUNT_ALIAS : OTA_ERR_OCI_PATH_ESCAPE,
+			                     p->rel,
+			                     writable ? "writable path crosses or is a mount point"
+			                              : "path escapes the repository");
+		if (e == ENOTDIR)
+			return ota_error_set(err, OTA_ERR_OCI_PATH_ESCAPE, p->rel,
+			                     "a parent component is not a directory");
+		return ota_error_set(err, OTA_ERR_IO, p->rel, "openat2: %s", strerror(e));
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return ota_error_set(err, OTA_ERR_IO, p->rel, "fstat: %s", strerror(errno));
+	}
+	close(fd);
+	p->exists = true;
+	p->is_dir = S_ISDIR(st.st_mode);
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return ota_error_set(err, S_ISSOCK(st.st_mode) ? OTA_ERR_OCI_RUNTIME_SOCKET
+		                                              : OTA_ERR_OCI_PLAN_INVALID,
+		                     p->rel, "declared path is neither a directory nor a regular file");
+	if (writable && S_ISREG(st.st_mode) && st.st_nlink > 1)
+		return ota_error_set(err, OTA_ERR_OCI_HARDLINK_ALIAS, p->rel,
+		                     "writable file has %lu links", (unsigned long)st.st_nlink);
+	return OTA_OK;
+}
+
+/* ---- tree scan: sockets anywhere, hardlinks under writable regions ---- */
+
+typedef struct scan_ctx {
+	const ota_oci_admitted *a;
+	size_t entries;
+	bool rootfs; /* scanning the rootfs: only sockets matter */
+	ota_error *err;
+} scan_ctx;
+
+static bool rel_in_list(const char *rel, const oci_path *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (oci_path_within(rel, v[i].rel))
+			return true;
+	return false;
+}
+
+static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable, unsigned depth)
+{
+	if (depth > 256)
+		return ota_error_set(c->err, OTA_ERR_OCI_SCAN_LIMIT, rel[0] ? rel : ".",
+		                     "directory nesting deeper than 256");
+	DIR *d = fdopendir(dfd);
+	if (d == NULL) {
+		close(dfd);
+		return ota_error_set(c->err, OTA_ERR_IO, rel, "fdopendir: %s", strerror(errno));
+	}
+	ota_err rc = OTA_OK;
+	struct dirent *de;
+	char sub[OTA_MAX_PATH_BYTES];
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (++c->entries > OTA_OCI_MAX_SCAN_ENTRIES) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_SCAN_LIMIT, rel,
+			                   "more than %u entries", OTA_OCI_MAX_SCAN_ENTRIES);
+			break;
+		}
+		int n = rel[0] ? snprintf(sub, sizeof sub, "%s/%s", rel, de->d_name)
+		               : snprintf(sub, sizeof sub, "%s", de->d_name);
+		if (n < 0 || (size_t)n >= sizeof sub) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_SCAN_LIMIT, rel, "path too long");
+			break;
+		}
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue; /* vanished */
+		if (S_ISSOCK(st.st_mode)) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_RUNTIME_SOCKET, sub,
+			                   "socket file inside the boundary (%s)",
+			                   c->rootfs ? "rootfs" : "repository");
+			break;
+		}
+		if (c->rootfs) {
+			if (S_ISDIR(st.st_mode)) {
+				int fd = openat(dirfd(d), de->d_name,
+				                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (fd < 0)
+					continue;
+				rc = scan_dir(c, fd, sub, false, depth + 1);
+				if (rc != OTA_OK)
+					break;
+			}
+			continue;
+		}
+		bool w = in_writable || rel_in_list(sub, c->a->writable, c->a->n_writable);
+		bool prot = rel_in_list(sub, c->a->prot, c->a->n_prot);
+		if (S_ISREG(st.st_mode) && w && !prot && st.st_nlink > 1) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_HARDLINK_ALIAS, sub,
+			                   "file under a writable path has %lu links",
+			                   (unsigned long)st.st_nlink);
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			int fd = openat(dirfd(d), de->d_name,
+			                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			rc = scan_dir(c, fd, sub, w, depth + 1);
+			if (rc != OTA_OK)
+				break;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Refuses when dir is "/" or an ancestor-or-equal of a runtime/control path. */
+static ota_err check_not_ancestor(const char *dir, const char *what, const char *runtime_root,
+                                  ota_error *err)
+{
+	const char *fixed[] = {"/run", "/var/run", "/proc", "/sys", "/dev", "/var/lib/docker",
+	                       "/var/lib/containerd", "/var/lib/containers", "/run/ota"};
+	if (strcmp(dir, "/") == 0)
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_SOCKET, what,
+		                     "the host root cannot be the %s", what);
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		if (oci_path_within(fixed[i], dir) || oci_path_within(dir, fixed[i]))
+			return ota_error_set(err, OTA_ERR_OCI_RUNTIME_SOCKET, dir,
+			                     "%s overlaps runtime state or control sockets (%s)", what,
+			                     fixed[i]);
+	const char *envs[] = {"SSH_AUTH_SOCK", "XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINER_HOST"};
+	for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
+		const char *v = getenv(envs[i]);
+		if (v == NULL)
+			continue;
+		if (strncmp(v, "unix://", 7) == 0)
+			v += 7;
+		if (v[0] == '/' && oci_path_within(v, dir))
+			return ota_error_set(err, OTA_ERR_OCI_RUNTIME_SOCKET, dir,
+			                     "%s contains %s (%s)", what, envs[i], v);
+	}
+	if (runtime_root != NULL && runtime_root[0] == '/') {
+		char real[PATH_MAX];
+		const char *rr = realpath(runtime_root, real) != NULL ? real : runtime_root;
+		if (oci_path_within(rr, dir) || oci_path_within(dir, rr))
+			return ota_error_set(err, OTA_ERR_OCI_RUNTIME_SOCKET, dir,
+			                     "%s overlaps the runtime state directory %s", what, rr);
+	}
+	return OTA_OK;
+}
+
+/* Host mounts strictly below a writable path (or anywhere below a writable
+ * repo root) could alias other content through the writable bind. */
+static ota_err check_host_mounts(const ota_oci_admitted *a, ota_error *err)
+{
+	uint8_t *text = NULL;
+	size_t len = 0;
+	ota_err rc = ota_file_read("/proc/self/mountinfo", OTA_OCI_MAX_MOUNTINFO_BYTES, &text, &len,
+	                           err);
+	if (rc != OTA_OK)
+		return rc;
+	char *buf = NULL;
+	oci_mount *m = NULL;
+	size_t n = 0;
+	rc = oci_mountinfo_parse(ota_bytes_make(text, len), &buf, &m, &n, err);
+	free(text);
+	if (rc != OTA_OK)
+		return rc;
+	for (size_t i = 0; i < n && rc == OTA_OK; i++) {
+		if (!oci_path_within(m[i].point, a->repo) || strcmp(m[i].point, a->repo) == 0)
+			continue;
+		if (a->repo_writable) {
+			rc = ota_error_set(err, OTA_ERR_OCI_MOUNT_ALIAS, m[i].point,
+			                   "host mount below a writable repository root");
+			break;
+		}
+		for (size_t j = 0; j < a->n_writable; j++) {
+			if (oci_path_within(m[i].point, a->writable[j].host)) {
+				rc = ota_error_set(err, OTA_ERR_OCI_MOUNT_ALIAS, m[i].point,
+				                   "host mount at or below writable path %s",
+				                   a->writable[j].rel);
+				break;
+			}
+		}
+	}
+	free(m);
+	free(buf);
+	return rc;
+}
+
+static ota_err real_dir(const char *in, const char *what, char **out, dev_t *dev, ino_t *ino,
+                        ota_error *err)
+{
+	*out = NULL;
+	if (in == NULL || in[0] != '/')
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, what, "must be an absolute path");
+	char buf[PATH_MAX];
+	if (realpath(in, buf) == NULL)
+		return ota_error_set(err, OTA_ERR_OCI_PATH_MISSING, in, "%s: %s", what,
+		                     strerror(errno));
+	struct stat st;
+	if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, in, "%s is not a directory", what);
+	if (dev != NULL)
+		*dev = st.st_dev;
+	if (ino != NULL)
+		*ino = st.st_ino;
+	*out = strdup(buf);
+	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
+}
+
+ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oci_admitted **out,
+                      ota_error *err)
+{
+	*out = NULL;
+	if (plan == NULL || plan->argc == 0 || plan->argv == NULL || plan->argv[0] == NULL)
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "argv", "no task argv");
+	if (plan->network != OTA_OCI_NET_LOOPBACK_ONLY && plan->network != OTA_OCI_NET_NONE)
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "network", "unknown network mode");
+	if (plan->n_writable > OTA_OCI_MAX_PATHS || plan->n_protected > OTA_OCI_MAX_PATHS)
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "paths", "too many paths");
+	if (plan->timeout_seconds < 0)
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "timeout", "negative timeout");
+	ota_oci_admitted *a = calloc(1, sizeof *a);
+	if (a == NULL)
+		return OTA_ERR_NOMEM;
+	int repo_fd = -1;
+	ota_err rc = real_dir(plan->repo, "repo", &a->repo, &a->repo_dev, &a->repo_ino, err);
+	if (rc != OTA_OK)
+		goto out_fail;
+	rc = real_dir(plan->rootfs, "rootfs", &a->rootfs, NULL, NULL, err);
+	if (rc != OTA_OK)
+		goto out_fail;
+	a->repo_writable = plan->repo_writable;
+	rc = check_not_ancestor(a->repo, "repository", runtime_root, err);
+	if (rc == OTA_OK)
+		rc = check_not_ancestor(a->rootfs, "rootfs", runtime_root, err);
+	if (rc != OTA_OK)
+		goto out_fail;
+	if (oci_path_within(a->repo, a->rootfs) || oci_path_within(a->rootfs, a->repo)) {
+		rc = ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, a->rootfs,
+		                   "rootfs and repository overlap");
+		goto out_fail;
+	}
+	repo_fd = open(a->repo, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (repo_fd < 0) {
+		rc = ota_error_set(err, OTA_ERR_IO, a->repo, "open: %s", strerror(errno));
+		goto out_fail;
+	}
+	a->writable = calloc(plan->n_writable + 1, sizeof *a->writable);
+	a->prot = calloc(plan->n_protected + 1, sizeof *a->prot);
+	if (a->writable == NULL || a->prot == NULL) {
+		rc = OTA_ERR_NOMEM;
+		goto out_fail;
+	}
+	for (size_t i = 0; i < plan->n_writable; i++) {
+		a->n_writable = i + 1;
+		rc = resolve_one(repo_fd, a->repo, plan->writable[i], true, &a->writable[i], err);
+		if (rc != OTA_OK)
+			goto out_fail;
+	}
+	for (size_t i = 0; i < plan->n_protected; i++) {
+		a->n_prot = i + 1;
+		rc = resolve_one(repo_fd, a->repo, plan->protected_paths[i], false, &a->prot[i], err);
+		if (rc != OTA_OK)
+			goto out_fail;
+	}
+	/* Overlaps: a protected path may sit below a writable one (it wins),
+	 * never at or above it; duplicates are refused. */
+	for (size_t i = 0; i < a->n_prot; i++) {
+		for (size_t j = 0; j < a->n_writable; j++) {
+			if (oci_path_within(a->writable[j].rel, a->prot[i].rel)) {
+				rc = ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, a->prot[i].rel,
+				                   "writable path %s is at or below a protected path",
+				                   a->writable[j].rel);
+				goto out_fail;
+			}
+		}
+		bool under_w = a->repo_writable ||
+		               rel_in_list(a->prot[i].rel, a->writable, a->n_writable);
+		if (!a->prot[i].exists && under_w) {
+			rc = ota_error_set(err, OTA_ERR_OCI_PROTECTED_UNDEFENDABLE, a->prot[i].rel,
+			                   "protected path does not exist under a writable parent; "
+			                   "create it before the run");
+			goto out_fail;
+		}
+	}
+	for (size_t i = 0; i < a->n_writable; i++)
+		for (size_t j = i + 1; j < a->n_writable; j++)
+			if (strcmp(a->writable[i].rel, a->writable[j].rel) == 0) {
+				rc = ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, a->writable[i].rel,
+				                   "duplicate writable path");
+				goto out_fail;
+			}
+	rc = check_host_mounts(a, err);
+	if (rc != OTA_OK)
+		goto out_fail;
+	scan_ctx c = {a, 0, false, err};
+	int fd = open(a->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = ota_error_set(err, OTA_ERR_IO, a->repo, "open: %s", strerror(errno));
+		goto out_fail;
+	}
+	rc = scan_dir(&c, fd, "", a->repo_writable, 0);
+	if (rc != OTA_OK)
+		goto out_fail;
+	c.rootfs = true;
+	fd = open(a->rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = ota_error_set(err, OTA_ERR_IO, a->rootfs, "open: %s", strerror(errno));
+		goto out_fail;
+	}
+	rc = scan_dir(&c, fd, "", false, 0);
+	if (rc != OTA_OK)
+		goto out_fail;
+	a->scanned_entries = c.entries;
+	close(repo_fd);
+	*out = a;
+	return OTA_OK;
+out_fail:
+	if (repo_fd >= 0)
+		close(repo_fd);
+	ota_oci_admitted_free(a);
+	return rc;
+}

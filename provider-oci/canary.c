@@ -1,0 +1,293 @@
+/*
+ * ota-oci-canary: the runner-owned canary, a static binary bound read-only
+ * into the container and run there with `runtime exec` before the task
+ * starts, in the same boundary and with the same process settings.
+ *
+ * Each argument is one check; one JSON object per line is printed:
+ *   deny:PATH      writing PATH (a file) or creating a file in PATH (a dir) fails
+ *   allow:PATH     creating, writing and removing a file in PATH succeeds
+ *   tcp:ADDR:PORT  connecting fails with a network-unreachable error
+ *   udp:ADDR:PORT  sending a datagram fails with a network-unreachable error
+ *   absent:PATH    PATH does not exist
+ *   loopback       a TCP listener on 127.0.0.1 accepts a local connection
+ *   status         reports NoNewPrivs, Seccomp and capability sets
+ *   syscalls       mount, ptrace, user namespaces, io_uring and AF_VSOCK fail
+ * Exit status 0 when every check held, 1 otherwise. No jansson: static libc only.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+
+int main(int argc, char **argv);
+
+static void put_json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static int report(const char *check, const char *target, int ok, int err)
+{
+	printf("{\"check\":");
+	put_json_str(check);
+	printf(",\"target\":");
+	put_json_str(target);
+	printf(",\"ok\":%s,\"errno\":", ok ? "true" : "false");
+	put_json_str(err != 0 ? strerrorname_np(err) != NULL ? strerrorname_np(err) : "E?" : "");
+	printf("}\n");
+	return ok;
+}
+
+static int write_denied(int e)
+{
+	return e == EROFS || e == EACCES || e == EPERM;
+}
+
+static int check_deny(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return report("deny", path, 0, errno);
+	if (S_ISDIR(st.st_mode)) {
+		char f[4096];
+		snprintf(f, sizeof f, "%s/.ota-canary-%ld", path, (long)getpid());
+		int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			close(fd);
+			unlink(f);
+			return report("deny", path, 0, 0);
+		}
+		int e = errno;
+		return report("deny", path, write_denied(e), e);
+	}
+	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return report("deny", path, 0, 0);
+	}
+	int e = errno;
+	return report("deny", path, write_denied(e), e);
+}
+
+static int check_allow(const char *path)
+{
+	char f[4096];
+	snprintf(f, sizeof f, "%s/.ota-canary-%ld", path, (long)getpid());
+	int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return report("allow", path, 0, errno);
+	ssize_t w = write(fd, "ota", 3);
+	int e = w == 3 ? 0 : errno;
+	close(fd);
+	if (unlink(f) != 0 && e == 0)
+		e = errno;
+	return report("allow", path, w == 3 && e == 0, e);
+}
+
+static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[128];
+	const char *colon = strrchr(spec, ':');
+	if (colon == NULL || (size_t)(colon - spec) >= sizeof host)
+		return -1;
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	long port = strtol(colon + 1, NULL, 10);
+	memset(ss, 0, sizeof *ss);
+	char *h = host;
+	if (h[0] == '[') {
+		h++;
+		h[strlen(h) - 1] = '\0';
+	}
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, h, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		*len = sizeof *a4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		*len = sizeof *a6;
+		return 0;
+	}
+	return -1;
+}
+
+static int net_denied(int e)
+{
+	return e == ENETUNREACH || e == EHOSTUNREACH || e == ENETDOWN || e == EADDRNOTAVAIL ||
+	       e == EPERM || e == EACCES;
+}
+
+static int check_net(const char *spec, int type)
+{
+	const char *name = type == SOCK_STREAM ? "tcp" : "udp";
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	if (parse_addr(spec, &ss, &len) != 0)
+		return report(name, spec, 0, EINVAL);
+	int s = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		int e = errno;
+		return report(name, spec, net_denied(e) || e == EAFNOSUPPORT, e);
+	}
+	int r;
+	if (type == SOCK_STREAM) {
+		struct timeval tv = {2, 0};
+		setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		r = connect(s, (struct sockaddr *)&ss, len);
+	} else {
+		r = (int)sendto(s, "ota", 3, 0, (struct sockaddr *)&ss, len);
+	}
+	int e = r < 0 ? errno : 0;
+	close(s);
+	return report(name, spec, r < 0 && net_denied(e), e);
+}
+
+static int check_absent(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0)
+		return report("absent", path, 0, 0);
+	int e = errno;
+	return report("absent", path, e == ENOENT || e == ENOTDIR, e);
+}
+
+static int check_loopback(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0)
+		return report("loopback", "127.0.0.1", 0, errno);
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof a;
+	int e = 0;
+	if (bind(l, (struct sockaddr *)&a, sizeof a) != 0 || listen(l, 1) != 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) != 0)
+		e = errno;
+	int c = -1;
+	if (e == 0) {
+		c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) != 0)
+			e = errno;
+	}
+	if (c >= 0)
+		close(c);
+	close(l);
+	return report("loopback", "127.0.0.1", e == 0, e);
+}
+
+static int check_status(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	if (f == NULL)
+		return report("status", "/proc/self/status", 0, errno);
+	char line[256];
+	char nnp[32] = "", sec[32] = "", eff[32] = "", prm[32] = "", bnd[32] = "", amb[32] = "";
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *v = strchr(line, ':');
+		if (v == NULL)
+			continue;
+		*v++ = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		v[strcspn(v, "\n")] = '\0';
+		char *dst = strcmp(line, "NoNewPrivs") == 0 ? nnp
+		            : strcmp(line, "Seccomp") == 0  ? sec
+		            : strcmp(line, "CapEff") == 0   ? eff
+		            : strcmp(line, "CapPrm") == 0   ? prm
+		            : strcmp(line, "CapBnd") == 0   ? bnd
+		            : strcmp(line, "CapAmb") == 0   ? amb
+		                                            : NULL;
+		if (dst != NULL)
+			snprintf(dst, 32, "%s", v);
+	}
+	fclose(f);
+	const char *zero = "0000000000000000";
+	int ok = strcmp(nnp, "1") == 0 && strcmp(sec, "2") == 0 && strcmp(eff, zero) == 0 &&
+	         strcmp(prm, zero) == 0 && strcmp(bnd, zero) == 0 && strcmp(amb, zero) == 0;
+	printf("{\"check\":\"status\",\"target\":\"self\",\"ok\":%s,\"no_new_privs\":\"%s\","
+	       "\"seccomp\":\"%s\",\"cap_eff\":\"%s\",\"cap_prm\":\"%s\",\"cap_bnd\":\"%s\","
+	       "\"cap_amb\":\"%s\"}\n",
+	       ok ? "true" : "false", nnp, sec, eff, prm, bnd, amb);
+	return ok;
+}
+
+static int check_syscalls(void)
+{
+	int all = 1;
+	int r = mount("none", "/tmp", "tmpfs", 0, NULL);
+	all &= report("syscall", "mount", r != 0 && (errno == EPERM || errno == EACCES), r != 0 ? errno : 0);
+	r = unshare(CLONE_NEWUSER);
+	all &= report("syscall", "unshare_user", r != 0, r != 0 ? errno : 0);
+	r = unshare(CLONE_NEWNS);
+	all &= report("syscall", "unshare_mnt", r != 0, r != 0 ? errno : 0);
+	long p = ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+	all &= report("syscall", "ptrace", p != 0, p != 0 ? errno : 0);
+	long u = syscall(SYS_io_uring_setup, 1, NULL);
+	all &= report("syscall", "io_uring_setup", u < 0 && errno != EFAULT, u < 0 ? errno : 0);
+	int s = socket(AF_VSOCK, SOCK_STREAM, 0);
+	int e = s < 0 ? errno : 0;
+	if (s >= 0)
+		close(s);
+	all &= report("syscall", "af_vsock", s < 0, e);
+	return all;
+}
+
+int main(int argc, char **argv)
+{
+	int all = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int ok;
+		if (strncmp(a, "deny:", 5) == 0)
+			ok = check_deny(a + 5);
+		else if (strncmp(a, "allow:", 6) == 0)
+			ok = check_allow(a + 6);
+		else if (strncmp(a, "tcp:", 4) == 0)
+			ok = check_net(a + 4, SOCK_STREAM);
+		else if (strncmp(a, "udp:", 4) == 0)
+			ok = check_net(a + 4, SOCK_DGRAM);
+		else if (strncmp(a, "absent:", 7) == 0)
+			ok = check_absent(a + 7);
+		else if (strcmp(a, "loopback") == 0)
+			ok = check_loopback();
+		else if (strcmp(a, "status") == 0)
+			ok = check_status();
+		else if (strcmp(a, "syscalls") == 0)
+			ok = check_syscalls();
+		else
+			ok = report("unknown", a, 0, EINVAL);
+		all = all && ok;
+	}
+	fflush(stdout);
+	return all ? 0 : 1;
+}

@@ -1,0 +1,318 @@
+/*
+ * The OCI runtime driven through its CLI. crun 1.8.1 refuses hybrid cgroup
+ * hosts, so each crun command runs in a private mount namespace in which the
+ * cgroup2 mount is detached (research/sandbox-anchors-report.md section 0);
+ * the runner's own namespace is never changed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "oci_internal.h"
+
+static bool find_in_path(const char *name, char *out, size_t cap)
+{
+	if (strchr(name, '/') != NULL) {
+		if (access(name, X_OK) != 0)
+			return false;
+		snprintf(out, cap, "%s", name);
+		return true;
+	}
+	const char *path = getenv("PATH");
+	if (path == NULL || path[0] == '\0')
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	while (*path != '\0') {
+		const char *e = strchr(path, ':');
+		size_t len = e != NULL ? (size_t)(e - path) : strlen(path);
+		int n = snprintf(out, cap, "%.*s/%s", (int)len, path, name);
+		if (n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
+			return true;
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return false;
+}
+
+ota_err oci_rt_init(oci_rt *rt, const ota_oci_runtime_opts *o, ota_error *err)
+{
+	memset(rt, 0, sizeof *rt);
+	rt->kind = o != NULL ? o->kind : OTA_OCI_RUNC;
+	if (rt->kind != OTA_OCI_RUNC && rt->kind != OTA_OCI_CRUN)
+		return ota_error_set(err, OTA_ERR_USAGE, "runtime", "unknown runtime");
+	const char *bin = o != NULL && o->binary != NULL ? o->binary : oci_rt_name(rt->kind);
+	if (!find_in_path(bin, rt->bin, sizeof rt->bin))
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_MISSING, bin,
+		                     "runtime binary not found (scripts/install-deps.sh installs it)");
+	const char *root = o != NULL && o->root != NULL
+	                           ? o->root
+	                           : (rt->kind == OTA_OCI_CRUN ? "/run/ota/crun" : "/run/ota/runc");
+	int n = snprintf(rt->root, sizeof rt->root, "%s", root);
+	if (n < 0 || (size_t)n >= sizeof rt->root || root[0] != '/')
+		return ota_error_set(err, OTA_ERR_USAGE, root, "runtime root must be an absolute path");
+	/* mkdir -p of the root, mode 0700 */
+	char tmp[512];
+	snprintf(tmp, sizeof tmp, "%s", rt->root);
+	for (char *p = tmp + 1; *p != '\0'; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(tmp, 0755);
+			*p = '/';
+		}
+	}
+	if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+		return ota_error_set(err, OTA_ERR_IO, rt->root, "mkdir: %s", strerror(errno));
+	return OTA_OK;
+}
+
+ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
+                   char *cap_out, size_t cap_out_len, char *cap_err, size_t cap_err_len,
+                   int *status, ota_error *err)
+{
+	*status = -1;
+	if (cap_out != NULL && cap_out_len > 0)
+		cap_out[0] = '\0';
+	if (cap_err != NULL && cap_err_len > 0)
+		cap_err[0] = '\0';
+	const char *argv[64];
+	size_t n = 0;
+	argv[n++] = rt->bin;
+	if (rt->kind == OTA_OCI_CRUN)
+		argv[n++] = "--cgroup-manager=disabled";
+	argv[n++] = "--root";
+	argv[n++] = rt->root;
+	for (size_t i = 0; args[i] != NULL; i++) {
+		if (n + 1 >= sizeof argv / sizeof argv[0])
+			return ota_error_set(err, OTA_ERR_INTERNAL, "runtime", "too many arguments");
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	int po[2] = {-1, -1}, pe[2] = {-1, -1};
+	if (out_fd < 0 && cap_out != NULL && pipe2(po, O_CLOEXEC) != 0)
+		return ota_error_set(err, OTA_ERR_IO, "pipe", "%s", strerror(errno));
+	if (err_fd < 0 && cap_err != NULL && pipe2(pe, O_CLOEXEC) != 0) {
+		if (po[0] >= 0) {
+			close(po[0]);
+			close(po[1]);
+		}
+		return ota_error_set(err, OTA_ERR_IO, "pipe", "%s", strerror(errno));
+	}
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		if (devnull >= 0)
+			close(devnull);
+		for (int i = 0; i < 2; i++) {
+			if (po[i] >= 0)
+				close(po[i]);
+			if (pe[i] >= 0)
+				close(pe[i]);
+		}
+		return ota_error_set(err, OTA_ERR_IO, "fork", "%s", strerror(e));
+	}
+	if (pid == 0) {
+		/* child: only async-signal-safe calls until exec */
+		int o = out_fd >= 0 ? out_fd : po[1] >= 0 ? po[1] : devnull;
+		int e = err_fd >= 0 ? err_fd : pe[1] >= 0 ? pe[1] : devnull;
+		if (dup2(devnull, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		syscall(SYS_close_range, 3U, ~0U, 0U);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (rt->kind == OTA_OCI_CRUN) {
+			if (unshare(CLONE_NEWNS) != 0)
+				_exit(126);
+			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+				_exit(126);
+			(void)umount2("/sys/fs/cgroup/unified", MNT_DETACH);
+		}
+		char *const *av;
+		const char **avp = argv;
+		memcpy(&av, &avp, sizeof av); /* execv takes char *const[] */
+		execv(rt->bin, av);
+		_exit(127);
+	}
+	if (devnull >= 0)
+		close(devnull);
+	if (po[1] >= 0)
+		close(po[1]);
+	if (pe[1] >= 0)
+		close(pe[1]);
+	size_t lo = 0, le = 0;
+	/* Read both pipes until EOF. */
+	struct pollfd pf[2];
+	int open_n = 0;
+	if (po[0] >= 0)
+		pf[open_n++] = (struct pollfd){po[0], POLLIN, 0};
+	if (pe[0] >= 0)
+		pf[open_n++] = (struct pollfd){pe[0], POLLIN, 0};
+	while (open_n > 0) {
+		int r = poll(pf, (nfds_t)open_n, -1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		for (int i = 0; i < open_n; i++) {
+			if (pf[i].revents == 0)
+				continue;
+			char tmp[4096];
+			ssize_t got = read(pf[i].fd, tmp, sizeof tmp);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0) {
+				close(pf[i].fd);
+				pf[i] = pf[open_n - 1];
+				open_n--;
+				i--;
+				continue;
+			}
+			bool is_out = pf[i].fd == po[0];
+			char *b = is_out ? cap_out : cap_err;
+			size_t cap = is_out ? cap_out_len : cap_err_len;
+			size_t *len = is_out ? &lo : &le;
+			if (b != NULL && *len + 1 < cap) {
+				size_t take = (size_t)got;
+				if (take > cap - 1 - *len)
+					take = cap - 1 - *len;
+				memcpy(b + *len, tmp, take);
+				*len += take;
+				b[*len] = '\0';
+			}
+		}
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return ota_error_set(err, OTA_ERR_IO, "waitpid", "%s", strerror(errno));
+	}
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	return OTA_OK;
+}
+
+ota_err oci_rt_state(const oci_rt *rt, const char *id, bool *exists, char status_out[32],
+                     long *pid_out, ota_error *err)
+{
+	*exists = false;
+	status_out[0] = '\0';
+	if (pid_out != NULL)
+		*pid_out = 0;
+	const char *args[] = {"state", id, NULL};
+	char out[8192], er[2048];
+	int st = 0;
+	ota_err rc = oci_rt_cmd(rt, args, -1, -1, out, sizeof out, er, sizeof er, &st, err);
+	if (rc != OTA_OK)
+		return rc;
+	if (st != 0) {
+		/* runc: "container does not exist"; crun: "... No such file or directory" */
+		if (strstr(er, "does not exist") != NULL || strstr(er, "No such file") != NULL ||
+		    strstr(er, "not exist") != NULL)
+			return OTA_OK;
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_FAILED, id, "state failed: %.200s", er);
+	}
+	json_error_t je;
+	json_t *v = json_loads(out, 0, &je);
+	if (v == NULL)
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_FAILED, id, "state output is not JSON");
+	*exists = true;
+	const char *s = json_string_value(json_object_get(v, "status"));
+	snprintf(status_out, 32, "%s", s != NULL ? s : "unknown");
+	if (pid_out != NULL)
+		*pid_out = (long)json_integer_value(json_object_get(v, "pid"));
+	json_decref(v);
+	return OTA_OK;
+}
+
+void oci_rt_version(const oci_rt *rt, char *out, size_t cap)
+{
+	char buf[1024];
+	int st = 0;
+	ota_error e;
+	ota_error_clear(&e);
+	/* --version must not carry --root for crun/runc? both accept global flags first. */
+	const char *args[] = {"--version", NULL};
+	out[0] = '\0';
+	if (oci_rt_cmd(rt, args, -1, -1, buf, sizeof buf, NULL, 0, &st, &e) != OTA_OK || st != 0)
+		return;
+	char *nl = strchr(buf, '\n');
+	if (nl != NULL)
+		*nl = '\0';
+	snprintf(out, cap, "%s", buf);
+}
+
+void oci_bundle_remove(const char *bundle)
+{
+	if (bundle == NULL || bundle[0] == '\0')
+		return;
+	char p[1024];
+	snprintf(p, sizeof p, "%s/config.json", bundle);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/pid", bundle);
+	unlink(p);
+	rmdir(bundle);
+}
+
+ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid, json_t **cleanup_out,
+                               ota_error *err)
+{
+	*cleanup_out = NULL;
+	bool exists = false;
+	char status[32];
+	long cur_pid = 0;
+	ota_err rc = oci_rt_state(rt, id, &exists, status, &cur_pid, err);
+	if (rc != OTA_OK)
+		return rc;
+	int st = 0;
+	char er[2048];
+	bool killed = false, deleted = false;
+	if (exists && strcmp(status, "stopped") != 0) {
+		const char *kargs[] = {"kill", id, "KILL", NULL};
+		if (oci_rt_cmd(rt, kargs, -1, -1, NULL, 0, er, sizeof er, &st, err) == OTA_OK && st == 0)
+			killed = true;
+		/* wait for the init to go away (bounded) */
+		for (int i = 0; i < 200 && cur_pid > 0 && kill((pid_t)cur_pid, 0) == 0; i++) {
+			(void)waitpid((pid_t)cur_pid, NULL, WNOHANG);
+			usleep(10000);
+		}
+	}
+	if (exists) {
+		const char *dargs[] = {"delete", "--force", id, NULL};
+		if (oci_rt_cmd(rt, dargs, -1, -1, NULL, 0, er, sizeof er, &st, err) == OTA_OK && st == 0)
+			deleted = true;
+	}
+	bool still = false;
+	rc = oci_rt_state(rt, id, &still, status, NULL, err);
+	if (rc != OTA_OK)
+		return rc;
+	char dir[700];
+	snprintf(dir, sizeof dir, "%s/%s", rt->root, id);
+	struct stat sb;
+	bool dir_absent = lstat(dir, &sb) != 0 && errno == ENOENT;
+	long p = pid > 0 ? pid : cur_pid;
+	if (p > 0)
+		(void)waitpid((pid_t)p, NULL, WNOHANG);
+	bool pid_gone = p <= 0 || (kill((pid_t)p, 0) != 0 && errno == ESRCH);
+	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "existed", exists, "killed",
+	                         killed, "deleted", deleted || !exists, "runtime_forgot", !still,
+	                         "state_dir_absent", dir_absent, "pid_gone", pid_gone, "confirmed",
+	                         !still && dir_absent && pid_gone);
+	if (*cleanup_out == NULL)
+		return OTA_ERR_NOMEM;
+	if (still || !dir_absent || !pid_gone)
+		return ota_error_set(err, OTA_ERR_OCI_CLEANUP_UNCONFIRMED, id,
+		                     "runtime state %s, state dir %s, pid %s",
+		                     still ? "remains" : "gone", dir_absent ? "absent" : "present",
+		                     pid_gone ? "gone" : "alive");
+	return OTA_OK;
+}

@@ -1,0 +1,533 @@
+/*
+ * Host-side inspection: the container's mountinfo against the plan, its
+ * network namespace, fingerprints of protected content.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "oci_internal.h"
+#include "ota/limits.h"
+
+/* Decodes the \ooo escapes of mountinfo in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p != '\0'; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+}
+
+/* Splits s at sep in place into at most max fields; returns the count. */
+static size_t split_fields(char *s, char sep, char **f, size_t max)
+{
+	size_t n = 0;
+	char *p = s;
+	while (*p != '\0' && n < max) {
+		while (*p == sep)
+			p++;
+		if (*p == '\0')
+			break;
+		f[n++] = p;
+		while (*p != '\0' && *p != sep)
+			p++;
+		if (*p == sep)
+			*p++ = '\0';
+	}
+	return n;
+}
+
+/* Next line of a NUL-terminated buffer (in place); NULL at the end. */
+static char *next_line(char **cursor)
+{
+	char *p = *cursor;
+	if (p == NULL || *p == '\0')
+		return NULL;
+	char *e = strchr(p, '\n');
+	if (e != NULL) {
+		*e = '\0';
+		*cursor = e + 1;
+	} else {
+		*cursor = p + strlen(p);
+	}
+	return p;
+}
+
+ota_err oci_mountinfo_parse(ota_bytes text, char **buf_out, oci_mount **out, size_t *n,
+                            ota_error *err)
+{
+	*buf_out = NULL;
+	*out = NULL;
+	*n = 0;
+	if (text.len > OTA_OCI_MAX_MOUNTINFO_BYTES)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, "mountinfo", "mountinfo too large");
+	char *buf = malloc(text.len + 1);
+	oci_mount *m = calloc(OTA_OCI_MAX_MOUNTS, sizeof *m);
+	if (buf == NULL || m == NULL) {
+		free(buf);
+		free(m);
+		return OTA_ERR_NOMEM;
+	}
+	if (text.len > 0)
+		memcpy(buf, text.ptr, text.len);
+	buf[text.len] = '\0';
+	if (strlen(buf) != text.len) {
+		free(buf);
+		free(m);
+		return ota_error_set(err, OTA_ERR_OCI_MOUNT_UNEXPECTED, "mountinfo", "NUL byte in mountinfo");
+	}
+	size_t count = 0;
+	char *cur = buf;
+	for (char *line = next_line(&cur); line != NULL; line = next_line(&cur)) {
+		if (line[0] == '\0')
+			continue;
+		if (count >= OTA_OCI_MAX_MOUNTS) {
+			free(buf);
+			free(m);
+			return ota_error_set(err, OTA_ERR_TOO_LARGE, "mountinfo", "too many mounts");
+		}
+		char *f[64];
+		size_t nf = split_fields(line, ' ', f, 64);
+		/* id parent maj:min root point opts [optional...] - fstype source super */
+		size_t dash = 0;
+		for (size_t i = 6; i < nf; i++)
+			if (strcmp(f[i], "-") == 0) {
+				dash = i;
+				break;
+			}
+		if (nf < 9 || dash == 0 || dash + 2 >= nf) {
+			free(buf);
+			free(m);
+			return ota_error_set(err, OTA_ERR_OCI_MOUNT_UNEXPECTED, "mountinfo",
+			                     "malformed mountinfo line %zu", count + 1);
+		}
+		oci_mount *x = &m[count++];
+		char *colon = NULL;
+		unsigned long maj = strtoul(f[2], &colon, 10);
+		unsigned long min = (colon != NULL && *colon == ':') ? strtoul(colon + 1, NULL, 10) : 0;
+		x->major = (unsigned)maj;
+		x->minor = (unsigned)min;
+		x->root = f[3];
+		x->point = f[4];
+		x->opts = f[5];
+		/* optional fields were separate tokens: re-join them with ',' */
+		x->optional = dash > 6 ? f[6] : f[dash] + 1; /* "" when none */
+		for (size_t i = 7; i < dash; i++)
+			f[i][-1] = ',';
+		x->fstype = f[dash + 1];
+		x->source = f[dash + 2];
+		unescape(x->root);
+		unescape(x->point);
+		unescape(x->source);
+	}
+	*buf_out = buf;
+	*out = m;
+	*n = count;
+	return OTA_OK;
+}
+
+bool oci_opts_has(const char *opts, const char *word)
+{
+	size_t wl = strlen(word);
+	const char *p = opts;
+	while (p != NULL && *p != '\0') {
+		const char *e = strchr(p, ',');
+		size_t len = e != NULL ? (size_t)(e - p) : strlen(p);
+		if (len == wl && strncmp(p, word, wl) == 0)
+			return true;
+		p = e != NULL ? e + 1 : NULL;
+	}
+	return false;
+}
+
+static const char *const masked_paths[] = {
+	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+	"/sys/firmware", "/sys/devices/virtual/powercap",
+};
+
+static bool is_masked(const char *p)
+{
+	for (size_t i = 0; i < sizeof masked_paths / sizeof masked_paths[0]; i++)
+		if (strcmp(p, masked_paths[i]) == 0)
+			return true;
+	return false;
+}
+
+typedef struct expect {
+	const char *dest;
+	const char *role; /* "carve_out", "protected" */
+	bool seen;
+} expect;
+
+ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo, json_t **report,
+                                ota_error *err)
+{
+	*report = NULL;
+	char *buf = NULL;
+	oci_mount *m = NULL;
+	size_t n = 0;
+	ota_err rc = oci_mountinfo_parse(mountinfo, &buf, &m, &n, err);
+	if (rc != OTA_OK)
+		return rc;
+	size_t ne = a->n_writable + a->n_prot;
+	expect *ex = calloc(ne + 1, sizeof *ex);
+	json_t *mounts = json_array();
+	if (ex == NULL || mounts == NULL) {
+		rc = OTA_ERR_NOMEM;
+		goto out;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < a->n_writable; i++)
+		ex[k++] = (expect){a->writable[i].dest, "carve_out", false};
+	for (size_t i = 0; i < a->n_prot; i++)
+		if (a->prot[i].exists)
+			ex[k++] = (expect){a->prot[i].dest, "protected", false};
+	ne = k;
+	bool saw_root = false, saw_ws = false, saw_proc = false;
+	for (size_t i = 0; i < n; i++) {
+		const oci_mount *x = &m[i];
+		bool ro = oci_opts_has(x->opts, "ro");
+		const char *role = NULL;
+		const char *bad = NULL;
+		if (strstr(x->optional, "shared:") != NULL || strstr(x->optional, "master:") != NULL)
+			bad = "mount propagates to or from the host (shared/master)";
+		else if (strcmp(x->point, "/") == 0) {
+			role = "rootfs";
+			saw_root = true;
+			if (!ro)
+				bad = "root filesystem is writable";
+		} else if (oci_path_within(x->point, "/workspace")) {
+			role = "repo_submount";
+			if (strcmp(x->point, "/workspace") == 0) {
+				role = "repo";
+				saw_ws = true;
+				if (!ro && !a->repo_writable)
+					bad = "repository root is writable";
+			}
+			for (size_t j = 0; j < ne; j++)
+				if (strcmp(ex[j].dest, x->point) == 0) {
+					role = ex[j].role;
+					ex[j].seen = true;
+				}
+			if (strcmp(role, "carve_out") == 0) {
+				/* rw expected; ro would only narrow (canaries witness it) */
+			} else if (strcmp(role, "protected") == 0 || strcmp(role, "repo_submount") == 0) {
+				if (!ro)
+					bad = strcmp(role, "protected") == 0 ? "protected path is writable"
+					                                     : "nested mount under the repository is writable";
+			}
+		} else if (strcmp(x->point, "/proc") == 0) {
+			role = "proc";
+			saw_proc = true;
+			if (strcmp(x->fstype, "proc") != 0 || !oci_opts_has(x->opts, "nosuid") ||
+			    !oci_opts_has(x->opts, "nodev") || !oci_opts_has(x->opts, "noexec"))
+				bad = "/proc is not a proc mount with nosuid,nodev,noexec";
+		} else if (is_masked(x->point)) {
+			role = "masked";
+			if (!ro && !(strcmp(x->fstype, "tmpfs") == 0 &&
+			             (strcmp(x->root, "/null") == 0)) &&
+			    !(strcmp(x->fstype, "devtmpfs") == 0 && strcmp(x->root, "/null") == 0))
+				bad = "masked path is neither read-only nor /dev/null";
+		} else if (oci_path_within(x->point, "/proc") || oci_path_within(x->point, "/sys")) {
+			role = "kernel_ro";
+			if (!ro)
+				bad = "kernel interface mount is writable";
+		} else if (strcmp(x->point, "/dev") == 0 || strcmp(x->point, "/dev/shm") == 0 ||
+		           strcmp(x->point, "/tmp") == 0) {
+			role = "scratch";
+			if (!ro && strcmp(x->fstype, "tmpfs") != 0)
+				bad = "writable scratch area is host-backed (not tmpfs)";
+		} else if (strcmp(x->point, "/dev/pts") == 0) {
+			role = "devpts";
+			if (!ro && strcmp(x->fstype, "devpts") != 0)
+				bad = "/dev/pts is not devpts";
+		} else if (strcmp(x->point, "/dev/mqueue") == 0) {
+			role = "mqueue";
+			if (!ro && strcmp(x->fstype, "mqueue") != 0)
+				bad = "/dev/mqueue is not mqueue";
+		} else if (strcmp(x->point, OTA_OCI_CANARY_DEST) == 0) {
+			role = "runner_canary";
+			if (!ro)
+				bad = "runner canary binary is writable";
+		} else {
+			role = "other";
+			if (!ro)
+				bad = "unexpected writable mount";
+		}
+		json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "path", x->point, "fstype",
+		                      x->fstype, "options", x->opts, "role", role ? role : "invalid",
+		                      "root", x->root, "ro", ro);
+		if (e == NULL || json_array_append_new(mounts, e) != 0) {
+			rc = OTA_ERR_NOMEM;
+			goto out;
+		}
+		if (bad != NULL) {
+			rc = ota_error_set(err, OTA_ERR_OCI_MOUNT_UNEXPECTED, x->point, "%s (%s)", bad,
+			                   x->opts);
+			goto out;
+		}
+	}
+	if (!saw_root || !saw_ws || !saw_proc) {
+		rc = ota_error_set(err, OTA_ERR_OCI_MOUNT_MISSING,
+		                   !saw_root ? "/" : !saw_ws ? "/workspace" : "/proc",
+		                   "required mount absent");
+		goto out;
+	}
+	for (size_t j = 0; j < ne; j++)
+		if (!ex[j].seen) {
+			rc = ota_error_set(err, OTA_ERR_OCI_MOUNT_MISSING, ex[j].dest, "%s mount absent",
+			                   ex[j].role);
+			goto out;
+		}
+	*report = json_pack("{s:b, s:O, s:I}", "ok", 1, "mounts", mounts, "count", (json_int_t)n);
+	if (*report == NULL)
+		rc = OTA_ERR_NOMEM;
+out:
+	json_decref(mounts);
+	free(ex);
+	free(m);
+	free(buf);
+	return rc;
+}
+
+/* Splits text into lines (in a private copy) and calls fn per line. */
+static ota_err each_line(ota_bytes t, ota_err (*fn)(char *line, size_t idx, void *ctx), void *ctx)
+{
+	if (t.len > OTA_OCI_MAX_NET_BYTES)
+		return OTA_ERR_TOO_LARGE;
+	char *b = malloc(t.len + 1);
+	if (b == NULL)
+		return OTA_ERR_NOMEM;
+	if (t.len > 0)
+		memcpy(b, t.ptr, t.len);
+	b[t.len] = '\0';
+	ota_err rc = OTA_OK;
+	size_t idx = 0;
+	char *cur = b;
+	for (char *l = next_line(&cur); l != NULL && rc == OTA_OK; l = next_line(&cur))
+		rc = fn(l, idx++, ctx);
+	free(b);
+	return rc;
+}
+
+typedef struct net_ctx {
+	json_t *ifaces;
+	size_t routes4, routes6;
+	char bad[128];
+} net_ctx;
+
+static ota_err dev_line(char *l, size_t idx, void *vctx)
+{
+	net_ctx *c = vctx;
+	if (idx < 2)
+		return OTA_OK;
+	char *colon = strchr(l, ':');
+	if (colon == NULL)
+		return OTA_OK;
+	*colon = '\0';
+	while (*l == ' ')
+		l++;
+	json_array_append_new(c->ifaces, json_string(l));
+	if (strcmp(l, "lo") != 0 && c->bad[0] == '\0')
+		snprintf(c->bad, sizeof c->bad, "interface %s present", l);
+	return OTA_OK;
+}
+
+static ota_err route_line(char *l, size_t idx, void *vctx)
+{
+	net_ctx *c = vctx;
+	if (idx < 1 || l[0] == '\0')
+		return OTA_OK;
+	c->routes4++;
+	if (c->bad[0] == '\0')
+		snprintf(c->bad, sizeof c->bad, "IPv4 route in the main table");
+	return OTA_OK;
+}
+
+static ota_err route6_line(char *l, size_t idx, void *vctx)
+{
+	(void)idx;
+	net_ctx *c = vctx;
+	size_t n = strlen(l);
+	while (n > 0 && (l[n - 1] == ' ' || l[n - 1] == '\r'))
+		l[--n] = '\0';
+	if (n == 0)
+		return OTA_OK;
+	c->routes6++;
+	char *dev = strrchr(l, ' ');
+	dev = dev != NULL ? dev + 1 : l;
+	if (strcmp(dev, "lo") != 0 && c->bad[0] == '\0')
+		snprintf(c->bad, sizeof c->bad, "IPv6 route via %s", dev);
+	return OTA_OK;
+}
+
+ota_err ota_oci_check_netns(ota_bytes dev, ota_bytes route, ota_bytes route6, json_t **report,
+                            ota_error *err)
+{
+	*report = NULL;
+	net_ctx c;
+	memset(&c, 0, sizeof c);
+	c.ifaces = json_array();
+	if (c.ifaces == NULL)
+		return OTA_ERR_NOMEM;
+	ota_err rc = each_line(dev, dev_line, &c);
+	if (rc == OTA_OK)
+		rc = each_line(route, route_line, &c);
+	if (rc == OTA_OK)
+		rc = each_line(route6, route6_line, &c);
+	if (rc != OTA_OK) {
+		json_decref(c.ifaces);
+		return ota_error_set(err, rc, "netns", "cannot read network state");
+	}
+	bool has_lo = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(c.ifaces, i, v) if (strcmp(json_string_value(v), "lo") == 0) has_lo = true;
+	if (c.bad[0] == '\0' && !has_lo)
+		snprintf(c.bad, sizeof c.bad, "no loopback interface");
+	if (c.bad[0] != '\0') {
+		json_decref(c.ifaces);
+		return ota_error_set(err, OTA_ERR_OCI_NETWORK_UNEXPECTED, "netns", "%s", c.bad);
+	}
+	*report = json_pack("{s:b, s:o, s:I, s:I}", "loopback_only", 1, "interfaces", c.ifaces,
+	                    "ipv4_main_routes", (json_int_t)c.routes4, "ipv6_routes_on_lo",
+	                    (json_int_t)c.routes6);
+	return *report != NULL ? OTA_OK : OTA_ERR_NOMEM;
+}
+
+/* ---- fingerprints of protected content ---- */
+
+static void fp_add(EVP_MD_CTX *md, const char *rel, const struct stat *st)
+{
+	char line[512];
+	int n = snprintf(line, sizeof line, "%s\n%o %lu %lu %lld %lld.%ld %lld.%ld %u %u\n", rel,
+	                 (unsigned)st->st_mode, (unsigned long)st->st_ino,
+	                 (unsigned long)st->st_nlink, (long long)st->st_size,
+	                 (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
+	                 (long long)st->st_ctim.tv_sec, st->st_ctim.tv_nsec, (unsigned)st->st_uid,
+	                 (unsigned)st->st_gid);
+	if (n > 0)
+		EVP_DigestUpdate(md, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void fp_content(EVP_MD_CTX *md, int fd)
+{
+	uint8_t b[16384];
+	size_t total = 0;
+	ssize_t r;
+	while ((r = read(fd, b, sizeof b)) > 0 && total < OTA_OCI_MAX_HASH_BYTES) {
+		EVP_DigestUpdate(md, b, (size_t)r);
+		total += (size_t)r;
+	}
+}
+
+static void fp_tree(EVP_MD_CTX *md, int dfd, const char *rel, unsigned depth, size_t *budget)
+{
+	DIR *d = fdopendir(dfd);
+	if (d == NULL) {
+		close(dfd);
+		return;
+	}
+	/* Sorted order: collect names first. */
+	char **names = NULL;
+	size_t nn = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (nn == cap) {
+			cap = cap ? cap * 2 : 16;
+			char **nv = realloc(names, cap * sizeof *nv);
+			if (nv == NULL)
+				break;
+			names = nv;
+		}
+		names[nn] = strdup(de->d_name);
+		if (names[nn] != NULL)
+			nn++;
+	}
+	for (size_t i = 1; i < nn; i++)
+		for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+			char *t = names[j];
+			names[j] = names[j - 1];
+			names[j - 1] = t;
+		}
+	for (size_t i = 0; i < nn; i++) {
+		if (*budget == 0)
+			break;
+		(*budget)--;
+		char sub[OTA_MAX_PATH_BYTES];
+		snprintf(sub, sizeof sub, "%s/%s", rel, names[i]);
+		struct stat st;
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		fp_add(md, sub, &st);
+		if (S_ISREG(st.st_mode)) {
+			int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0) {
+				fp_content(md, fd);
+				close(fd);
+			}
+		} else if (S_ISDIR(st.st_mode) && depth < 64) {
+			int fd = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0)
+				fp_tree(md, fd, sub, depth + 1, budget);
+		}
+	}
+	for (size_t i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+}
+
+ota_err oci_fingerprint(const char *host_path, char out[65], ota_error *err)
+{
+	out[0] = '\0';
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(md);
+		return OTA_ERR_CRYPTO;
+	}
+	struct stat st;
+	if (lstat(host_path, &st) != 0) {
+		EVP_DigestUpdate(md, "absent", 6);
+	} else {
+		fp_add(md, ".", &st);
+		if (S_ISREG(st.st_mode)) {
+			int fd = open(host_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0) {
+				fp_content(md, fd);
+				close(fd);
+			}
+		} else if (S_ISDIR(st.st_mode)) {
+			int fd = open(host_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			size_t budget = OTA_OCI_MAX_SCAN_ENTRIES;
+			if (fd >= 0)
+				fp_tree(md, fd, ".", 0, &budget);
+		}
+	}
+	uint8_t h[32];
+	unsigned hl = 0;
+	if (EVP_DigestFinal_ex(md, h, &hl) != 1 || hl != 32) {
+		EVP_MD_CTX_free(md);
+		return ota_error_set(err, OTA_ERR_CRYPTO, host_path, "digest failed");
+	}
+	EVP_MD_CTX_free(md);
+	ota_hex_encode(ota_bytes_make(h, 32), out);
+	return OTA_OK;
+}

@@ -1,0 +1,246 @@
+/*
+ * Durable cleanup leases (sqlite, synchronous=FULL): one row per container,
+ * written before the first mutation and finalized with a terminal state.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "oci_internal.h"
+
+struct oci_lease_db {
+	sqlite3 *db;
+};
+
+static ota_err db_err(oci_lease_db *d, ota_error *err, const char *where)
+{
+	return ota_error_set(err, OTA_ERR_OCI_LEASE, where, "sqlite: %s",
+	                     d != NULL && d->db != NULL ? sqlite3_errmsg(d->db) : "open failed");
+}
+
+static ota_err exec_sql(oci_lease_db *d, const char *sql, ota_error *err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(d->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		ota_err rc = ota_error_set(err, OTA_ERR_OCI_LEASE, "lease", "sqlite: %s",
+		                           msg != NULL ? msg : "error");
+		sqlite3_free(msg);
+		return rc;
+	}
+	return OTA_OK;
+}
+
+static void mkdir_parents(const char *path)
+{
+	char tmp[1024];
+	snprintf(tmp, sizeof tmp, "%s", path);
+	char *slash = strrchr(tmp, '/');
+	if (slash == NULL || slash == tmp)
+		return;
+	*slash = '\0';
+	for (char *p = tmp + 1; *p != '\0'; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(tmp, 0755);
+			*p = '/';
+		}
+	}
+	mkdir(tmp, 0700);
+}
+
+ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
+{
+	*out = NULL;
+	oci_lease_db *d = calloc(1, sizeof *d);
+	if (d == NULL)
+		return OTA_ERR_NOMEM;
+	mkdir_parents(path);
+	if (sqlite3_open_v2(path, &d->db,
+	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+	                    NULL) != SQLITE_OK) {
+		ota_err rc = db_err(d, err, path);
+		sqlite3_close(d->db);
+		free(d);
+		return rc;
+	}
+	sqlite3_busy_timeout(d->db, 10000);
+	ota_err rc = exec_sql(d, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;", err);
+	if (rc == OTA_OK)
+		rc = exec_sql(d,
+		              "CREATE TABLE IF NOT EXISTS oci_lease ("
+		              " id TEXT PRIMARY KEY, txn TEXT, runtime TEXT NOT NULL,"
+		              " runtime_bin TEXT NOT NULL, runtime_root TEXT NOT NULL,"
+		              " bundle TEXT NOT NULL, plan_identity TEXT,"
+		              " runner_pid INTEGER NOT NULL, runner_start TEXT NOT NULL,"
+		              " phase TEXT NOT NULL, container_pid INTEGER NOT NULL DEFAULT 0,"
+		              " created_at INTEGER NOT NULL, finalized_at INTEGER,"
+		              " terminal TEXT, cleanup TEXT, detail TEXT)",
+		              err);
+	if (rc != OTA_OK) {
+		oci_lease_close(d);
+		return rc;
+	}
+	*out = d;
+	return OTA_OK;
+}
+
+void oci_lease_close(oci_lease_db *d)
+{
+	if (d == NULL)
+		return;
+	sqlite3_close(d->db);
+	free(d);
+}
+
+unsigned long long oci_proc_start_time(long pid)
+{
+	char p[64], buf[2048];
+	snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+	FILE *f = fopen(p, "re");
+	if (f == NULL)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	if (rp == NULL)
+		return 0;
+	/* fields after ')': state(3) ... starttime is field 22 */
+	char *s = rp + 2;
+	int field = 3;
+	while (*s != '\0' && field < 22) {
+		if (*s == ' ')
+			field++;
+		s++;
+	}
+	return strtoull(s, NULL, 10);
+}
+
+ota_err oci_lease_begin(oci_lease_db *d, const char *id, const char *txn, const oci_rt *rt,
+                        const char *bundle, const char *plan_id, int64_t now, ota_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(d->db,
+	                       "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_root,"
+	                       " bundle, plan_identity, runner_pid, runner_start, phase, created_at)"
+	                       " VALUES (?,?,?,?,?,?,?,?,?,'leased',?)",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return db_err(d, err, "lease_begin");
+	char start[32];
+	snprintf(start, sizeof start, "%llu", oci_proc_start_time((long)getpid()));
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, txn, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, oci_rt_name(rt->kind), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, rt->bin, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, rt->root, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 6, bundle, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, plan_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)getpid());
+	sqlite3_bind_text(st, 9, start, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 10, now);
+	int r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (r != SQLITE_DONE)
+		return db_err(d, err, "lease_begin");
+	return OTA_OK;
+}
+
+ota_err oci_lease_phase(oci_lease_db *d, const char *id, const char *phase, long pid,
+                        ota_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(d->db,
+	                       "UPDATE oci_lease SET phase = ?, container_pid = CASE WHEN ? > 0"
+	                       " THEN ? ELSE container_pid END WHERE id = ? AND terminal IS NULL",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return db_err(d, err, "lease_phase");
+	sqlite3_bind_text(st, 1, phase, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, pid);
+	sqlite3_bind_int64(st, 3, pid);
+	sqlite3_bind_text(st, 4, id, -1, SQLITE_TRANSIENT);
+	int r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return r == SQLITE_DONE ? OTA_OK : db_err(d, err, "lease_phase");
+}
+
+ota_err oci_lease_finalize(oci_lease_db *d, const char *id, const char *terminal,
+                           const char *cleanup, const char *detail, int64_t now, ota_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(d->db,
+	                       "UPDATE oci_lease SET phase = 'finalized', terminal = ?, cleanup = ?,"
+	                       " detail = ?, finalized_at = ? WHERE id = ? AND terminal IS NULL",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return db_err(d, err, "lease_finalize");
+	sqlite3_bind_text(st, 1, terminal, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, cleanup, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, detail, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, now);
+	sqlite3_bind_text(st, 5, id, -1, SQLITE_TRANSIENT);
+	int r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return r == SQLITE_DONE ? OTA_OK : db_err(d, err, "lease_finalize");
+}
+
+ota_err oci_lease_rows(oci_lease_db *d, bool open_only, json_t **out, ota_error *err)
+{
+	*out = NULL;
+	sqlite3_stmt *st = NULL;
+	const char *sql = open_only
+	                          ? "SELECT id, txn, runtime, runtime_bin, runtime_root, bundle,"
+	                            " plan_identity, runner_pid, runner_start, phase, container_pid,"
+	                            " created_at, finalized_at, terminal, cleanup, detail FROM oci_lease"
+	                            " WHERE terminal IS NULL ORDER BY created_at, id"
+	                          : "SELECT id, txn, runtime, runtime_bin, runtime_root, bundle,"
+	                            " plan_identity, runner_pid, runner_start, phase, container_pid,"
+	                            " created_at, finalized_at, terminal, cleanup, detail FROM oci_lease"
+	                            " ORDER BY created_at, id";
+	if (sqlite3_prepare_v2(d->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_err(d, err, "lease_rows");
+	json_t *arr = json_array();
+	static const char *const cols[] = {"id", "txn", "runtime", "runtime_bin", "runtime_root",
+	                                   "bundle", "plan_identity", "runner_pid", "runner_start",
+	                                   "phase", "container_pid", "created_at", "finalized_at",
+	                                   "terminal", "cleanup", "detail"};
+	int r;
+	while (arr != NULL && (r = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		for (int i = 0; o != NULL && i < 16; i++) {
+			json_t *v;
+			switch (sqlite3_column_type(st, i)) {
+			case SQLITE_INTEGER:
+				v = json_integer((json_int_t)sqlite3_column_int64(st, i));
+				break;
+			case SQLITE_NULL:
+				v = json_null();
+				break;
+			default:
+				v = json_string((const char *)sqlite3_column_text(st, i));
+			}
+			json_object_set_new(o, cols[i], v);
+		}
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	if (arr == NULL)
+		return OTA_ERR_NOMEM;
+	*out = arr;
+	return OTA_OK;
+}
+
+ota_err ota_oci_lease_list(const char *lease_db, bool open_only, json_t **out, ota_error *err)
+{
+	*out = NULL;
+	oci_lease_db *d = NULL;
+	ota_err rc = oci_lease_open(lease_db != NULL ? lease_db : "/var/lib/ota/leases.db", &d, err);
+	if (rc != OTA_OK)
+		return rc;
+	rc = oci_lease_rows(d, open_only, out, err);
+	oci_lease_close(d);
+	return rc;
+}

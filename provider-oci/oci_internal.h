@@ -1,0 +1,104 @@
+/* provider-oci internals: shared between admit, render, inspect, driver, lease. */
+#ifndef OTA_OCI_INTERNAL_H
+#define OTA_OCI_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "ota/oci.h"
+
+/* One declared path of an admitted plan. */
+typedef struct oci_path {
+	char *rel;   /* normalized, relative to the repo ("a/b") */
+	char *host;  /* repo + "/" + rel */
+	char *dest;  /* "/workspace/" + rel */
+	bool exists;
+	bool is_dir;
+	dev_t dev;
+	ino_t ino;
+} oci_path;
+
+struct ota_oci_admitted {
+	char *repo;
+	dev_t repo_dev;
+	ino_t repo_ino;
+	char *rootfs;
+	bool repo_writable;
+	oci_path *writable;
+	size_t n_writable;
+	oci_path *prot;
+	size_t n_prot;
+	size_t scanned_entries;
+};
+
+/* A parsed mountinfo line (strings point into a private copy). */
+typedef struct oci_mount {
+	char *root;
+	char *point;
+	char *opts;     /* per-mount options */
+	char *optional; /* optional fields joined by ' ', may be "" */
+	char *fstype;
+	char *source;
+	unsigned major, minor;
+} oci_mount;
+
+/* Parses mountinfo text; *out new array of *n (free with oci_mounts_free). */
+ota_err oci_mountinfo_parse(ota_bytes text, char **buf_out, oci_mount **out, size_t *n,
+                            ota_error *err);
+/* true when the comma-separated opts list holds word. */
+bool oci_opts_has(const char *opts, const char *word);
+/* true when p equals dir or lies below it (component-wise). */
+bool oci_path_within(const char *p, const char *dir);
+
+/* Fingerprint (sha256 hex of stat fields and contents) of a host path tree. */
+ota_err oci_fingerprint(const char *host_path, char out[65], ota_error *err);
+
+/* ---- runtime CLI driver ---- */
+typedef struct oci_rt {
+	ota_oci_runtime_kind kind;
+	char bin[256];
+	char root[512];
+} oci_rt;
+
+ota_err oci_rt_init(oci_rt *rt, const ota_oci_runtime_opts *o, ota_error *err);
+const char *oci_rt_name(ota_oci_runtime_kind kind);
+/*
+ * Runs the runtime with args (NULL-terminated, without binary and --root).
+ * stdin_fd/out_fd/err_fd: -1 = /dev/null (out/err captured into cap_out/cap_err
+ * when those are non-NULL). *status: exit code (or 128+sig).
+ */
+ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
+                   char *cap_out, size_t cap_out_len, char *cap_err, size_t cap_err_len,
+                   int *status, ota_error *err);
+/* `state ID`: *exists false when the runtime does not know the id. status_out holds the status. */
+ota_err oci_rt_state(const oci_rt *rt, const char *id, bool *exists, char status_out[32],
+                     long *pid_out, ota_error *err);
+/* Version string (first line of --version). */
+void oci_rt_version(const oci_rt *rt, char *out, size_t cap);
+
+/* ---- lease (sqlite) ---- */
+typedef struct oci_lease_db oci_lease_db;
+ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err);
+void oci_lease_close(oci_lease_db *db);
+ota_err oci_lease_begin(oci_lease_db *db, const char *id, const char *txn, const oci_rt *rt,
+                        const char *bundle, const char *plan_id, int64_t now, ota_error *err);
+ota_err oci_lease_phase(oci_lease_db *db, const char *id, const char *phase, long pid,
+                        ota_error *err);
+ota_err oci_lease_finalize(oci_lease_db *db, const char *id, const char *terminal,
+                           const char *cleanup, const char *detail, int64_t now, ota_error *err);
+/* Open leases as a JSON array of objects (new). */
+ota_err oci_lease_rows(oci_lease_db *db, bool open_only, json_t **out, ota_error *err);
+/* Start time (field 22 of /proc/PID/stat) of pid; 0 when gone. */
+unsigned long long oci_proc_start_time(long pid);
+
+/* Removes a bundle directory (config.json, pid file, the dir). */
+void oci_bundle_remove(const char *bundle);
+
+/* Finalize one container after the fact: kill, delete, confirm. */
+ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid, json_t **cleanup_out,
+                               ota_error *err);
+
+/* Finalizes the open leases of dead runners in db; appends records to finalized. */
+ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *finalized,
+                       size_t *skipped, ota_error *err);
+
+#endif

@@ -1,0 +1,232 @@
+/* Rendering of an admitted plan to an OCI runtime config (config.json). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "oci_internal.h"
+#include "ota/json.h"
+
+static json_t *strs(const char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a != NULL && i < n; i++)
+		if (json_array_append_new(a, json_string(v[i])) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static int add_mount(json_t *mounts, const char *dest, const char *type, const char *src,
+                     const char *const *opts, size_t nopts)
+{
+	json_t *m = json_pack("{s:s, s:s, s:s, s:o}", "destination", dest, "type", type, "source",
+	                      src, "options", strs(opts, nopts));
+	if (m == NULL)
+		return -1;
+	return json_array_append_new(mounts, m);
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static json_t *seccomp_profile(void)
+{
+	/* Deny-list: everything else is allowed; these give EPERM. */
+	static const char *const deny[] = {
+		"mount", "umount", "umount2", "pivot_root", "mount_setattr", "open_tree",
+		"move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "ptrace",
+		"process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
+		"io_uring_register", "unshare", "setns", "bpf", "perf_event_open", "userfaultfd",
+		"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+		"keyctl", "add_key", "request_key", "open_by_handle_at", "name_to_handle_at",
+		"swapon", "swapoff", "reboot", "acct", "quotactl", "lookup_dcookie", "syslog",
+		"iopl", "ioperm", "personality", "vhangup", "chroot",
+	};
+	struct utsname u;
+	const char *arches[3] = {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"};
+	size_t narch = 3;
+	if (uname(&u) == 0 && strcmp(u.machine, "aarch64") == 0) {
+		arches[0] = "SCMP_ARCH_AARCH64";
+		arches[1] = "SCMP_ARCH_ARM";
+		narch = 2;
+	}
+	json_t *sys = json_array();
+	if (sys == NULL)
+		return NULL;
+	json_array_append_new(sys, json_pack("{s:o, s:s, s:i}", "names", strs(deny, N(deny)),
+	                                     "action", "SCMP_ACT_ERRNO", "errnoRet", 1));
+	/* AF_VSOCK (40) sockets: a VM host channel outside any netns. */
+	static const char *const sock[] = {"socket"};
+	json_array_append_new(sys, json_pack("{s:o, s:s, s:i, s:[{s:i, s:i, s:s}]}", "names",
+	                                     strs(sock, 1), "action", "SCMP_ACT_ERRNO", "errnoRet", 1,
+	                                     "args", "index", 0, "value", 40, "op", "SCMP_CMP_EQ"));
+	/* clone(CLONE_NEWUSER): no nested user namespaces. */
+	static const char *const clone[] = {"clone"};
+	json_array_append_new(sys, json_pack("{s:o, s:s, s:i, s:[{s:i, s:I, s:I, s:s}]}", "names",
+	                                     strs(clone, 1), "action", "SCMP_ACT_ERRNO", "errnoRet",
+	                                     1, "args", "index", 0, "value", (json_int_t)0x10000000,
+	                                     "valueTwo", (json_int_t)0x10000000, "op",
+	                                     "SCMP_CMP_MASKED_EQ"));
+	/* clone3 cannot be filtered by flags: ENOSYS makes libc fall back to clone. */
+	static const char *const clone3[] = {"clone3"};
+	json_array_append_new(sys, json_pack("{s:o, s:s, s:i}", "names", strs(clone3, 1), "action",
+	                                     "SCMP_ACT_ERRNO", "errnoRet", 38));
+	if (json_array_size(sys) != 4) {
+		json_decref(sys);
+		return NULL;
+	}
+	return json_pack("{s:s, s:o, s:o}", "defaultAction", "SCMP_ACT_ALLOW", "architectures",
+	                 strs(arches, narch), "syscalls", sys);
+}
+
+static const char *const default_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"TERM=dumb",
+};
+
+ota_err ota_oci_render(const ota_oci_plan *plan, const ota_oci_admitted *a,
+                       ota_oci_runtime_kind kind, const char *canary, json_t **config_out,
+                       ota_error *err)
+{
+	*config_out = NULL;
+	(void)kind; /* runc and crun take the same config here */
+	static const char *const caps_none[] = {NULL};
+	json_t *caps = json_pack("{s:o, s:o, s:o, s:o, s:o}", "bounding", strs(caps_none, 0),
+	                         "effective", strs(caps_none, 0), "inheritable", strs(caps_none, 0),
+	                         "permitted", strs(caps_none, 0), "ambient", strs(caps_none, 0));
+	json_t *env = plan->n_env > 0 ? strs(plan->env, plan->n_env) : strs(default_env, N(default_env));
+	json_t *process = json_pack(
+		"{s:b, s:{s:I, s:I}, s:o, s:o, s:s, s:o, s:b, s:[{s:s, s:I, s:I}]}", "terminal", 0,
+		"user", "uid", (json_int_t)plan->uid, "gid", (json_int_t)plan->gid, "args",
+		strs(plan->argv, plan->argc), "env", env, "cwd",
+		plan->cwd != NULL ? plan->cwd : "/workspace", "capabilities", caps,
+		"noNewPrivileges", 1, "rlimits", "type", "RLIMIT_NOFILE", "hard", (json_int_t)4096,
+		"soft", (json_int_t)4096);
+	json_t *mounts = json_array();
+	json_t *cfg = NULL;
+	if (process == NULL || mounts == NULL)
+		goto out_nomem;
+
+	static const char *const o_proc[] = {"nosuid", "noexec", "nodev"};
+	static const char *const o_dev[] = {"nosuid", "strictatime", "mode=755", "size=65536k"};
+	static const char *const o_pts[] = {"nosuid", "noexec", "newinstance", "ptmxmode=0666",
+	                                    "mode=0620"};
+	static const char *const o_shm[] = {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"};
+	static const char *const o_mq[] = {"nosuid", "noexec", "nodev"};
+	static const char *const o_sys[] = {"nosuid", "noexec", "nodev", "ro"};
+	static const char *const o_tmp[] = {"nosuid", "nodev", "mode=1777", "size=262144k"};
+	static const char *const o_repo_ro[] = {"rbind", "rro", "nosuid", "nodev", "rprivate"};
+	static const char *const o_repo_rw[] = {"bind", "rw", "nosuid", "nodev", "rprivate"};
+	static const char *const o_carve[] = {"bind", "rw", "nosuid", "nodev", "rprivate"};
+	static const char *const o_prot_dir[] = {"rbind", "rro", "nosuid", "nodev", "rprivate"};
+	static const char *const o_prot_file[] = {"bind", "ro", "nosuid", "nodev", "rprivate"};
+	static const char *const o_canary[] = {"bind", "ro", "nosuid", "nodev", "rprivate"};
+	if (add_mount(mounts, "/proc", "proc", "proc", o_proc, N(o_proc)) ||
+	    add_mount(mounts, "/dev", "tmpfs", "tmpfs", o_dev, N(o_dev)) ||
+	    add_mount(mounts, "/dev/pts", "devpts", "devpts", o_pts, N(o_pts)) ||
+	    add_mount(mounts, "/dev/shm", "tmpfs", "shm", o_shm, N(o_shm)) ||
+	    add_mount(mounts, "/dev/mqueue", "mqueue", "mqueue", o_mq, N(o_mq)) ||
+	    add_mount(mounts, "/sys", "sysfs", "sysfs", o_sys, N(o_sys)) ||
+	    add_mount(mounts, "/tmp", "tmpfs", "tmpfs", o_tmp, N(o_tmp)))
+		goto out_nomem;
+	/* Repository, then carve-outs (shallow first), then protected paths,
+	 * so a protected path under a carve-out is mounted last and wins. */
+	if (a->repo_writable ? add_mount(mounts, "/workspace", "bind", a->repo, o_repo_rw, N(o_repo_rw))
+	                     : add_mount(mounts, "/workspace", "bind", a->repo, o_repo_ro, N(o_repo_ro)))
+		goto out_nomem;
+	size_t *order = calloc(a->n_writable + 1, sizeof *order);
+	if (order == NULL)
+		goto out_nomem;
+	for (size_t i = 0; i < a->n_writable; i++)
+		order[i] = i;
+	for (size_t i = 1; i < a->n_writable; i++)
+		for (size_t j = i; j > 0 && strlen(a->writable[order[j - 1]].rel) >
+		                                    strlen(a->writable[order[j]].rel); j--) {
+			size_t t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (size_t i = 0; i < a->n_writable; i++) {
+		const oci_path *p = &a->writable[order[i]];
+		if (add_mount(mounts, p->dest, "bind", p->host, o_carve, N(o_carve))) {
+			free(order);
+			goto out_nomem;
+		}
+	}
+	free(order);
+	for (size_t i = 0; i < a->n_prot; i++) {
+		const oci_path *p = &a->prot[i];
+		if (!p->exists)
+			continue; /* under a read-only parent: cannot be created */
+		if (p->is_dir ? add_mount(mounts, p->dest, "bind", p->host, o_prot_dir, N(o_prot_dir))
+		              : add_mount(mounts, p->dest, "bind", p->host, o_prot_file, N(o_prot_file)))
+			goto out_nomem;
+	}
+	if (canary != NULL &&
+	    add_mount(mounts, OTA_OCI_CANARY_DEST, "bind", canary, o_canary, N(o_canary)))
+		goto out_nomem;
+
+	static const char *const masked[] = {
+		"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap",
+	};
+	static const char *const ro_paths[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+	                                       "/proc/sysrq-trigger"};
+	json_t *seccomp = seccomp_profile();
+	if (seccomp == NULL)
+		goto out_nomem;
+	json_t *linux_ = json_pack(
+		"{s:[{s:s},{s:s},{s:s},{s:s},{s:s}], s:o, s:o, s:s, s:o}", "namespaces", "type", "pid",
+		"type", "network", "type", "ipc", "type", "uts", "type", "mount", "maskedPaths",
+		strs(masked, N(masked)), "readonlyPaths", strs(ro_paths, N(ro_paths)),
+		"rootfsPropagation", "rprivate", "seccomp", seccomp);
+	if (linux_ == NULL)
+		goto out_nomem;
+	cfg = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
+	                process, "root", "path", a->rootfs, "readonly", 1, "hostname", "ota-sandbox",
+	                "mounts", mounts, "linux", linux_);
+	process = NULL;
+	mounts = NULL;
+	if (cfg == NULL)
+		goto out_nomem;
+	*config_out = cfg;
+	return OTA_OK;
+out_nomem:
+	json_decref(process);
+	json_decref(mounts);
+	return ota_error_set(err, OTA_ERR_NOMEM, "render", "out of memory");
+}
+
+ota_err ota_oci_rendered_policy(const ota_oci_plan *plan, const json_t *config,
+                                ota_oci_runtime_kind kind, json_t **out, ota_error *err)
+{
+	*out = NULL;
+	char id[OTA_ID_LEN + 1];
+	ota_err rc = ota_jcs_identity(config, id, err);
+	if (rc != OTA_OK)
+		return rc;
+	*out = json_pack("{s:s, s:s, s:s, s:s?, s:s, s:O}", "kind", "ota.rendered_policy/v1",
+	                 "provider", "oci_local", "runtime", oci_rt_name(kind), "segment",
+	                 plan->segment_id, "config_identity", id, "config", config);
+	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
+}
+
+const char *oci_rt_name(ota_oci_runtime_kind kind)
+{
+	return kind == OTA_OCI_CRUN ? "crun" : "runc";
+}
+
+json_t *ota_oci_capability_descriptor(ota_oci_runtime_kind kind)
+{
+	return json_pack(
+		"{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}}", "kind",
+		"ota.capability_descriptor/v1", "provider", "oci_local", "runtime", oci_rt_name(kind),
+		"adapter_version", ota_version(), "controls", "filesystem.repo_root_mode", "enforced",
+		"filesystem.writable_paths", "enforced", "filesystem.protected_paths", "enforced",
+		"network.default_deny", "enforced", "network.target_allowlist", "unsupported",
+		"network.destination_constraints", "unsupported", "secrets", "unsupported",
+		"process_isolation", "enforced", "cleanup_and_interruption", "enforced");
+}

@@ -1,0 +1,816 @@
+/*
+ * The handshake and lifetime of one segment on oci_local:
+ * admit -> lease -> render -> create -> inspect -> canaries -> start -> wait
+ * -> terminal inspection -> delete -> confirm -> finalize lease.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "oci_internal.h"
+#include "ota/json.h"
+#include "ota/limits.h"
+
+#ifndef OTA_OCI_CANARY_BUILD
+#define OTA_OCI_CANARY_BUILD ""
+#endif
+#ifndef OTA_OCI_CANARY_INSTALL
+#define OTA_OCI_CANARY_INSTALL "/usr/local/libexec/ota/ota-oci-canary"
+#endif
+
+const char *ota_oci_terminal_name(ota_oci_terminal t)
+{
+	switch (t) {
+	case OTA_OCI_ENFORCED_THROUGH_COMPLETION:
+		return "enforced_through_completion";
+	case OTA_OCI_ENFORCEMENT_LOST:
+		return "enforcement_lost";
+	case OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION:
+		return "enforcement_unknown_after_interruption";
+	case OTA_OCI_NOT_STARTED:
+		return "not_started";
+	case OTA_OCI_REFUSED:
+	default:
+		return "refused";
+	}
+}
+
+void ota_oci_result_clear(ota_oci_result *r)
+{
+	if (r == NULL)
+		return;
+	json_decref(r->rendered);
+	json_decref(r->applied);
+	json_decref(r->initial);
+	json_decref(r->terminal_record);
+	memset(r, 0, sizeof *r);
+	r->exit_status = -1;
+}
+
+static int64_t now_of(const ota_oci_run_opts *o)
+{
+	return o->clock.now != NULL ? ota_clock_now(&o->clock) : ota_clock_now(NULL);
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool cancelled(const ota_oci_run_opts *o)
+{
+	return o->cancel != NULL && *o->cancel != 0;
+}
+
+static ota_err read_proc(long pid, const char *what, size_t cap, uint8_t **buf, size_t *len,
+                         ota_error *err)
+{
+	char p[128];
+	snprintf(p, sizeof p, "/proc/%ld/%s", pid, what);
+	return ota_file_read(p, cap, buf, len, err);
+}
+
+static const char *canary_path(const ota_oci_run_opts *o)
+{
+	if (o->canary != NULL)
+		return o->canary;
+	if (OTA_OCI_CANARY_BUILD[0] != '\0' && access(OTA_OCI_CANARY_BUILD, X_OK) == 0)
+		return OTA_OCI_CANARY_BUILD;
+	if (access(OTA_OCI_CANARY_INSTALL, X_OK) == 0)
+		return OTA_OCI_CANARY_INSTALL;
+	return NULL;
+}
+
+/* ---- host-side inspection of the created container ---- */
+
+static ota_err check_process(long pid, json_t **out, ota_error *err)
+{
+	uint8_t *b = NULL;
+	size_t n = 0;
+	ota_err rc = read_proc(pid, "status", 64 * 1024, &b, &n, err);
+	if (rc != OTA_OK)
+		return rc;
+	char eff[32] = "", prm[32] = "", bnd[32] = "", amb[32] = "", nnp[8] = "";
+	char *cur = (char *)b;
+	while (cur != NULL && *cur != '\0') {
+		char *nl = strchr(cur, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		char *v = strchr(cur, ':');
+		if (v != NULL) {
+			*v++ = '\0';
+			while (*v == ' ' || *v == '\t')
+				v++;
+			char *dst = strcmp(cur, "CapEff") == 0   ? eff
+			            : strcmp(cur, "CapPrm") == 0 ? prm
+			            : strcmp(cur, "CapBnd") == 0 ? bnd
+			            : strcmp(cur, "CapAmb") == 0 ? amb
+			            : strcmp(cur, "NoNewPrivs") == 0 ? nnp
+			                                             : NULL;
+			if (dst != NULL)
+				snprintf(dst, dst == nnp ? 8 : 32, "%s", v);
+		}
+		cur = nl != NULL ? nl + 1 : NULL;
+	}
+	free(b);
+	const char *z = "0000000000000000";
+	bool ok = strcmp(eff, z) == 0 && strcmp(prm, z) == 0 && strcmp(bnd, z) == 0 &&
+	          strcmp(amb, z) == 0 && strcmp(nnp, "1") == 0;
+	*out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "cap_eff", eff, "cap_prm", prm, "cap_bnd",
+	                 bnd, "cap_amb", amb, "no_new_privs", nnp, "ok", ok);
+	if (!ok)
+		return ota_error_set(err, OTA_ERR_OCI_PROCESS_UNEXPECTED, "process",
+		                     "CapEff %s CapBnd %s NoNewPrivs %s", eff, bnd, nnp);
+	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
+}
+
+static ota_err check_namespaces(long pid, json_t **out, ota_error *err)
+{
+	char p[64], c[64] = "", h[64] = "", cm[64] = "", hm[64] = "";
+	snprintf(p, sizeof p, "/proc/%ld/ns/net", pid);
+	ssize_t n1 = readlink(p, c, sizeof c - 1);
+	ssize_t n2 = readlink("/proc/self/ns/net", h, sizeof h - 1);
+	snprintf(p, sizeof p, "/proc/%ld/ns/mnt", pid);
+	ssize_t n3 = readlink(p, cm, sizeof cm - 1);
+	ssize_t n4 = readlink("/proc/self/ns/mnt", hm, sizeof hm - 1);
+	if (n1 <= 0 || n2 <= 0 || n3 <= 0 || n4 <= 0)
+		return ota_error_set(err, OTA_ERR_OCI_NETWORK_UNEXPECTED, "ns",
+		                     "cannot read namespace links");
+	c[n1] = h[n2] = cm[n3] = hm[n4] = '\0';
+	*out = json_pack("{s:s, s:s}", "net", c, "mnt", cm);
+	if (strcmp(c, h) == 0)
+		return ota_error_set(err, OTA_ERR_OCI_NETWORK_UNEXPECTED, "ns",
+		                     "container shares the runner's network namespace");
+	if (strcmp(cm, hm) == 0)
+		return ota_error_set(err, OTA_ERR_OCI_MOUNT_UNEXPECTED, "ns",
+		                     "container shares the runner's mount namespace");
+	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
+}
+
+/* (dev, ino) of each bound object, seen through the container's root with
+ * RESOLVE_IN_ROOT, must equal what admission pinned (FS-19 TOCTOU). */
+static ota_err check_identities(long pid, const ota_oci_admitted *a, json_t **out, ota_error *err)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%ld/root", pid);
+	int root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return ota_error_set(err, OTA_ERR_OCI_MOUNT_MISSING, p, "open: %s", strerror(errno));
+	json_t *arr = json_array();
+	ota_err rc = OTA_OK;
+	size_t total = 1 + a->n_writable + a->n_prot;
+	for (size_t i = 0; i < total && rc == OTA_OK; i++) {
+		const char *dest;
+		dev_t dev;
+		ino_t ino;
+		if (i == 0) {
+			dest = "/workspace";
+			dev = a->repo_dev;
+			ino = a->repo_ino;
+		} else if (i <= a->n_writable) {
+			dest = a->writable[i - 1].dest;
+			dev = a->writable[i - 1].dev;
+			ino = a->writable[i - 1].ino;
+		} else {
+			const oci_path *q = &a->prot[i - 1 - a->n_writable];
+			if (!q->exists)
+				continue;
+			dest = q->dest;
+			dev = q->dev;
+			ino = q->ino;
+		}
+		struct open_how how;
+		memset(&how, 0, sizeof how);
+		how.flags = O_PATH | O_CLOEXEC;
+		how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+		int fd = (int)syscall(SYS_openat2, root, dest + 1, &how, sizeof how);
+		struct stat st;
+		bool same = false;
+		if (fd >= 0 && fstat(fd, &st) == 0)
+			same = st.st_dev == dev && st.st_ino == ino;
+		if (fd >= 0)
+			close(fd);
+		char idbuf[64];
+		snprintf(idbuf, sizeof idbuf, "%lu:%lu", (unsigned long)dev, (unsigned long)ino);
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:b}", "path", dest, "admitted", idbuf,
+		                                     "same", same));
+		if (!same)
+			rc = ota_error_set(err, OTA_ERR_OCI_IDENTITY_CHANGED, dest,
+			                   "mounted object differs from the admitted one");
+	}
+	close(root);
+	*out = arr;
+	return rc;
+}
+
+/* ---- canaries ---- */
+
+static ota_err run_canaries(const oci_rt *rt, const char *id, const ota_oci_admitted *a,
+                            json_t **out, ota_error *err)
+{
+	*out = NULL;
+	const char *args[64 + 2 * OTA_OCI_MAX_PATHS];
+	char *owned[2 * OTA_OCI_MAX_PATHS + 8];
+	size_t n = 0, no = 0;
+	args[n++] = "exec";
+	/* crun 1.8 does not carry noNewPrivileges from the config into exec */
+	if (rt->kind == OTA_OCI_CRUN)
+		args[n++] = "--no-new-privs";
+	args[n++] = id;
+	args[n++] = OTA_OCI_CANARY_DEST;
+	args[n++] = "status";
+	args[n++] = "loopback";
+	args[n++] = "syscalls";
+	size_t first = n;
+	if (!a->repo_writable)
+		args[n++] = "deny:/workspace";
+	for (size_t i = 0; i < a->n_prot; i++) {
+		if (!a->prot[i].exists)
+			continue;
+		size_t l = strlen(a->prot[i].dest) + 6;
+		char *s = malloc(l);
+		if (s == NULL)
+			break;
+		snprintf(s, l, "deny:%s", a->prot[i].dest);
+		owned[no++] = s;
+		args[n++] = s;
+	}
+	for (size_t i = 0; i < a->n_writable; i++) {
+		if (!a->writable[i].is_dir)
+			continue;
+		size_t l = strlen(a->writable[i].dest) + 7;
+		char *s = malloc(l);
+		if (s == NULL)
+			break;
+		snprintf(s, l, "allow:%s", a->writable[i].dest);
+		owned[no++] = s;
+		args[n++] = s;
+	}
+	static const char *const fixed[] = {
+		"tcp:192.0.2.1:80", "tcp:[2001:db8::1]:80", "udp:192.0.2.1:53",
+		"udp:[2001:db8::1]:53", "tcp:10.255.255.53:53", "absent:/var/run/docker.sock",
+		"absent:/run/docker.sock", "absent:/run/containerd/containerd.sock",
+		"absent:/run/podman/podman.sock", "absent:/run/runc", "absent:/run/crun",
+		"absent:/run/ota", "absent:/var/run/crio/crio.sock",
+	};
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		args[n++] = fixed[i];
+	char rootabs[600];
+	snprintf(rootabs, sizeof rootabs, "absent:%s", rt->root);
+	args[n++] = rootabs;
+	args[n] = NULL;
+	size_t expected = n - first + 2 + 6; /* status, loopback, 6 syscall checks */
+	char *buf = malloc(OTA_OCI_MAX_CANARY_BYTES);
+	char er[2048];
+	int st = 0;
+	ota_err rc = buf == NULL ? OTA_ERR_NOMEM
+	                         : oci_rt_cmd(rt, args, -1, -1, buf, OTA_OCI_MAX_CANARY_BYTES, er,
+	                                      sizeof er, &st, err);
+	for (size_t i = 0; i < no; i++)
+		free(owned[i]);
+	if (rc != OTA_OK) {
+		free(buf);
+		return rc;
+	}
+	json_t *arr = json_array();
+	size_t got = 0;
+	const char *bad = NULL;
+	char *cur = buf;
+	while (cur != NULL && *cur != '\0') {
+		char *nl = strchr(cur, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		json_t *v = NULL;
+		if (ota_json_parse(ota_bytes_make(cur, strlen(cur)), &v, NULL) == OTA_OK &&
+		    json_is_object(v)) {
+			got++;
+			if (!json_is_true(json_object_get(v, "ok")) && bad == NULL)
+				bad = "check failed";
+			json_array_append_new(arr, v);
+		} else {
+			json_decref(v);
+			if (bad == NULL)
+				bad = "unparsable canary output";
+		}
+		cur = nl != NULL ? nl + 1 : NULL;
+	}
+	free(buf);
+	*out = arr;
+	if (bad == NULL && got != expected)
+		bad = "canary report incomplete";
+	if (bad == NULL && st != 0)
+		bad = "canary exited non-zero";
+	if (bad != NULL) {
+		/* name the first failing check */
+		size_t i;
+		json_t *v;
+		const char *what = "";
+		json_array_foreach(arr, i, v) if (!json_is_true(json_object_get(v, "ok"))) {
+			what = json_string_value(json_object_get(v, "target"));
+			break;
+		}
+		return ota_error_set(err, OTA_ERR_OCI_CANARY_FAILED, what != NULL ? what : "",
+		                     "%s (exit %d; %.160s)", bad, st, er);
+	}
+	return OTA_OK;
+}
+
+/* ---- the run ---- */
+
+typedef struct fp_pair {
+	char before[65];
+	char after[65];
+} fp_pair;
+
+static json_t *terminal_record(const ota_oci_run_opts *o, const ota_oci_plan *plan,
+                               const ota_oci_result *r, const char *initial_id,
+                               json_t *inspection, json_t *cleanup, const ota_error *e)
+{
+	json_t *t = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s, s:s, s:b, s:b, s:b, s:I, s:s?, "
+	                      "s:I}",
+	                      "kind", "ota.application/v1", "phase", "terminal", "provider",
+	                      "oci_local", "txn", o->txn, "segment", plan->segment_id,
+	                      "container_id", r->container_id, "state",
+	                      ota_oci_terminal_name(r->terminal), "started", r->started,
+	                      "timed_out", r->timed_out, "interrupted", r->interrupted,
+	                      "exit_status", (json_int_t)r->exit_status, "prior", initial_id,
+	                      "at", (json_int_t)now_of(o));
+	if (t == NULL)
+		return NULL;
+	json_object_set_new(t, "terminal_inspection", inspection != NULL ? inspection : json_null());
+	json_object_set_new(t, "cleanup", cleanup != NULL ? cleanup : json_null());
+	if (e != NULL && e->code != OTA_OK)
+		json_object_set_new(t, "error",
+		                    json_pack("{s:s, s:s, s:s}", "code", ota_err_name(e->code), "where",
+		                              e->where, "message", e->what));
+	else
+		json_object_set_new(t, "error", json_null());
+	return t;
+}
+
+static ota_err write_config(const char *bundle, const json_t *cfg, ota_error *err)
+{
+	char p[1024];
+	snprintf(p, sizeof p, "%s/config.json", bundle);
+	char *s = ota_json_dumps(cfg, true);
+	if (s == NULL)
+		return OTA_ERR_NOMEM;
+	ota_err rc = ota_file_write_atomic(p, ota_bytes_make(s, strlen(s)), 0600, err);
+	free(s);
+	return rc;
+}
+
+static void forward(const ota_oci_run_opts *o, int fd_no, int fd)
+{
+	for (;;) {
+		uint8_t b[8192];
+		ssize_t r = read(fd, b, sizeof b);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return;
+		if (o->on_output != NULL)
+			o->on_output(o->output_ctx, fd_no, b, (size_t)r);
+	}
+}
+
+ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_oci_result *out,
+                    ota_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->exit_status = -1;
+	out->terminal = OTA_OCI_REFUSED;
+	ota_oci_run_opts o = *opts;
+	oci_rt rt;
+	ota_oci_admitted *a = NULL;
+	json_t *cfg = NULL, *inspection = NULL, *cleanup = NULL;
+	oci_lease_db *db = NULL;
+	fp_pair *fps = NULL;
+	char bundle[1024] = "";
+	char initial_id[OTA_ID_LEN + 1] = "";
+	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
+	long pid = 0;
+	bool leased = false, created = false;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = oci_rt_init(&rt, &o.runtime, &e);
+	if (rc != OTA_OK) {
+		out->terminal = OTA_OCI_NOT_STARTED;
+		goto out_record;
+	}
+	/* Admission before anything is prepared. */
+	rc = ota_oci_admit(plan, rt.root, &a, &e);
+	if (rc != OTA_OK)
+		goto out_record;
+	const char *canary = canary_path(&o);
+	if (canary == NULL) {
+		rc = ota_error_set(&e, OTA_ERR_OCI_CANARY_FAILED, "ota-oci-canary",
+		                   "canary binary not found; canaries are mandatory");
+		goto out_record;
+	}
+	rc = ota_oci_render(plan, a, rt.kind, canary, &cfg, &e);
+	if (rc == OTA_OK)
+		rc = ota_oci_rendered_policy(plan, cfg, rt.kind, &out->rendered, &e);
+	if (rc != OTA_OK)
+		goto out_record;
+	fps = calloc(a->n_prot + 1, sizeof *fps);
+	if (fps == NULL) {
+		rc = OTA_ERR_NOMEM;
+		goto out_record;
+	}
+	for (size_t i = 0; i < a->n_prot; i++) {
+		rc = oci_fingerprint(a->prot[i].host, fps[i].before, &e);
+		if (rc != OTA_OK)
+			goto out_record;
+	}
+	/* Container id and bundle. */
+	uint8_t rnd[12];
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+		rc = ota_error_set(&e, OTA_ERR_CRYPTO, "getrandom", "%s", strerror(errno));
+		goto out_record;
+	}
+	char hex[25];
+	ota_hex_encode(ota_bytes_make(rnd, sizeof rnd), hex);
+	snprintf(out->container_id, sizeof out->container_id, "ota-%s", hex);
+	const char *state_dir = o.state_dir != NULL ? o.state_dir : "/run/ota";
+	snprintf(bundle, sizeof bundle, "%s/bundles/%s", state_dir, out->container_id);
+
+	/* Durable lease before the first mutation; orphans of dead runners
+	 * are finalized first. */
+	rc = oci_lease_open(o.lease_db != NULL ? o.lease_db : "/var/lib/ota/leases.db", &db, &e);
+	if (rc != OTA_OK) {
+		out->terminal = OTA_OCI_NOT_STARTED;
+		goto out_record;
+	}
+	{
+		json_t *fin = json_array();
+		size_t skipped = 0;
+		ota_error ce;
+		ota_error_clear(&ce);
+		(void)oci_cleanup_db(&o, db, fin, &skipped, &ce);
+		json_decref(fin);
+	}
+	rc = oci_lease_begin(db, out->container_id, o.txn, &rt, bundle,
+	                     json_string_value(json_object_get(out->rendered, "config_identity")),
+	                     now_of(&o), &e);
+	if (rc != OTA_OK) {
+		out->terminal = OTA_OCI_NOT_STARTED;
+		goto out_record;
+	}
+	leased = true;
+	out->terminal = OTA_OCI_NOT_STARTED;
+	{
+		char bdir[1024];
+		snprintf(bdir, sizeof bdir, "%s/bundles", state_dir);
+		mkdir(state_dir, 0700);
+		mkdir(bdir, 0700);
+		if (mkdir(bundle, 0700) != 0) {
+			rc = ota_error_set(&e, OTA_ERR_IO, bundle, "mkdir: %s", strerror(errno));
+			goto out_finalize;
+		}
+	}
+	rc = write_config(bundle, cfg, &e);
+	if (rc != OTA_OK)
+		goto out_finalize;
+	if (cancelled(&o))
+		goto out_cancel;
+
+	/* Apply: create. The container's init is reparented to us. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {
+		rc = ota_error_set(&e, OTA_ERR_IO, "pipe", "%s", strerror(errno));
+		goto out_finalize;
+	}
+	{
+		char pidfile[1100];
+		snprintf(pidfile, sizeof pidfile, "%s/pid", bundle);
+		const char *cargs[] = {"create", "--bundle", bundle, "--pid-file", pidfile,
+		                       out->container_id, NULL};
+		int st = 0;
+		rc = oci_rt_cmd(&rt, cargs, pout[1], perr[1], NULL, 0, NULL, 0, &st, &e);
+		close(pout[1]);
+		close(perr[1]);
+		pout[1] = perr[1] = -1;
+		created = true; /* possibly partially: finalization checks */
+		if (rc == OTA_OK && st != 0) {
+			char msg[512] = "";
+			fcntl(perr[0], F_SETFL, O_NONBLOCK);
+			ssize_t r = read(perr[0], msg, sizeof msg - 1);
+			msg[r > 0 ? r : 0] = '\0';
+			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "create", "exit %d: %.300s",
+			                   st, msg);
+		}
+		if (rc != OTA_OK)
+			goto out_finalize;
+		uint8_t *pb = NULL;
+		size_t pl = 0;
+		if (ota_file_read(pidfile, 64, &pb, &pl, &e) == OTA_OK) {
+			pid = strtol((char *)pb, NULL, 10);
+			free(pb);
+		}
+		if (pid <= 0) {
+			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "create", "no pid file");
+			goto out_finalize;
+		}
+		(void)oci_lease_phase(db, out->container_id, "created", pid, &e);
+	}
+	if (cancelled(&o))
+		goto out_cancel;
+
+	/* Host-side inspection of the applied boundary. */
+	out->terminal = OTA_OCI_REFUSED;
+	json_t *mrep = NULL, *nrep = NULL, *prep = NULL, *ns = NULL, *ids = NULL, *can = NULL;
+	{
+		uint8_t *mi = NULL, *nd = NULL, *nr = NULL, *n6 = NULL;
+		size_t mil = 0, ndl = 0, nrl = 0, n6l = 0;
+		rc = read_proc(pid, "mountinfo", OTA_OCI_MAX_MOUNTINFO_BYTES, &mi, &mil, &e);
+		if (rc == OTA_OK)
+			rc = ota_oci_check_mountinfo(a, ota_bytes_make(mi, mil), &mrep, &e);
+		if (rc == OTA_OK)
+			rc = read_proc(pid, "net/dev", OTA_OCI_MAX_NET_BYTES, &nd, &ndl, &e);
+		if (rc == OTA_OK)
+			rc = read_proc(pid, "net/route", OTA_OCI_MAX_NET_BYTES, &nr, &nrl, &e);
+		if (rc == OTA_OK)
+			rc = read_proc(pid, "net/ipv6_route", OTA_OCI_MAX_NET_BYTES, &n6, &n6l, &e);
+		if (rc == OTA_OK)
+			rc = ota_oci_check_netns(ota_bytes_make(nd, ndl), ota_bytes_make(nr, nrl),
+			                         ota_bytes_make(n6, n6l), &nrep, &e);
+		free(mi);
+		free(nd);
+		free(nr);
+		free(n6);
+		if (rc == OTA_OK)
+			rc = check_namespaces(pid, &ns, &e);
+		if (rc == OTA_OK)
+			rc = check_process(pid, &prep, &e);
+		if (rc == OTA_OK)
+			rc = check_identities(pid, a, &ids, &e);
+		if (rc == OTA_OK && !cancelled(&o))
+			rc = run_canaries(&rt, out->container_id, a, &can, &e);
+		char ver[128];
+		oci_rt_version(&rt, ver, sizeof ver);
+		out->applied = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s?, s:I, s:o*, s:o*, "
+		                         "s:o*, s:o*, s:o*, s:o*}",
+		                         "kind", "ota.applied_policy/v1", "provider", "oci_local",
+		                         "runtime", "name", oci_rt_name(rt.kind), "version", ver,
+		                         "root", rt.root, "container_id", out->container_id,
+		                         "rendered_policy",
+		                         json_string_value(json_object_get(out->rendered,
+		                                                           "config_identity")),
+		                         "pid", (json_int_t)pid, "namespaces", ns, "mounts", mrep,
+		                         "network", nrep, "process", prep, "bound_identities", ids,
+		                         "canaries", can);
+		json_object_set_new(out->applied, "ok", json_boolean(rc == OTA_OK));
+		if (rc != OTA_OK)
+			goto out_finalize;
+	}
+	if (cancelled(&o))
+		goto out_cancel;
+	{
+		char aid[OTA_ID_LEN + 1], rid[OTA_ID_LEN + 1];
+		rc = ota_json_identity(out->applied, aid, &e);
+		if (rc == OTA_OK)
+			rc = ota_json_identity(out->rendered, rid, &e);
+		if (rc != OTA_OK)
+			goto out_finalize;
+		char os[16], arch[16], var[16];
+		ota_oci_host_platform(os, arch, var);
+		out->initial = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s, s:s, s:s, s:{s:s, s:s, s:s}, "
+		                         "s:I}",
+		                         "kind", "ota.application/v1", "phase", "initial", "provider",
+		                         "oci_local", "txn", o.txn, "segment", plan->segment_id,
+		                         "lease", out->container_id, "rendered_policy", rid,
+		                         "applied_policy", aid, "platform", "os", os, "architecture",
+		                         arch, "variant", var, "at", (json_int_t)now_of(&o));
+		rc = out->initial != NULL ? ota_json_identity(out->initial, initial_id, &e)
+		                          : OTA_ERR_NOMEM;
+		if (rc != OTA_OK)
+			goto out_finalize;
+	}
+
+	/* Only now: start. */
+	{
+		const char *sargs[] = {"start", out->container_id, NULL};
+		int st = 0;
+		char er[1024];
+		rc = oci_rt_cmd(&rt, sargs, -1, -1, NULL, 0, er, sizeof er, &st, &e);
+		if (rc == OTA_OK && st != 0)
+			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "start", "exit %d: %.300s", st,
+			                   er);
+		if (rc != OTA_OK) {
+			out->terminal = OTA_OCI_NOT_STARTED;
+			goto out_finalize;
+		}
+		out->started = true;
+		(void)oci_lease_phase(db, out->container_id, "started", pid, &e);
+	}
+
+	/* Wait: stream output, enforce the timeout and cancellation. */
+	{
+		int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		double start = mono_ms();
+		double deadline = plan->timeout_seconds > 0
+		                          ? start + (double)plan->timeout_seconds * 1000.0
+		                          : 0;
+		bool killed = false, exited = false;
+		double kill_at = 0;
+		int wst = 0;
+		fcntl(pout[0], F_SETFL, O_NONBLOCK);
+		fcntl(perr[0], F_SETFL, O_NONBLOCK);
+		bool out_open = true, err_open = true;
+		while (!exited || out_open || err_open) {
+			struct pollfd pf[3];
+			nfds_t nf = 0;
+			int ip = -1, io = -1, ie = -1;
+			if (!exited && pfd >= 0) {
+				ip = (int)nf;
+				pf[nf++] = (struct pollfd){pfd, POLLIN, 0};
+			}
+			if (out_open) {
+				io = (int)nf;
+				pf[nf++] = (struct pollfd){pout[0], POLLIN, 0};
+			}
+			if (err_open) {
+				ie = (int)nf;
+				pf[nf++] = (struct pollfd){perr[0], POLLIN, 0};
+			}
+			int r = poll(pf, nf, 100);
+			if (r < 0 && errno != EINTR)
+				break;
+			if (r > 0 && io >= 0 && pf[io].revents != 0) {
+				uint8_t b[8192];
+				ssize_t g = read(pout[0], b, sizeof b);
+				if (g > 0 && o.on_output != NULL)
+					o.on_output(o.output_ctx, 1, b, (size_t)g);
+				if (g == 0 || (g < 0 && errno != EAGAIN && errno != EINTR))
+					out_open = false;
+			}
+			if (r > 0 && ie >= 0 && pf[ie].revents != 0) {
+				uint8_t b[8192];
+				ssize_t g = read(perr[0], b, sizeof b);
+				if (g > 0 && o.on_output != NULL)
+					o.on_output(o.output_ctx, 2, b, (size_t)g);
+				if (g == 0 || (g < 0 && errno != EAGAIN && errno != EINTR))
+					err_open = false;
+			}
+			if (!exited && (pfd < 0 || (r > 0 && ip >= 0 && pf[ip].revents != 0))) {
+				pid_t w = waitpid((pid_t)pid, &wst, WNOHANG);
+				if (w == (pid_t)pid) {
+					exited = true;
+				} else if (w < 0 && errno == ECHILD) {
+					/* not our child: rely on the pidfd / kill(0) */
+					if (kill((pid_t)pid, 0) != 0) {
+						exited = true;
+						wst = -1;
+					}
+				}
+			}
+			double now = mono_ms();
+			if (!exited && !killed &&
+			    (cancelled(&o) || (deadline > 0 && now >= deadline))) {
+				if (cancelled(&o))
+					out->interrupted = true;
+				else
+					out->timed_out = true;
+				const char *kargs[] = {"kill", out->container_id, "KILL", NULL};
+				int st = 0;
+				ota_error ke;
+				ota_error_clear(&ke);
+				(void)oci_rt_cmd(&rt, kargs, -1, -1, NULL, 0, NULL, 0, &st, &ke);
+				killed = true;
+				kill_at = now;
+			}
+			if (exited && now - (kill_at > 0 ? kill_at : now) > 5000)
+				break;
+			if (killed && !exited && now - kill_at > 10000)
+				break; /* finalization reports what is left */
+			if (exited && (out_open || err_open) && r == 0) {
+				/* the pid namespace is gone: drain what remains and stop */
+				forward(&o, 1, pout[0]);
+				forward(&o, 2, perr[0]);
+				break;
+			}
+		}
+		if (pfd >= 0)
+			close(pfd);
+		if (exited && wst >= 0)
+			out->exit_status = WIFEXITED(wst)   ? WEXITSTATUS(wst)
+			                   : WIFSIGNALED(wst) ? 128 + WTERMSIG(wst)
+			                                      : -1;
+		(void)oci_lease_phase(db, out->container_id, "finished", 0, &e);
+		ota_error_clear(&e);
+	}
+
+	/* Terminal inspection: the runtime reports the container stopped, its
+	 * init is gone, and every protected path is unchanged. */
+	{
+		bool exists = false;
+		char status[32] = "";
+		ota_error se;
+		ota_error_clear(&se);
+		(void)oci_rt_state(&rt, out->container_id, &exists, status, NULL, &se);
+		json_t *prot = json_array();
+		bool unchanged = true;
+		for (size_t i = 0; i < a->n_prot; i++) {
+			ota_error fe;
+			ota_error_clear(&fe);
+			if (oci_fingerprint(a->prot[i].host, fps[i].after, &fe) != OTA_OK)
+				fps[i].after[0] = '\0';
+			bool same = strcmp(fps[i].before, fps[i].after) == 0;
+			unchanged = unchanged && same;
+			json_array_append_new(prot, json_pack("{s:s, s:s, s:s, s:b}", "path",
+			                                      a->prot[i].rel, "before", fps[i].before,
+			                                      "after", fps[i].after, "unchanged", same));
+		}
+		inspection = json_pack("{s:s, s:b, s:o, s:b, s:s}", "runtime_status", status,
+		                       "stopped", strcmp(status, "stopped") == 0, "protected", prot,
+		                       "protected_unchanged", unchanged, "boundary",
+		                       "immutable: no capabilities, mount syscalls denied by seccomp");
+		if (out->interrupted)
+			out->terminal = OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION;
+		else if (!unchanged || strcmp(status, "stopped") != 0) {
+			out->terminal = OTA_OCI_ENFORCEMENT_LOST;
+			rc = ota_error_set(&e, OTA_ERR_OCI_ENFORCEMENT_LOST, "terminal",
+			                   !unchanged ? "protected content changed"
+			                              : "container not stopped at the end");
+		} else
+			out->terminal = OTA_OCI_ENFORCED_THROUGH_COMPLETION;
+		if (out->interrupted && rc == OTA_OK)
+			rc = ota_error_set(&e, OTA_ERR_OCI_INTERRUPTED, "run", "interrupted by a signal");
+	}
+	goto out_finalize;
+
+out_cancel:
+	out->interrupted = true;
+	rc = ota_error_set(&e, OTA_ERR_OCI_INTERRUPTED, "run", "interrupted before start");
+	out->terminal = out->started ? OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION
+	                             : OTA_OCI_NOT_STARTED;
+out_finalize:
+	if (pout[1] >= 0)
+		close(pout[1]);
+	if (perr[1] >= 0)
+		close(perr[1]);
+	if (created) {
+		ota_error ce;
+		ota_error_clear(&ce);
+		ota_err crc = oci_finalize_container(&rt, out->container_id, pid, &cleanup, &ce);
+		if (crc != OTA_OK) {
+			if (out->terminal == OTA_OCI_ENFORCED_THROUGH_COMPLETION)
+				out->terminal = OTA_OCI_ENFORCEMENT_LOST;
+			if (rc == OTA_OK) {
+				rc = crc;
+				e = ce;
+			}
+		}
+	} else {
+		cleanup = json_pack("{s:b, s:b}", "existed", 0, "confirmed", 1);
+	}
+	if (pid > 0)
+		(void)waitpid((pid_t)pid, NULL, WNOHANG);
+	if (bundle[0] != '\0')
+		oci_bundle_remove(bundle);
+	if (pout[0] >= 0)
+		close(pout[0]);
+	if (perr[0] >= 0)
+		close(perr[0]);
+out_record:
+	out->terminal_record =
+		terminal_record(&o, plan, out, initial_id[0] ? initial_id : NULL, inspection, cleanup,
+		                rc != OTA_OK ? &e : NULL);
+	if (leased) {
+		char *cj = cleanup != NULL ? ota_json_dumps(cleanup, false) : NULL;
+		ota_error le;
+		ota_error_clear(&le);
+		ota_err lrc = oci_lease_finalize(db, out->container_id,
+		                                 ota_oci_terminal_name(out->terminal), cj,
+		                                 rc != OTA_OK ? ota_err_name(e.code) : NULL, now_of(&o),
+		                                 &le);
+		free(cj);
+		if (lrc != OTA_OK && rc == OTA_OK) {
+			rc = lrc;
+			e = le;
+		}
+	}
+	oci_lease_close(db);
+	json_decref(cfg);
+	free(fps);
+	ota_oci_admitted_free(a);
+	if (rc != OTA_OK && err != NULL && err->code == OTA_OK)
+		*err = e;
+	return rc;
+}
