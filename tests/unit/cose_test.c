@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ota/cose.h"
+#include "ota/limits.h"
 #include "test_util.h"
 
 static const ota_bytes payload = {(const uint8_t *)"{\"kind\":\"demo\"}", 15};
@@ -185,6 +186,39 @@ static void test_detached_mismatch(void **s)
 	ota_key_free(k);
 }
 
+/* Every single-bit change of a valid message is refused; over-size input is refused unread. */
+static void test_bit_flips_and_size(void **s)
+{
+	(void)s;
+	ota_key *k = NULL;
+	assert_ota(ota_key_generate(OTA_ALG_EDDSA, &k), OTA_OK);
+	uint8_t *m = NULL;
+	size_t ml = 0;
+	ota_cose_sign_opts so = {.include_kid = true};
+	assert_ota(ota_cose_sign1_sign(k, payload, &so, &m, &ml, NULL), OTA_OK);
+	for (size_t i = 0; i < ml; i++) {
+		for (unsigned b = 0; b < 8; b++) {
+			m[i] ^= (uint8_t)(1u << b);
+			ota_err rc = ota_cose_sign1_verify(ota_bytes_make(m, ml), k, NULL, NULL, NULL);
+			if (rc == OTA_OK)
+				fail_msg("bit %u of byte %zu flipped and still valid", b, i);
+			m[i] ^= (uint8_t)(1u << b);
+		}
+	}
+	assert_ota(ota_cose_sign1_verify(ota_bytes_make(m, ml), k, NULL, NULL, NULL), OTA_OK);
+	free(m);
+	size_t big = OTA_MAX_COSE_BYTES + 1;
+	uint8_t *huge = calloc(1, big);
+	assert_non_null(huge);
+	ota_cose_sign1 d;
+	ota_error err;
+	ota_error_clear(&err);
+	assert_ota(ota_cose_sign1_decode(ota_bytes_make(huge, big), NULL, &d, &err), OTA_ERR_TOO_LARGE);
+	assert_int_equal(err.code, OTA_ERR_TOO_LARGE);
+	free(huge);
+	ota_key_free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +226,7 @@ int main(void)
 	    cmocka_unit_test(test_es512),         cmocka_unit_test(test_eddsa),
 	    cmocka_unit_test(test_exact_bytes),   cmocka_unit_test(test_sign_refusals),
 	    cmocka_unit_test(test_key_set),       cmocka_unit_test(test_detached_mismatch),
+	    cmocka_unit_test(test_bit_flips_and_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -410,6 +410,14 @@ def build():
          options=("keyset",), extra_keys=(P256_OTHER,),
          expect="error=signature_invalid",
          note="key set: kid selects another member; only that key is tried")
+    case("keyset_kid_ambiguous",
+         sign1(P256, ES256, cmap((cint(1), cint(ES256)), (cint(4), bstr(kid(P256))))),
+         options=("keyset",), extra_keys=(P256,),
+         expect="error=cose_kid_ambiguous", note="key set: the same key twice, kid selects both")
+    case("key_format", ok, keyfile="garbage", expect="error=key_format",
+         note="the key file holds no key")
+    case("key_unsupported", ok, key=ec.generate_private_key(ec.SECP256K1()),
+         expect="error=key_unsupported", note="secp256k1 key: curve not supported")
 
 
 def write():
@@ -425,6 +433,9 @@ def write():
         if c["keyfile"] == "jwk":
             with open(os.path.join(d, "key.FIXTURE.jwk"), "w") as f:
                 f.write(jwk_text(c["key"]))
+        elif c["keyfile"] == "garbage":
+            with open(os.path.join(d, "key.FIXTURE.pem"), "w") as f:
+                f.write("FIXTURE: not a key\n-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
         elif c["keyfile"] == "offcurve":
             der = bytearray(spki(c["key"]))
             der[-1] ^= 1
