@@ -623,6 +623,18 @@ ota_err ota_contract_load(ota_bytes yaml, const char *name, ota_contract **out, 
 				goto fail;
 			}
 	}
+	/* workflow lanes: incompatible workflow/task values, phase reuse */
+	for (size_t i = 0; i < c->nworkflows; i++) {
+		ota_policy_options po;
+		memset(&po, 0, sizeof po);
+		strcpy(po.native_platform.os, "linux");
+		strcpy(po.native_platform.architecture, "amd64");
+		ota_policy *p = NULL;
+		rc = ota_policy_compile(c, OTA_LANE_WORKFLOW, c->workflows[i].name, &po, NULL, 0, &p, err);
+		ota_policy_free(p);
+		if (rc != OTA_OK)
+			goto fail;
+	}
 	/* identities: raw bytes, and the normalised contract */
 	rc = ota_sha256_id(yaml, c->snapshot_id);
 	if (rc != OTA_OK)

@@ -1,0 +1,702 @@
+/* policy: loader, identities, closure, overlays/meet, admission. */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ota/json.h"
+#include "ota/policy.h"
+
+static ota_policy_options amd64(void)
+{
+	ota_policy_options o;
+	memset(&o, 0, sizeof o);
+	strcpy(o.native_platform.os, "linux");
+	strcpy(o.native_platform.architecture, "amd64");
+	return o;
+}
+
+static ota_contract *load_src(const char *rel)
+{
+	size_t n;
+	uint8_t *b = test_read_src(rel, &n);
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_contract_load(ota_bytes_make(b, n), rel, &c, &e);
+	if (rc != OTA_OK)
+		fail_msg("%s: %s %s %s", rel, ota_err_name(rc), e.where, e.what);
+	free(b);
+	return c;
+}
+
+static ota_err load_str(const char *y, ota_contract **c, ota_error *e)
+{
+	ota_error_clear(e);
+	return ota_contract_load(ota_bytes_make(y, strlen(y)), "t.yaml", c, e);
+}
+
+static ota_overlay *overlay_src(const char *rel, ota_overlay_source s)
+{
+	size_t n;
+	uint8_t *b = test_read_src(rel, &n);
+	ota_overlay *o = NULL;
+	assert_ota(ota_overlay_load(ota_bytes_make(b, n), rel, s, &o, NULL), OTA_OK);
+	assert_non_null(o);
+	free(b);
+	return o;
+}
+
+static ota_policy *compile(const ota_contract *c, ota_lane_kind k, const char *name,
+                           const ota_overlay *const *ovs, size_t n)
+{
+	ota_policy_options o = amd64();
+	ota_policy *p = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_policy_compile(c, k, name, &o, ovs, n, &p, &e);
+	if (rc != OTA_OK)
+		fail_msg("compile %s: %s %s %s", name, ota_err_name(rc), e.where, e.what);
+	return p;
+}
+
+/* ---- every upstream example contract loads and every lane compiles ---- */
+
+static void walk(const char *dir, int *count)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		char p[4096];
+		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		struct stat st;
+		assert_int_equal(lstat(p, &st), 0);
+		if (S_ISDIR(st.st_mode)) {
+			walk(p, count);
+			continue;
+		}
+		size_t l = strlen(de->d_name);
+		if (strncmp(de->d_name, "ota", 3) != 0 || l < 5 || strcmp(de->d_name + l - 5, ".yaml") != 0)
+			continue;
+		uint8_t *b = NULL;
+		size_t n = 0;
+		assert_ota(ota_file_read(p, 1u << 24, &b, &n, NULL), OTA_OK);
+		ota_contract *c = NULL;
+		ota_error e;
+		ota_error_clear(&e);
+		ota_err rc = ota_contract_load(ota_bytes_make(b, n), p, &c, &e);
+		free(b);
+		if (rc != OTA_OK)
+			fail_msg("%s: %s %s %s", p, ota_err_name(rc), e.where, e.what);
+		assert_true(ota_id_is_valid(ota_contract_identity(c)));
+		assert_true(ota_id_is_valid(ota_contract_snapshot_identity(c)));
+		for (size_t i = 0; i < ota_contract_task_count(c); i++)
+			ota_policy_free(compile(c, OTA_LANE_TASK, ota_contract_task_name(c, i), NULL, 0));
+		for (size_t i = 0; i < ota_contract_workflow_count(c); i++)
+			ota_policy_free(compile(c, OTA_LANE_WORKFLOW, ota_contract_workflow_name(c, i), NULL, 0));
+		ota_contract_free(c);
+		(*count)++;
+	}
+	closedir(d);
+}
+
+static void test_upstream_examples(void **state)
+{
+	(void)state;
+	char *dir = test_src_path("vectors/ota-examples");
+	int count = 0;
+	walk(dir, &count);
+	free(dir);
+	assert_true(count >= 80);
+}
+
+/* ---- loader refusals, each with its name and position ---- */
+
+static void expect_refusal(const char *y, ota_err want, const char *where_prefix)
+{
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_err rc = load_str(y, &c, &e);
+	if (rc != want)
+		fail_msg("want %s got %s (%s %s)", ota_err_name(want), ota_err_name(rc), e.where, e.what);
+	assert_null(c);
+	if (where_prefix != NULL && strncmp(e.where, where_prefix, strlen(where_prefix)) != 0)
+		fail_msg("where '%s' does not start with '%s'", e.where, where_prefix);
+}
+
+#define HEAD "version: 1\nproject: {name: x}\n"
+
+static void test_loader_refusals(void **state)
+{
+	(void)state;
+	expect_refusal(HEAD "tasks:\n  a: {run: x}\n  a: {run: y}\n", OTA_ERR_YAML_DUPLICATE_KEY,
+	               "t.yaml:5:3");
+	expect_refusal(HEAD "bogus: 1\n", OTA_ERR_CONTRACT_UNKNOWN_KEY, "t.yaml:3:1");
+	expect_refusal("version: 2\nproject: {name: x}\n", OTA_ERR_CONTRACT_VERSION, "t.yaml:1:10");
+	expect_refusal(HEAD "tasks: {a: {run: x, script: y}}\n", OTA_ERR_CONTRACT_BODY, NULL);
+	expect_refusal(HEAD "tasks: {a: {run: x, depends_on: [b]}}\n", OTA_ERR_CONTRACT_REFERENCE, NULL);
+	expect_refusal(HEAD "tasks: {a: {run: x, depends_on: [b]}, b: {run: y, after_always: [a]}}\n",
+	               OTA_ERR_POLICY_CYCLE, NULL);
+	expect_refusal(HEAD "tasks:\n  a:\n    run: x\n    runtime_boundary:\n      filesystem: {writable_paths: [/etc]}\n",
+	               OTA_ERR_POLICY_PATH_ABSOLUTE, "t.yaml:7:");
+	expect_refusal(HEAD "tasks: {a: {run: x, runtime_boundary: {filesystem: {writable_paths: [a/../../b]}}}}\n",
+	               OTA_ERR_POLICY_PATH_ESCAPE, NULL);
+	expect_refusal(HEAD "tasks: {a: {run: x, runtime_boundary: {filesystem: {writable_paths: [.github/workflows/x], protected_paths: [.github]}}}}\n",
+	               OTA_ERR_POLICY_PATH_OVERLAP, NULL);
+	expect_refusal(HEAD "tasks: {a: {run: x, runtime_boundary: {filesystem: {repo_root_mode: sometimes}}}}\n",
+	               OTA_ERR_CONTRACT_VALUE, NULL);
+	expect_refusal(HEAD "tasks: {a: {run: x, runtime_boundary: {network: {default: deny, outbound_targets: [{kind: domain, value: a.com, destination_constraint: {kind: tenant_scope, values: [], source_posture: repo_local_authoritative, enforcement: authoritative_app_enforced}}]}}}}\n",
+	               OTA_ERR_POLICY_DESTINATION, NULL);
+	expect_refusal(HEAD "tasks: {a: {run: x, runtime_boundary: {network: {outbound_targets: [{kind: domain, value: a.com, destination_constraint: {kind: tenant_scope, values: [t], source_posture: non_authoritative, enforcement: authoritative_runtime_enforced}}]}}}}\n",
+	               OTA_ERR_POLICY_DESTINATION, NULL);
+	expect_refusal(HEAD "tasks: {a: {run: x, runtime_boundary: {network: {outbound_targets: [{kind: host, value: h, destination_shape: relay_host}, {kind: host, value: h, destination_shape: send_host}]}}}}\n",
+	               OTA_ERR_POLICY_DESTINATION, NULL);
+	/* incompatible workflow and task values for one field */
+	expect_refusal(HEAD "tasks: {a: {run: x, runtime_boundary: {network: {default: deny}}}}\n"
+	                    "workflows: {default: w, w: {run: {task: a}, runtime_boundary: {network: {default: allow}}}}\n",
+	               OTA_ERR_POLICY_SCOPE_CONFLICT, NULL);
+	expect_refusal(HEAD "execution: {backends: {container: {platform: linux}}}\n", OTA_ERR_POLICY_PLATFORM, NULL);
+	expect_refusal(HEAD "a: &x [1]\n", OTA_ERR_CONTRACT_UNKNOWN_KEY, NULL);
+	expect_refusal(HEAD "metadata: {<<: {a: 1}}\n", OTA_ERR_YAML_MERGE_KEY, NULL);
+	expect_refusal(HEAD "metadata: {a: *nope}\n", OTA_ERR_YAML_ANCHOR_UNKNOWN, NULL);
+	expect_refusal(HEAD "metadata: {a: [unclosed\n", OTA_ERR_YAML_SYNTAX, "t.yaml:");
+	expect_refusal("---\nversion: 1\n---\nversion: 1\n", OTA_ERR_YAML_MULTI_DOC, NULL);
+}
+
+static void test_alias_bomb_and_depth(void **state)
+{
+	(void)state;
+	/* billion laughs: 9 levels of 10 aliases each */
+	char *y = malloc(8192);
+	assert_non_null(y);
+	strcpy(y, HEAD "metadata:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+	for (int i = 1; i < 10; i++) {
+		char line[200];
+		snprintf(line, sizeof line,
+		         "  l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i,
+		         i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+		strcat(y, line);
+	}
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_err rc = load_str(y, &c, &e);
+	assert_true(rc == OTA_ERR_YAML_TOO_LARGE || rc == OTA_ERR_YAML_ALIAS_LIMIT);
+	assert_null(c);
+	free(y);
+	/* many aliases */
+	size_t cap = 1u << 16;
+	y = malloc(cap);
+	assert_non_null(y);
+	strcpy(y, HEAD "metadata:\n  a: &a x\n  b: [");
+	for (int i = 0; i < 1500; i++)
+		strcat(y, "*a, ");
+	strcat(y, "x]\n");
+	assert_ota(load_str(y, &c, &e), OTA_ERR_YAML_ALIAS_LIMIT);
+	free(y);
+	/* depth */
+	y = malloc(cap);
+	assert_non_null(y);
+	strcpy(y, HEAD "metadata: ");
+	for (int i = 0; i < 200; i++)
+		strcat(y, "[");
+	for (int i = 0; i < 200; i++)
+		strcat(y, "]");
+	strcat(y, "\n");
+	assert_ota(load_str(y, &c, &e), OTA_ERR_YAML_TOO_DEEP);
+	free(y);
+	/* size cap before parsing */
+	assert_ota(ota_contract_load(ota_bytes_make("x", (size_t)9 * 1024 * 1024), "big", &c, &e),
+	           OTA_ERR_YAML_TOO_LARGE);
+}
+
+/* ---- identities ---- */
+
+static void test_identity_stability(void **state)
+{
+	(void)state;
+	ota_contract *a = load_src("vectors/policy/base.yaml");
+	ota_contract *b = load_src("vectors/policy/reformatted.yaml");
+	ota_contract *s = load_src("vectors/policy/spelling.yaml");
+	ota_contract *arm = load_src("vectors/policy/platform-arm64.yaml");
+	ota_contract *sw = load_src("vectors/policy/semantic-writable.yaml");
+	ota_contract *sb = load_src("vectors/policy/semantic-body.yaml");
+	assert_string_not_equal(ota_contract_snapshot_identity(a), ota_contract_snapshot_identity(b));
+	assert_string_equal(ota_contract_identity(a), ota_contract_identity(b));
+	const char *lanes[] = {"test", "build", "report"};
+	for (int l = 0; l < 3; l++) {
+		ota_policy *pa = compile(a, OTA_LANE_TASK, lanes[l], NULL, 0);
+		ota_policy *pb = compile(b, OTA_LANE_TASK, lanes[l], NULL, 0);
+		ota_policy *ps = compile(s, OTA_LANE_TASK, lanes[l], NULL, 0);
+		ota_policy *parm = compile(arm, OTA_LANE_TASK, lanes[l], NULL, 0);
+		assert_string_equal(ota_policy_canonical_identity(pa), ota_policy_canonical_identity(pb));
+		assert_string_equal(ota_policy_effective_identity(pa), ota_policy_effective_identity(pb));
+		assert_string_not_equal(ota_policy_canonical_identity(pa), ota_policy_canonical_identity(parm));
+		assert_int_equal(ota_policy_segment_count(pa), ota_policy_segment_count(ps));
+		for (size_t i = 0; i < ota_policy_segment_count(pa); i++) {
+			assert_string_equal(ota_policy_segment_canonical_identity(pa, i),
+			                    ota_policy_segment_canonical_identity(ps, i));
+			assert_string_not_equal(ota_policy_segment_canonical_identity(pa, i),
+			                        ota_policy_segment_canonical_identity(parm, i));
+		}
+		/* no provider name anywhere in canonical or effective policy */
+		char *t1 = ota_json_dumps(ota_policy_canonical_json(pa), false);
+		char *t2 = ota_json_dumps(ota_policy_effective_json(pa), false);
+		assert_null(strstr(t1, "oci_local"));
+		assert_null(strstr(t2, "oci_local"));
+		assert_null(strstr(t1, "docker"));
+		assert_non_null(strstr(t1, "\"architecture\":\"amd64\""));
+		free(t1);
+		free(t2);
+		ota_policy_free(pa);
+		ota_policy_free(pb);
+		ota_policy_free(ps);
+		ota_policy_free(parm);
+	}
+	/* semantic changes move exactly the affected segment */
+	ota_policy *pa = compile(a, OTA_LANE_TASK, "test", NULL, 0);
+	ota_policy *pw = compile(sw, OTA_LANE_TASK, "test", NULL, 0);
+	ota_policy *pbody = compile(sb, OTA_LANE_TASK, "test", NULL, 0);
+	assert_int_equal(ota_policy_segment_count(pa), 3);
+	assert_string_equal(ota_policy_segment_id(pa, 0), "task:build");
+	assert_string_equal(ota_policy_segment_id(pa, 1), "task:test");
+	assert_string_equal(ota_policy_segment_id(pa, 2), "task:report");
+	assert_string_equal(ota_policy_segment_canonical_identity(pa, 0),
+	                    ota_policy_segment_canonical_identity(pw, 0));
+	assert_string_not_equal(ota_policy_segment_canonical_identity(pa, 1),
+	                        ota_policy_segment_canonical_identity(pw, 1));
+	assert_string_not_equal(ota_policy_segment_canonical_identity(pa, 0),
+	                        ota_policy_segment_canonical_identity(pbody, 0));
+	assert_string_not_equal(ota_policy_canonical_identity(pa), ota_policy_canonical_identity(pw));
+	/* identities recompute from the printed objects (auditor's view) */
+	const json_t *segs = json_object_get(ota_policy_canonical_json(pa), "segments");
+	json_t *seg0 = json_deep_copy(json_array_get(segs, 0));
+	json_object_del(seg0, "identity");
+	char id[OTA_ID_LEN + 1];
+	assert_ota(ota_json_identity(seg0, id, NULL), OTA_OK);
+	assert_string_equal(id, ota_policy_segment_canonical_identity(pa, 0));
+	json_decref(seg0);
+	json_t *core = json_deep_copy(ota_policy_canonical_json(pa));
+	json_object_del(core, "identity");
+	json_object_del(core, "segments");
+	json_object_del(core, "edges");
+	assert_ota(ota_json_identity(core, id, NULL), OTA_OK);
+	assert_string_equal(id, ota_policy_canonical_identity(pa));
+	json_decref(core);
+	/* typed edges: build -> test unconditional, test -> report on_failure */
+	const json_t *edges = json_object_get(ota_policy_canonical_json(pa), "edges");
+	assert_int_equal(json_array_size(edges), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(edges, 0), "condition")), "unconditional");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(edges, 1), "condition")), "on_failure");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(edges, 1), "destination")), "task:report");
+	/* differing segments are not flattened: each keeps its own writable set */
+	const json_t *fs0 = json_object_get(json_object_get(json_array_get(segs, 0), "runtime_boundary"), "filesystem");
+	const json_t *fs1 = json_object_get(json_object_get(json_array_get(segs, 1), "runtime_boundary"), "filesystem");
+	assert_int_equal(json_array_size(json_object_get(fs0, "writable_paths")), 2);
+	assert_int_equal(json_array_size(json_object_get(fs1, "writable_paths")), 1);
+	ota_policy_free(pa);
+	ota_policy_free(pw);
+	ota_policy_free(pbody);
+	/* workflow: phases setup, run in order with a phase edge */
+	ota_policy *wf = compile(a, OTA_LANE_WORKFLOW, "ci", NULL, 0);
+	assert_int_equal(ota_policy_segment_count(wf), 3);
+	assert_string_equal(ota_policy_segment_id(wf, 0), "task:build");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(ota_policy_canonical_json(wf), "segments"), 0), "phase")), "setup");
+	ota_policy_free(wf);
+	/* golden identities */
+	size_t n;
+	uint8_t *gj = test_read_src("vectors/policy/expected.json", &n);
+	json_t *g = NULL;
+	assert_ota(ota_json_parse(ota_bytes_make(gj, n), &g, NULL), OTA_OK);
+	pa = compile(a, OTA_LANE_TASK, "test", NULL, 0);
+	wf = compile(a, OTA_LANE_WORKFLOW, "ci", NULL, 0);
+	assert_string_equal(json_string_value(json_object_get(g, "task:test")), ota_policy_canonical_identity(pa));
+	assert_string_equal(json_string_value(json_object_get(g, "workflow:ci")), ota_policy_canonical_identity(wf));
+	assert_string_equal(json_string_value(json_object_get(g, "contract")), ota_contract_identity(a));
+	ota_policy_free(pa);
+	ota_policy_free(wf);
+	json_decref(g);
+	free(gj);
+	ota_contract_free(a);
+	ota_contract_free(b);
+	ota_contract_free(s);
+	ota_contract_free(arm);
+	ota_contract_free(sw);
+	ota_contract_free(sb);
+}
+
+/* ---- overlays and the meet ---- */
+
+static const json_t *seg_fs(const ota_policy *p, size_t i, bool eff)
+{
+	const json_t *j = eff ? ota_policy_effective_json(p) : ota_policy_canonical_json(p);
+	return json_object_get(json_object_get(json_array_get(json_object_get(j, "segments"), i),
+	                                       "runtime_boundary"), "filesystem");
+}
+
+static void test_overlays(void **state)
+{
+	(void)state;
+	ota_contract *a = load_src("vectors/policy/base.yaml");
+	ota_overlay *org = overlay_src("vectors/policy/org-narrow.yaml", OTA_OVERLAY_ORG_POLICY);
+	ota_overlay *deny = overlay_src("vectors/policy/overlay-deny.yaml", OTA_OVERLAY_FILE);
+	ota_overlay *widen = overlay_src("vectors/policy/overlay-widen.yaml", OTA_OVERLAY_FILE);
+	assert_true(ota_id_is_valid(ota_overlay_identity(org)));
+	assert_true(ota_id_is_valid(ota_overlay_authority_identity(org)));
+	const ota_overlay *both[2] = {org, deny};
+	const ota_overlay *rev[2] = {deny, org};
+	ota_policy *p0 = compile(a, OTA_LANE_TASK, "test", NULL, 0);
+	ota_policy *p1 = compile(a, OTA_LANE_TASK, "test", both, 2);
+	ota_policy *p2 = compile(a, OTA_LANE_TASK, "test", rev, 2);
+	assert_string_equal(ota_policy_canonical_identity(p0), ota_policy_canonical_identity(p1));
+	assert_string_not_equal(ota_policy_effective_identity(p0), ota_policy_effective_identity(p1));
+	assert_string_equal(ota_policy_effective_identity(p1), ota_policy_effective_identity(p2));
+	/* build: writable {build, out} meet {out/reports, build} = {build, out/reports}; .github added */
+	const json_t *fs = seg_fs(p1, 0, true);
+	const json_t *w = json_object_get(fs, "writable_paths");
+	assert_int_equal(json_array_size(w), 2);
+	assert_string_equal(json_string_value(json_array_get(w, 0)), "build");
+	assert_string_equal(json_string_value(json_array_get(w, 1)), "out/reports");
+	const json_t *pr = json_object_get(fs, "protected_paths");
+	assert_string_equal(json_string_value(json_array_get(pr, 0)), ".github");
+	/* canonical untouched */
+	assert_int_equal(json_array_size(json_object_get(seg_fs(p1, 0, false), "protected_paths")), 2);
+	ota_policy_free(p0);
+	ota_policy_free(p1);
+	ota_policy_free(p2);
+	/* widening refused, naming the control */
+	ota_policy *pw = NULL;
+	ota_policy_options o = amd64();
+	const ota_overlay *wv[1] = {widen};
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_policy_compile(a, OTA_LANE_TASK, "test", &o, wv, 1, &pw, &e),
+	           OTA_ERR_POLICY_OVERLAY_WIDENS);
+	assert_null(pw);
+	assert_non_null(strstr(e.what, "network.default"));
+	/* an overlay file without policies.sandbox is refused; an org policy without it is none */
+	ota_overlay *none = NULL;
+	const char *nos = "policies: {env: {values: {A: b}}}\n";
+	assert_ota(ota_overlay_load(ota_bytes_make(nos, strlen(nos)), "o", OTA_OVERLAY_FILE, &none, NULL),
+	           OTA_ERR_POLICY_OVERLAY_EMPTY);
+	assert_ota(ota_overlay_load(ota_bytes_make(nos, strlen(nos)), "o", OTA_OVERLAY_ORG_POLICY, &none, NULL),
+	           OTA_OK);
+	assert_null(none);
+	const char *unk = "policies: {sandbox: {processes: {}}}\n";
+	assert_ota(ota_overlay_load(ota_bytes_make(unk, strlen(unk)), "o", OTA_OVERLAY_FILE, &none, NULL),
+	           OTA_ERR_CONTRACT_UNKNOWN_KEY);
+	ota_overlay_free(org);
+	ota_overlay_free(deny);
+	ota_overlay_free(widen);
+	ota_contract_free(a);
+}
+
+/* property test: random overlays in random orders */
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static unsigned rnd(unsigned n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned)(rng % n);
+}
+
+static const char *const pool_paths[] = {"out", "out/reports", "out/logs", "build", "build/keep",
+                                         "src", "docs", ".github"};
+
+static void rand_paths(char *buf, size_t cap)
+{
+	unsigned k = rnd(4);
+	snprintf(buf, cap, "[");
+	for (unsigned i = 0; i < k; i++) {
+		strncat(buf, pool_paths[rnd(8)], cap - strlen(buf) - 3);
+		if (i + 1 < k)
+			strncat(buf, ", ", cap - strlen(buf) - 1);
+	}
+	strncat(buf, "]", cap - strlen(buf) - 1);
+}
+
+static ota_overlay *rand_overlay(void)
+{
+	for (;;) {
+		char y[1024], w[200], p[200];
+		rand_paths(w, sizeof w);
+		rand_paths(p, sizeof p);
+		snprintf(y, sizeof y, "policies:\n  sandbox:\n    filesystem: {%s%s%s}\n    network: {%s%s}\n",
+		         rnd(2) ? "repo_root_mode: read_only, " : "",
+		         rnd(2) ? "writable_paths: " : "protected_paths: ", rnd(2) ? w : p,
+		         rnd(2) ? "default: deny, " : "",
+		         rnd(2) ? "outbound_targets: [{kind: host, value: h1}]" : "outbound_targets: []");
+		ota_overlay *o = NULL;
+		if (ota_overlay_load(ota_bytes_make(y, strlen(y)), "r", OTA_OVERLAY_FILE, &o, NULL) == OTA_OK)
+			return o; /* overlapping random sets may be refused: draw again */
+	}
+}
+
+static bool json_str_in(const json_t *arr, const char *s)
+{
+	size_t i;
+	const json_t *v;
+	json_array_foreach(arr, i, v) if (strcmp(json_string_value(v), s) == 0) return true;
+	return false;
+}
+
+static bool within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+	return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
+}
+
+static void test_meet_properties(void **state)
+{
+	(void)state;
+	const char *y = HEAD
+		"tasks:\n"
+		"  a: {run: x, runtime_boundary: {filesystem: {repo_root_mode: read_only, writable_paths: [out, build], protected_paths: [build/keep]}, network: {default: allow, outbound_targets: [{kind: host, value: h1}, {kind: host, value: h2}]}}}\n"
+		"  b: {run: y, depends_on: [a], runtime_boundary: {filesystem: {repo_root_mode: writable}, network: {default: allow}}}\n";
+	ota_contract *c = NULL;
+	ota_error e;
+	assert_ota(load_str(y, &c, &e), OTA_OK);
+	ota_policy *base = compile(c, OTA_LANE_TASK, "b", NULL, 0);
+	for (int round = 0; round < 200; round++) {
+		ota_overlay *ovs[5];
+		size_t n = 1 + rnd(4);
+		for (size_t i = 0; i < n; i++)
+			ovs[i] = rand_overlay();
+		const ota_overlay *o1[5], *o2[5];
+		for (size_t i = 0; i < n; i++)
+			o1[i] = o2[i] = ovs[i];
+		for (size_t i = n; i > 1; i--) { /* shuffle */
+			size_t j = rnd((unsigned)i);
+			const ota_overlay *t = o2[i - 1];
+			o2[i - 1] = o2[j];
+			o2[j] = t;
+		}
+		ota_policy_options po = amd64();
+		ota_policy *p1 = NULL, *p2 = NULL;
+		ota_err r1 = ota_policy_compile(c, OTA_LANE_TASK, "b", &po, o1, n, &p1, NULL);
+		ota_err r2 = ota_policy_compile(c, OTA_LANE_TASK, "b", &po, o2, n, &p2, NULL);
+		assert_int_equal(r1, r2);
+		if (r1 == OTA_OK) {
+			assert_string_equal(ota_policy_effective_identity(p1), ota_policy_effective_identity(p2));
+			assert_string_equal(ota_policy_canonical_identity(p1), ota_policy_canonical_identity(base));
+			for (size_t s = 0; s < ota_policy_segment_count(p1); s++) {
+				const json_t *cf = seg_fs(p1, s, false), *ef = seg_fs(p1, s, true);
+				/* writable reach never grows */
+				const json_t *cw = json_object_get(cf, "writable_paths");
+				const json_t *ew = json_object_get(ef, "writable_paths");
+				if (json_is_array(cw)) {
+					assert_true(json_is_array(ew));
+					size_t i;
+					const json_t *v;
+					json_array_foreach(ew, i, v) {
+						bool ok = false;
+						size_t k;
+						const json_t *u;
+						json_array_foreach(cw, k, u) ok = ok || within(json_string_value(v), json_string_value(u));
+						assert_true(ok);
+					}
+				}
+				/* protection never shrinks */
+				size_t i;
+				const json_t *v;
+				json_array_foreach(json_object_get(cf, "protected_paths"), i, v)
+					assert_true(json_str_in(json_object_get(ef, "protected_paths"), json_string_value(v)));
+				if (strcmp(json_string_value(json_object_get(cf, "repo_root_mode")), "read_only") == 0)
+					assert_string_equal(json_string_value(json_object_get(ef, "repo_root_mode")), "read_only");
+				/* destinations never added; deny never relaxed */
+				const json_t *seg_c = json_array_get(json_object_get(ota_policy_canonical_json(p1), "segments"), s);
+				const json_t *seg_e = json_array_get(json_object_get(ota_policy_effective_json(p1), "segments"), s);
+				const json_t *cn = json_object_get(json_object_get(seg_c, "runtime_boundary"), "network");
+				const json_t *en = json_object_get(json_object_get(seg_e, "runtime_boundary"), "network");
+				if (strcmp(json_string_value(json_object_get(cn, "scope")), "targeted") == 0) {
+					size_t k;
+					const json_t *t;
+					assert_string_not_equal(json_string_value(json_object_get(en, "scope")), "broad");
+					json_array_foreach(json_object_get(en, "outbound_targets"), k, t) {
+						bool ok = false;
+						size_t m;
+						const json_t *u;
+						json_array_foreach(json_object_get(cn, "outbound_targets"), m, u)
+							ok = ok || strcmp(json_string_value(json_object_get(u, "value")),
+							                  json_string_value(json_object_get(t, "value"))) == 0;
+						assert_true(ok);
+					}
+				}
+				if (strcmp(json_string_value(json_object_get(cn, "default")), "deny") == 0)
+					assert_string_equal(json_string_value(json_object_get(en, "default")), "deny");
+			}
+		}
+		ota_policy_free(p1);
+		ota_policy_free(p2);
+		for (size_t i = 0; i < n; i++)
+			ota_overlay_free(ovs[i]);
+	}
+	ota_policy_free(base);
+	ota_contract_free(c);
+}
+
+/* ---- admission ---- */
+
+static ota_capability_descriptor oci(void)
+{
+	ota_capability_descriptor d;
+	ota_platform host = {"linux", "amd64", ""};
+	const char *t = ota_policy_builtin_descriptor("oci_local");
+	assert_non_null(t);
+	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(t, strlen(t)), &host, &d, NULL), OTA_OK);
+	assert_int_equal(d.controls[OTA_CTL_NET_TARGET_ALLOWLIST], OTA_CAP_UNSUPPORTED);
+	assert_int_equal(d.controls[OTA_CTL_FS_READ_ONLY_ROOT], OTA_CAP_ENFORCED);
+	return d;
+}
+
+static json_t *admit(const char *rel, ota_lane_kind k, const char *lane, bool agent,
+                     const char *target, bool *admitted)
+{
+	ota_contract *c = load_src(rel);
+	ota_policy *p = compile(c, k, lane, NULL, 0);
+	ota_capability_descriptor d = oci();
+	ota_admission_request r = {agent, target, &d, 1};
+	json_t *out = NULL;
+	assert_ota(ota_policy_admit(p, &r, &out, admitted, NULL), OTA_OK);
+	assert_false(json_is_true(json_object_get(out, "execution_started")));
+	ota_policy_free(p);
+	ota_contract_free(c);
+	return out;
+}
+
+static bool has_refusal(const json_t *a, const char *control)
+{
+	size_t i;
+	const json_t *r;
+	json_array_foreach(json_object_get(a, "refusals"), i, r)
+		if (strcmp(json_string_value(json_object_get(r, "control")), control) == 0)
+			return true;
+	return false;
+}
+
+static void test_admission(void **state)
+{
+	(void)state;
+	bool ok;
+	json_t *a = admit("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml", OTA_LANE_TASK,
+	                  "verify", true, NULL, &ok);
+	assert_true(ok);
+	assert_string_equal(json_string_value(json_object_get(a, "decision")), "admitted");
+	assert_string_equal(json_string_value(json_object_get(a, "resolution")), "automatic");
+	assert_string_equal(json_string_value(json_object_get(a, "provider_target")), "oci_local");
+	assert_true(json_is_true(json_object_get(a, "agent_safe")));
+	json_decref(a);
+	/* same lane, explicit target, human: admitted but never labelled agent-safe */
+	a = admit("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml", OTA_LANE_TASK, "verify",
+	          false, "oci_local", &ok);
+	assert_true(ok);
+	assert_false(json_is_true(json_object_get(a, "agent_safe")));
+	json_decref(a);
+	a = admit("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml", OTA_LANE_WORKFLOW, "verify",
+	          true, "oci_local", &ok);
+	assert_true(ok);
+	json_decref(a);
+	/* native lane with targeted egress: refused with upstream's controls */
+	a = admit("vectors/ota-examples/reference/runtime-boundary/ota.yaml", OTA_LANE_TASK, "verify",
+	          true, "oci_local", &ok);
+	assert_false(ok);
+	assert_true(has_refusal(a, "execution.backend"));
+	assert_true(has_refusal(a, "execution.lifecycle"));
+	assert_true(has_refusal(a, "execution.target_platform"));
+	assert_true(has_refusal(a, "network.target_allowlist"));
+	/* the app-enforced constraint is an obligation, not provider enforcement */
+	const json_t *ob = json_array_get(json_object_get(a, "application_obligations"), 0);
+	assert_string_equal(json_string_value(json_object_get(ob, "evidence")), "not_proved");
+	assert_string_equal(json_string_value(json_object_get(a, "canonical_policy_identity")),
+	                    json_string_value(json_object_get(json_object_get(a, "canonical_policy"), "identity")));
+	json_decref(a);
+	/* container lane without a platform */
+	a = admit("vectors/ota-examples/reference/replay-baseline-regeneration/ota.yaml", OTA_LANE_TASK,
+	          "baseline:replay", false, "oci_local", &ok);
+	assert_false(ok);
+	assert_true(has_refusal(a, "execution.target_platform"));
+	assert_true(has_refusal(a, "filesystem.repo_root_mode"));
+	json_decref(a);
+	/* no authoritative controls: plain agent admission without a target */
+	a = admit("vectors/ota-examples/reference/safe-agent-execution/ota.yaml", OTA_LANE_TASK, "verify",
+	          true, NULL, &ok);
+	assert_true(ok);
+	assert_string_equal(json_string_value(json_object_get(a, "decision")), "not_required");
+	json_decref(a);
+	/* agent admission first: unsafe task refused before sandbox evaluation */
+	a = admit("vectors/ota-examples/reference/safe-agent-execution/ota.yaml", OTA_LANE_TASK, "publish",
+	          true, "oci_local", &ok);
+	assert_false(ok);
+	assert_string_equal(json_string_value(json_object_get(a, "kind")), "agent_unsafe_closure");
+	assert_true(has_refusal(a, "agent.safe_for_agent"));
+	assert_true(json_is_null(json_object_get(a, "provider_evaluation")));
+	json_decref(a);
+	/* services refuse as pre-boundary actions */
+	a = admit("vectors/ota-examples/reference/managed-lifecycle-proof/ota.yaml", OTA_LANE_TASK,
+	          "assert-database", false, "oci_local", &ok);
+	assert_false(ok);
+	assert_true(has_refusal(a, "execution.pre_boundary_actions"));
+	json_decref(a);
+	/* unknown target */
+	a = admit("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml", OTA_LANE_TASK, "verify",
+	          true, "nope", &ok);
+	assert_false(ok);
+	assert_string_equal(json_string_value(json_object_get(a, "kind")), "sandbox_target_unknown");
+	json_decref(a);
+}
+
+static void test_descriptor_refusals(void **state)
+{
+	(void)state;
+	ota_capability_descriptor d;
+	const char *bad = "{\"target\":\"x\",\"adapter_version\":\"v\",\"target_platforms\":[],\"controls\":{\"made.up\":\"enforced\"},\"execution\":{\"backends\":[],\"lifecycles\":[],\"kinds\":[]}}";
+	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(bad, strlen(bad)), NULL, &d, NULL),
+	           OTA_ERR_POLICY_DESCRIPTOR);
+	ota_capability_descriptor a = oci(), b = oci();
+	char ia[OTA_ID_LEN + 1], ib[OTA_ID_LEN + 1];
+	assert_ota(ota_capability_descriptor_identity(&a, ia, NULL), OTA_OK);
+	b.controls[OTA_CTL_NET_EXTERNAL_DENY] = OTA_CAP_ADVISORY;
+	assert_ota(ota_capability_descriptor_identity(&b, ib, NULL), OTA_OK);
+	assert_string_not_equal(ia, ib);
+	/* an advisory runtime control fails closed */
+	ota_contract *c = load_src("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml");
+	ota_policy *p = compile(c, OTA_LANE_TASK, "verify", NULL, 0);
+	ota_admission_request r = {true, NULL, &b, 1};
+	json_t *out = NULL;
+	bool ok = true;
+	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+	assert_false(ok);
+	assert_true(has_refusal(out, "network.default"));
+	json_decref(out);
+	/* two compatible targets without a default: ambiguous */
+	ota_capability_descriptor two[2] = {a, a};
+	strcpy(two[1].target, "other_oci");
+	ota_admission_request r2 = {true, NULL, two, 2};
+	assert_ota(ota_policy_admit(p, &r2, &out, &ok, NULL), OTA_OK);
+	assert_false(ok);
+	assert_string_equal(json_string_value(json_object_get(out, "kind")), "sandbox_target_ambiguous");
+	json_decref(out);
+	ota_policy_free(p);
+	ota_contract_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_upstream_examples),
+		cmocka_unit_test(test_loader_refusals),
+		cmocka_unit_test(test_alias_bomb_and_depth),
+		cmocka_unit_test(test_identity_stability),
+		cmocka_unit_test(test_overlays),
+		cmocka_unit_test(test_meet_properties),
+		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_descriptor_refusals),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
