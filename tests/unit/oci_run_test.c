@@ -282,6 +282,384 @@ static void test_basic_crun(void **state)
 	basic_run(OTA_OCI_CRUN);
 }
 
+/* ---- the escape catalogue, each with a host-side oracle ---- */
+
+static char *fingerprint_cmd(const fx *f)
+{
+	/* hash, inode and link count of every protected path, from the host */
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+	         "cd '%s' && find ota.yaml .github .git work/cfg -xdev -printf '%%p %%i %%n %%m %%s "
+	         "%%T@ %%C@\\n' | sort && cat ota.yaml .git/config work/cfg/settings.json "
+	         ".github/workflows/ci.yml | sha256sum",
+	         f->repo);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char *buf = calloc(1, 65536);
+	assert_non_null(buf);
+	size_t n = fread(buf, 1, 65535, p);
+	buf[n] = '\0';
+	pclose(p);
+	return buf;
+}
+
+/* The attack script: every attempt appends "NAME rc" to work/results.txt. */
+static const char escape_script[] =
+	"R=/workspace/work/results.txt; t() { n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n "
+	"ESCAPED\" >>$R; else echo \"$n denied\" >>$R; fi; }\n"
+	"t FS-01 sh -c 'echo PWNED >> /workspace/.git/config'\n"
+	"t FS-02 sh -c 'echo PWNED >> /workspace/work/cfg/settings.json'\n"
+	"ln -s /workspace/.git/config /workspace/work/lnk; t FS-03 sh -c 'echo PWNED >> "
+	"/workspace/work/lnk'\n"
+	"t FS-07 sh -c 'echo PWNED >> /workspace/work/../.git/config'\n"
+	"t FS-08 sh -c 'echo PWNED >> /proc/self/root/workspace/.git/config'\n"
+	"t FS-09a chmod 777 /workspace/.git/config\n"
+	"t FS-09b truncate -s 0 /workspace/work/cfg/settings.json\n"
+	"t FS-09c touch -d 2001-01-01 /workspace/ota.yaml\n"
+	"t FS-10a mv /workspace/work/cfg/settings.json /workspace/work/cfg/s.bak\n"
+	"t FS-10b rm -f /workspace/work/cfg/settings.json\n"
+	"t FS-10c rm -rf /workspace/work/cfg\n"
+	"t FS-13 mkdir /workspace/.git/hooks2\n"
+	"t FS-17 mknod /workspace/work/null c 1 3\n"
+	"t FS-21 sh -c 'echo PWNED > /workspace/sub/pwn'\n"
+	"t FS-24 sh -c 'echo PWNED > /workspace/.github/workflows/ci.yml'\n"
+	"t MNT-01 mount -o remount,rw /workspace\n"
+	"t MNT-01b mount -o remount,bind,rw /workspace/.git\n"
+	"t MNT-01c umount -l /workspace/work/cfg\n"
+	"t MNT-03 unshare -U -r true\n"
+	"t MNT-06 sh -c 'echo 1 > /proc/sysrq-trigger'\n"
+	"t MNT-06b sh -c 'echo 1 > /proc/sys/kernel/panic'\n"
+	"t MNT-07 touch /escape-root\n"
+	"t NET-01 nc -w 2 1.1.1.1 80\n"
+	"t NET-02 nc -w 2 192.0.2.1 80\n"
+	"t NET-03 sh -c 'echo x | nc -u -w 1 8.8.8.8 53'\n"
+	"t NET-06 sh -c 'echo hello | nc -w 1 127.0.0.1 $HOSTPORT'\n"
+	"t NET-10 ip link set lo down\n"
+	"t NET-10b ip addr add 10.9.9.9/24 dev lo\n"
+	"t SOCK-01 ls /var/run/docker.sock\n"
+	"t PROC-05 test -t 1\n"
+	"t PROC-09 sh -c 'cat /proc/*/environ | tr \"\\\\0\" \"\\\\n\" | grep -q SSH_AUTH_SOCK'\n"
+	"ls /proc | grep -c '^[0-9]' > /workspace/work/nprocs\n"
+	"kill -9 -1 2>/dev/null; echo done >> $R\n";
+
+static void escape_catalogue(ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	/* FS-21: a host mount nested inside the repo (not a carve-out) */
+	char sub[1024];
+	snprintf(sub, sizeof sub, "%s/sub", f->repo);
+	assert_int_equal(mount("tmpfs", sub, "tmpfs", 0, "size=1m"), 0);
+	/* NET-06: a host loopback listener that must see no connection */
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(l >= 0);
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof a;
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	char portenv[64];
+	snprintf(portenv, sizeof portenv, "HOSTPORT=%u", (unsigned)ntohs(a.sin_port));
+	/* SOCK-04 / PROC-09: the runner's environment must not leak in */
+	setenv("SSH_AUTH_SOCK", "/tmp/ota-test-agent.sock", 1);
+	char *before = fingerprint_cmd(f);
+
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_plan p = fx_plan(f, escape_script);
+	const char *env[] = {"PATH=/bin:/usr/bin", portenv};
+	p.env = env;
+	p.n_env = 2;
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	unsetenv("SSH_AUTH_SOCK");
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+
+	/* Host-side oracles. */
+	char *after = fingerprint_cmd(f);
+	assert_string_equal(before, after); /* protected hash, inode, links unchanged */
+	char path[1024];
+	snprintf(path, sizeof path, "%s/sub/pwn", f->repo);
+	assert_int_equal(access(path, F_OK), -1); /* FS-21 */
+	snprintf(path, sizeof path, "%s/escape-root", f->rootfs);
+	assert_int_equal(access(path, F_OK), -1); /* MNT-07 */
+	snprintf(path, sizeof path, "%s/.git/hooks2", f->repo);
+	assert_int_equal(access(path, F_OK), -1); /* FS-13 */
+	struct sockaddr_in peer;
+	socklen_t pl = sizeof peer;
+	assert_int_equal(accept(l, (struct sockaddr *)&peer, &pl), -1); /* NET-06 */
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	close(l);
+	snprintf(path, sizeof path, "%s/work/results.txt", f->repo);
+	char *res = slurp(path);
+	assert_non_null(res);
+	if (getenv("OTA_TEST_VERBOSE") != NULL)
+		fprintf(stderr, "%s", res);
+	assert_null(strstr(res, "ESCAPED")); /* in-sandbox errno side: all denied */
+	assert_non_null(strstr(res, "FS-01 denied"));
+	assert_non_null(strstr(res, "NET-06 denied"));
+	assert_non_null(strstr(res, "done"));
+	free(res);
+	snprintf(path, sizeof path, "%s/work/nprocs", f->repo);
+	char *np = slurp(path);
+	assert_non_null(np);
+	assert_true(strtol(np, NULL, 10) <= 4); /* PROC-09: host pids invisible */
+	free(np);
+	free(before);
+	free(after);
+	assert_int_equal(umount2(sub, MNT_DETACH), 0);
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
+static void test_escapes_runc(void **state)
+{
+	(void)state;
+	escape_catalogue(OTA_OCI_RUNC);
+}
+
+static void test_escapes_crun(void **state)
+{
+	(void)state;
+	escape_catalogue(OTA_OCI_CRUN);
+}
+
+/* ---- cases that cannot be defended are refused before any mutation ---- */
+
+static void expect_refusal(fx *f, ota_oci_plan *p, ota_err want)
+{
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(p, &o, &r, &e);
+	if (rc != want)
+		fail_msg("got %s (%s: %s), want %s", ota_err_name(rc), e.where, e.what,
+		         ota_err_name(want));
+	assert_int_equal(r.terminal, OTA_OCI_REFUSED);
+	assert_false(r.started);
+	assert_string_equal(json_string_value(json_object_get(r.terminal_record, "state")), "refused");
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(r.terminal_record, "error"), "code")),
+	                    ota_err_name(want));
+	/* nothing was prepared: no bundle, no container */
+	char b[1024];
+	snprintf(b, sizeof b, "%s/bundles", f->state);
+	assert_int_equal(access(b, F_OK), -1);
+	assert_int_equal(count_containers(f), 0);
+	ota_oci_result_clear(&r);
+}
+
+static void test_refusals(void **state)
+{
+	(void)state;
+	fx *f = fx_new(OTA_OCI_RUNC);
+	ota_oci_plan p = fx_plan(f, "true");
+	/* FS-05: pre-existing hardlink in a carve-out to protected content */
+	sh("ln '%s/.git/config' '%s/work/prehl'", f->repo, f->repo);
+	expect_refusal(f, &p, OTA_ERR_OCI_HARDLINK_ALIAS);
+	sh("rm '%s/work/prehl'", f->repo);
+	/* FS-13: protected name missing under a writable parent */
+	const char *w1[] = {"work"};
+	const char *p1[] = {"work/.git"};
+	p.writable = w1;
+	p.n_writable = 1;
+	p.protected_paths = p1;
+	p.n_protected = 1;
+	expect_refusal(f, &p, OTA_ERR_OCI_PROTECTED_UNDEFENDABLE);
+	/* FS-25: carve-out declared through a symlink */
+	sh("ln -s /etc '%s/build'", f->repo);
+	const char *w2[] = {"build"};
+	p.writable = w2;
+	p.n_protected = 0;
+	expect_refusal(f, &p, OTA_ERR_OCI_PATH_SYMLINK);
+	/* FS-26: protected path that is itself a symlink */
+	sh("ln -s decoy '%s/work/.codex'", f->repo);
+	const char *p2[] = {"work/.codex"};
+	p.writable = w1;
+	p.protected_paths = p2;
+	p.n_protected = 1;
+	expect_refusal(f, &p, OTA_ERR_OCI_PATH_SYMLINK);
+	sh("rm '%s/work/.codex'", f->repo);
+	p.n_protected = 0;
+	/* writable path outside the repo */
+	const char *w3[] = {"/tmp"};
+	p.writable = w3;
+	expect_refusal(f, &p, OTA_ERR_OCI_WRITABLE_OUTSIDE);
+	const char *w4[] = {"../x"};
+	p.writable = w4;
+	expect_refusal(f, &p, OTA_ERR_OCI_PATH_ESCAPE);
+	/* a host mount below a carve-out (mount alias) */
+	p.writable = w1;
+	sh("mkdir -p '%s/work/m'", f->repo);
+	char m[1024];
+	snprintf(m, sizeof m, "%s/work/m", f->repo);
+	assert_int_equal(mount("tmpfs", m, "tmpfs", 0, "size=1m"), 0);
+	expect_refusal(f, &p, OTA_ERR_OCI_MOUNT_ALIAS);
+	assert_int_equal(umount2(m, MNT_DETACH), 0);
+	/* SOCK-03: a socket file (a daemon's control socket) inside the repo */
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un un;
+	memset(&un, 0, sizeof un);
+	un.sun_family = AF_UNIX;
+	int un_n = snprintf(un.sun_path, sizeof un.sun_path, "%s/docker.sock", f->repo);
+	assert_true(un_n > 0 && (size_t)un_n < sizeof un.sun_path);
+	assert_int_equal(bind(s, (struct sockaddr *)&un, sizeof un), 0);
+	expect_refusal(f, &p, OTA_ERR_OCI_RUNTIME_SOCKET);
+	close(s);
+	unlink(un.sun_path);
+	/* a repository that contains runtime state */
+	p.repo = "/run";
+	expect_refusal(f, &p, OTA_ERR_OCI_RUNTIME_SOCKET);
+	fx_free(f);
+}
+
+/* ---- PROC-08: timeout ---- */
+
+static void test_timeout(void **state)
+{
+	(void)state;
+	fx *f = fx_new(OTA_OCI_RUNC);
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_plan p = fx_plan(f, "sleep 30");
+	p.timeout_seconds = 1;
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	time_t t0 = time(NULL);
+	assert_ota(ota_oci_run(&p, &o, &r, &e), OTA_OK);
+	assert_true(time(NULL) - t0 < 20);
+	assert_true(r.timed_out);
+	assert_int_equal(r.exit_status, 128 + SIGKILL);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	assert_true(json_is_true(json_object_get(json_object_get(r.terminal_record, "cleanup"),
+	                                         "confirmed")));
+	assert_lease_terminal(f, r.container_id, "enforced_through_completion");
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
+/* ---- interruption: SIGINT, SIGTERM in process; SIGKILL then cleanup ---- */
+
+static volatile sig_atomic_t g_cancel; /* test child only: the signal handler's flag */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_cancel = 1;
+}
+
+/* Waits until the child's lease reaches phase "started"; returns its id. */
+static void wait_started(const fx *f, char id[64])
+{
+	for (int i = 0; i < 300; i++) {
+		json_t *rows = NULL;
+		if (ota_oci_lease_list(f->db, true, &rows, NULL) == OTA_OK) {
+			size_t k;
+			json_t *r;
+			json_array_foreach(rows, k, r)
+			{
+				const char *ph = json_string_value(json_object_get(r, "phase"));
+				if (ph != NULL && strcmp(ph, "started") == 0) {
+					snprintf(id, 64, "%s", json_string_value(json_object_get(r, "id")));
+					json_decref(rows);
+					return;
+				}
+			}
+			json_decref(rows);
+		}
+		usleep(50000);
+	}
+	fail_msg("child never started its container");
+}
+
+static void interrupt_with(int sig, ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		ota_oci_run_opts o = fx_opts(f);
+		o.cancel = &g_cancel;
+		o.on_output = NULL;
+		ota_oci_plan p = fx_plan(f, "sleep 60");
+		ota_oci_result r;
+		ota_err rc = ota_oci_run(&p, &o, &r, NULL);
+		int code = rc == OTA_ERR_OCI_INTERRUPTED &&
+		                           r.terminal == OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION
+		                   ? 0
+		                   : 1;
+		ota_oci_result_clear(&r);
+		_exit(code);
+	}
+	char id[64];
+	wait_started(f, id);
+	assert_int_equal(kill(child, sig), 0);
+	int st = 0;
+	assert_int_equal(waitpid(child, &st, 0), child);
+	if (sig == SIGKILL) {
+		assert_true(WIFSIGNALED(st));
+		/* the container outlives its runner (PROC-02) until cleanup */
+		assert_int_equal(count_containers(f), 1);
+		ota_oci_run_opts o = fx_opts(f);
+		json_t *rep = NULL;
+		ota_error e;
+		ota_error_clear(&e);
+		ota_err rc = ota_oci_cleanup(&o, &rep, &e);
+		if (rc != OTA_OK)
+			fail_msg("cleanup: %s: %s", ota_err_name(rc), e.what);
+		assert_int_equal(json_array_size(json_object_get(rep, "finalized")), 1);
+		json_decref(rep);
+	} else {
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_lease_terminal(f, id, "enforcement_unknown_after_interruption");
+	json_t *open_rows = NULL;
+	assert_ota(ota_oci_lease_list(f->db, true, &open_rows, NULL), OTA_OK);
+	assert_int_equal(json_array_size(open_rows), 0); /* every lease finalized */
+	json_decref(open_rows);
+	fx_free(f); /* asserts no container is left */
+}
+
+static void test_sigint(void **state)
+{
+	(void)state;
+	interrupt_with(SIGINT, OTA_OCI_RUNC);
+}
+
+static void test_sigterm(void **state)
+{
+	(void)state;
+	interrupt_with(SIGTERM, OTA_OCI_CRUN);
+}
+
+static void test_sigkill_runc(void **state)
+{
+	(void)state;
+	interrupt_with(SIGKILL, OTA_OCI_RUNC);
+}
+
+static void test_sigkill_crun(void **state)
+{
+	(void)state;
+	interrupt_with(SIGKILL, OTA_OCI_CRUN);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -291,6 +669,14 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_basic_runc),
 		cmocka_unit_test(test_basic_crun),
+		cmocka_unit_test(test_escapes_runc),
+		cmocka_unit_test(test_escapes_crun),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_sigint),
+		cmocka_unit_test(test_sigterm),
+		cmocka_unit_test(test_sigkill_runc),
+		cmocka_unit_test(test_sigkill_crun),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
