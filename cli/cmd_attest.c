@@ -1,0 +1,264 @@
+/*
+ * ota attest - the provider side of the attestation endpoint:
+ *   ota attest challenge --url URL --txn T --issuer I --scope S [--ttl S] [--bytes N] [--json]
+ *   ota attest sign --key KEY --claims CLAIMS.json [--out FILE]
+ *   ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json) [--out ACC.cose] [--json]
+ * CLAIMS.json holds the attestation claims with the challenge's nonce as
+ * base64url in "eat_nonce" (docs/attestation.md); iat defaults to now and
+ * exp to iat + 120.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "ota/admission.h"
+#include "ota/attestd.h"
+#include "ota/cose.h"
+#include "ota/json.h"
+#include "ota/key.h"
+
+static const char usage_text[] =
+	"usage: ota attest challenge --url URL --txn T --issuer I --scope S [--ttl S] [--bytes N] [--json]\n"
+	"       ota attest sign --key KEY --claims CLAIMS.json --out FILE.cose\n"
+	"       ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)\n"
+	"                         [--out ACCEPTANCE.cose] [--json]\n";
+
+static int fail_exit(const ota_error *e)
+{
+	int rc = cli_fail("ota attest", e);
+	if (e->code == OTA_ERR_HTTP_TRANSPORT || e->code == OTA_ERR_ATT_PROTOCOL)
+		return CLI_INTERNAL;
+	return rc;
+}
+
+static bool copy_claim(json_t *o, const char *k, char *dst, size_t cap, ota_error *e)
+{
+	json_t *v = json_object_get(o, k);
+	if (v == NULL)
+		return true;
+	if (!json_is_string(v) || strlen(json_string_value(v)) >= cap) {
+		ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, k, "must be a string shorter than %zu bytes", cap);
+		return false;
+	}
+	snprintf(dst, cap, "%s", json_string_value(v));
+	return true;
+}
+
+/* CLAIMS.json -> signed COSE (new). */
+static ota_err build_signed(const char *key_path, const char *claims_path, uint8_t **out,
+                            size_t *out_len, ota_error *e)
+{
+	ota_err rc;
+	ota_key *key = NULL;
+	uint8_t *text = NULL, *payload = NULL;
+	size_t tl = 0, pl = 0;
+	json_t *o = NULL;
+	ota_attestation a;
+	memset(&a, 0, sizeof a);
+	if ((rc = ota_key_load_file(key_path, &key, e)) != OTA_OK)
+		return rc;
+	if ((rc = ota_file_read(claims_path, OTA_MAX_JSON_REQUEST_BYTES, &text, &tl, e)) != OTA_OK)
+		goto out;
+	if ((rc = ota_json_parse(ota_bytes_make(text, tl), &o, e)) != OTA_OK)
+		goto out;
+	if (!json_is_object(o)) {
+		rc = ota_error_set(e, OTA_ERR_JSON_TYPE, claims_path, "claims must be an object");
+		goto out;
+	}
+	json_t *pol = json_object_get(o, "policy"), *plat = json_object_get(o, "platform");
+	if (!copy_claim(o, "iss", a.iss, sizeof a.iss, e) || !copy_claim(o, "kind", a.kind, sizeof a.kind, e) ||
+	    !copy_claim(o, "txn", a.txn, sizeof a.txn, e) ||
+	    !copy_claim(o, "trust_root", a.trust_root, sizeof a.trust_root, e) ||
+	    !copy_claim(o, "provider", a.provider, sizeof a.provider, e) ||
+	    !copy_claim(o, "adapter", a.adapter, sizeof a.adapter, e) ||
+	    !copy_claim(o, "segment", a.segment, sizeof a.segment, e) ||
+	    !copy_claim(o, "boundary", a.boundary, sizeof a.boundary, e) ||
+	    !copy_claim(o, "prior", a.prior, sizeof a.prior, e) ||
+	    (pol != NULL && (!copy_claim(pol, "canonical", a.policy_canonical, sizeof a.policy_canonical, e) ||
+	                     !copy_claim(pol, "effective", a.policy_effective, sizeof a.policy_effective, e))) ||
+	    (plat != NULL && (!copy_claim(plat, "os", a.platform_os, sizeof a.platform_os, e) ||
+	                      !copy_claim(plat, "architecture", a.platform_arch, sizeof a.platform_arch, e) ||
+	                      !copy_claim(plat, "variant", a.platform_variant, sizeof a.platform_variant, e)))) {
+		rc = e->code;
+		goto out;
+	}
+	a.has_prior = a.prior[0] != '\0';
+	json_t *iat = json_object_get(o, "iat"), *exp = json_object_get(o, "exp");
+	a.iat = json_is_integer(iat) ? (int64_t)json_integer_value(iat) : (int64_t)time(NULL);
+	a.exp = json_is_integer(exp) ? (int64_t)json_integer_value(exp) : a.iat + 120;
+	const char *n64 = json_string_value(json_object_get(o, "eat_nonce"));
+	if (n64 == NULL) {
+		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_MISSING, "eat_nonce", "base64url challenge nonce");
+		goto out;
+	}
+	uint8_t *nonce = NULL;
+	size_t nl = 0;
+	if (ota_base64_decode(n64, strlen(n64), &nonce, &nl) != OTA_OK || nl > sizeof a.nonce) {
+		free(nonce);
+		rc = ota_error_set(e, OTA_ERR_BAD_BASE64, "eat_nonce", "not base64url of 16..64 bytes");
+		goto out;
+	}
+	memcpy(a.nonce, nonce, nl);
+	a.nonce_len = nl;
+	free(nonce);
+	if ((rc = ota_attestation_encode(&a, &payload, &pl)) != OTA_OK) {
+		ota_error_set(e, rc, claims_path, "cannot encode the claims");
+		goto out;
+	}
+	/* refuse locally what the endpoint would refuse as malformed */
+	ota_attestation check;
+	if ((rc = ota_attestation_parse(ota_bytes_make(payload, pl), &check, e)) != OTA_OK)
+		goto out;
+	ota_cose_sign_opts so;
+	memset(&so, 0, sizeof so);
+	so.include_kid = true;
+	rc = ota_cose_sign1_sign(key, ota_bytes_make(payload, pl), &so, out, out_len, e);
+out:
+	json_decref(o);
+	free(text);
+	free(payload);
+	ota_key_free(key);
+	return rc;
+}
+
+int cmd_attest(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage_text, argc < 2 ? stderr : stdout);
+		return argc < 2 ? CLI_USAGE : CLI_OK;
+	}
+	const char *sub = argv[1];
+	static const struct option lo[] = {
+		{"url", required_argument, NULL, 'u'},
+		{"txn", required_argument, NULL, 't'},
+		{"issuer", required_argument, NULL, 'i'},
+		{"scope", required_argument, NULL, 's'},
+		{"ttl", required_argument, NULL, 'T'},
+		{"bytes", required_argument, NULL, 'n'},
+		{"key", required_argument, NULL, 'k'},
+		{"claims", required_argument, NULL, 'c'},
+		{"out", required_argument, NULL, 'o'},
+		{"json", no_argument, NULL, 'j'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *url = NULL, *key = NULL, *claims = NULL, *outp = NULL;
+	ota_nonce_binding b = {NULL, NULL, NULL};
+	long long ttl = 0, nbytes = 0;
+	bool json = false;
+	int ch;
+	optind = 2;
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		char *end = NULL;
+		switch (ch) {
+		case 'u': url = optarg; break;
+		case 't': b.txn = optarg; break;
+		case 'i': b.issuer = optarg; break;
+		case 's': b.scope = optarg; break;
+		case 'k': key = optarg; break;
+		case 'c': claims = optarg; break;
+		case 'o': outp = optarg; break;
+		case 'j': json = true; break;
+		case 'T':
+		case 'n': {
+			long long v = strtoll(optarg, &end, 10);
+			if (end == optarg || *end != '\0' || v < 0 || v > 1000000)
+				return cli_usage("ota attest", "--ttl and --bytes take a positive integer");
+			if (ch == 'T')
+				ttl = v;
+			else
+				nbytes = v;
+			break;
+		}
+		default:
+			fputs(usage_text, stderr);
+			return CLI_USAGE;
+		}
+	}
+	ota_error e;
+	ota_error_clear(&e);
+	if (strcmp(sub, "challenge") == 0) {
+		if (url == NULL || b.txn == NULL || b.issuer == NULL || b.scope == NULL || optind != argc)
+			return cli_usage("ota attest", "challenge needs --url, --txn, --issuer and --scope");
+		char *ans = NULL;
+		if (ota_attest_client_challenge(url, &b, (size_t)nbytes, ttl, &ans, &e) != OTA_OK)
+			return fail_exit(&e);
+		json_t *o = json_loads(ans, 0, NULL);
+		free(ans);
+		if (o == NULL)
+			return CLI_INTERNAL;
+		if (json)
+			cli_print_json(o);
+		else
+			printf("%s %s\n", json_string_value(json_object_get(o, "challenge")),
+			       json_string_value(json_object_get(o, "nonce")));
+		json_decref(o);
+		return CLI_OK;
+	}
+	if (strcmp(sub, "sign") == 0 || strcmp(sub, "submit") == 0) {
+		bool submit = strcmp(sub, "submit") == 0;
+		uint8_t *msg = NULL;
+		size_t ml = 0;
+		if (submit && url == NULL)
+			return cli_usage("ota attest", "submit needs --url");
+		if (key != NULL || claims != NULL) {
+			if (key == NULL || claims == NULL || optind != argc)
+				return cli_usage("ota attest", "--key and --claims go together");
+			if (build_signed(key, claims, &msg, &ml, &e) != OTA_OK)
+				return fail_exit(&e);
+		} else {
+			if (!submit || optind + 1 != argc)
+				return cli_usage("ota attest", "give FILE.cose or --key and --claims");
+			if (ota_file_read(argv[optind], OTA_MAX_HTTP_BODY_BYTES, &msg, &ml, &e) != OTA_OK)
+				return fail_exit(&e);
+		}
+		if (!submit) {
+			if (outp == NULL) {
+				free(msg);
+				return cli_usage("ota attest", "sign needs --out");
+			}
+			ota_err rc = ota_file_write_atomic(outp, ota_bytes_make(msg, ml), 0644, &e);
+			free(msg);
+			return rc == OTA_OK ? CLI_OK : fail_exit(&e);
+		}
+		char *ans = NULL;
+		ota_err rc = ota_attest_client_submit(url, ota_bytes_make(msg, ml), &ans, &e);
+		free(msg);
+		if (rc != OTA_OK) {
+			if (json) {
+				json_t *ej = cli_error_json(&e);
+				cli_print_json(ej);
+				json_decref(ej);
+			}
+			return fail_exit(&e);
+		}
+		json_t *o = json_loads(ans, 0, NULL);
+		free(ans);
+		if (o == NULL)
+			return CLI_INTERNAL;
+		if (outp != NULL) {
+			const char *b64 = json_string_value(json_object_get(o, "acceptance"));
+			uint8_t *acc = NULL;
+			size_t al = 0;
+			if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &acc, &al) != OTA_OK ||
+			    ota_file_write_atomic(outp, ota_bytes_make(acc, al), 0644, &e) != OTA_OK) {
+				free(acc);
+				json_decref(o);
+				if (e.code == OTA_OK)
+					ota_error_set(&e, OTA_ERR_ATT_PROTOCOL, "acceptance", "missing or not base64");
+				return fail_exit(&e);
+			}
+			free(acc);
+		}
+		if (json)
+			cli_print_json(o);
+		else
+			printf("accepted %s\n", json_string_value(json_object_get(o, "attestation")));
+		json_decref(o);
+		return CLI_OK;
+	}
+	fputs(usage_text, stderr);
+	return CLI_USAGE;
+}

@@ -1,0 +1,91 @@
+/*
+ * ota/attestd.h - the attestation endpoint (libmicrohttpd) and its client
+ * (libcurl): target ota_attest_net, which neither libota nor ota-verify
+ * links. docs/attestation.md documents the HTTP API and its JSON shapes.
+ *
+ * Routes: POST /v1/challenges (JSON), POST /v1/attestations
+ * (application/cose), GET /v1/acceptances/<sha256:...>, GET /v1/trust-root,
+ * GET /healthz, GET /metrics (Prometheus text). Every error answer is JSON
+ * {"ok": false, "code": <stable error name>, "where": ..., "message": ...}.
+ *
+ * Durable state goes through one group committer: an answer (a challenge or
+ * an acceptance) is sent only after its transaction has committed.
+ */
+#ifndef OTA_ATTESTD_H
+#define OTA_ATTESTD_H
+
+#include "ota/admission.h"
+#include "ota/nonce.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ota_attestd_opts {
+	const char *bind_addr;        /* IPv4 literal; default "127.0.0.1" (loopback) */
+	uint16_t port;                /* 0: an ephemeral port (ota_attestd_port) */
+	const char *db_path;          /* nonce store (required) */
+	const char *trust_root_path;  /* trust-root snapshot JSON (required) */
+	const char *verifier_key_path;/* the endpoint's private key (required); its kid
+	                                 must name a verifier principal of the root */
+	unsigned max_connections;     /* default OTA_MAX_HTTP_CONNECTIONS */
+	unsigned timeout_s;           /* idle connection timeout; default OTA_HTTP_TIMEOUT_SECONDS */
+	size_t max_body;              /* default OTA_MAX_HTTP_BODY_BYTES */
+	unsigned threads;             /* HTTP worker threads; default 8 */
+	size_t max_batch;             /* group commit batch; default 256 */
+	ota_nonce_sync sync;          /* default OTA_NONCE_SYNC_FULL */
+	int64_t challenge_ttl;        /* default (0): OTA_NONCE_DEFAULT_TTL */
+	bool log_requests;            /* one log line per request (else refusals and errors) */
+	ota_admission_opts admission; /* zeroed: ota_admission_opts_init defaults */
+	/* Structured log sink: one JSON object per call, no newline. NULL: none.
+	 * Called from worker threads; must be thread-safe. */
+	void (*log)(void *ctx, const char *json_line);
+	void *log_ctx;
+	const ota_clock *clock;       /* NULL: system clock (borrowed) */
+} ota_attestd_opts;
+
+OTA_API void ota_attestd_opts_init(ota_attestd_opts *o);
+
+typedef struct ota_attestd ota_attestd;
+
+/*
+ * Opens the store (bumping its epoch), loads and checks the trust root
+ * (its own root-key threshold, not expired) and the verifier key, and
+ * starts serving. *out new (ota_attestd_stop). Errors: usage, io_error,
+ * key_*, trust_*, database_error, http_transport (cannot listen).
+ */
+OTA_API OTA_NODISCARD ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out,
+                                                ota_error *err);
+/* The port actually listened on. */
+OTA_API uint16_t ota_attestd_port(const ota_attestd *d);
+/* Stops accepting, finishes the requests in flight, drains the committer,
+ * closes the store and frees d. NULL is a no-op. */
+OTA_API void ota_attestd_stop(ota_attestd *d);
+
+/* ---- client (libcurl) ---- */
+
+/*
+ * POST base_url/v1/challenges. *out (new JSON text, NUL-terminated, free())
+ * is the challenge object on success. Refusals come back as their stable
+ * error (from the answer's "code"), with err filled. Errors also:
+ * http_transport, attestation_response_invalid.
+ */
+OTA_API OTA_NODISCARD ota_err ota_attest_client_challenge(const char *base_url,
+                                                          const ota_nonce_binding *b,
+                                                          size_t nonce_len, int64_t ttl,
+                                                          char **out, ota_error *err);
+/*
+ * POST base_url/v1/attestations with the COSE bytes. *out (new JSON text)
+ * is the acceptance answer on success; refusals as above.
+ */
+OTA_API OTA_NODISCARD ota_err ota_attest_client_submit(const char *base_url, ota_bytes cose,
+                                                       char **out, ota_error *err);
+/* GET base_url + path; *out new body (NUL-terminated), *status the HTTP status. */
+OTA_API OTA_NODISCARD ota_err ota_attest_client_get(const char *base_url, const char *path,
+                                                    char **out, size_t *out_len, long *status,
+                                                    ota_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
