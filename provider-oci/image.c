@@ -239,12 +239,15 @@ ota_err ota_oci_image_resolve(const char *store, const char *name,
 	json_decref(manifest);
 	if (rc != OTA_OK)
 		return rc;
-	const char *ios = json_string_value(json_object_get(config, "os"));
-	const char *iarch = json_string_value(json_object_get(config, "architecture"));
-	const char *ivar = json_string_value(json_object_get(config, "variant"));
-	ios = ios != NULL ? ios : "";
-	iarch = iarch != NULL ? iarch : "";
-	ivar = ivar != NULL ? ivar : "";
+	char ios[32], iarch[32], ivar[32];
+	const char *t = json_string_value(json_object_get(config, "os"));
+	snprintf(ios, sizeof ios, "%.31s", t != NULL ? t : "");
+	t = json_string_value(json_object_get(config, "architecture"));
+	snprintf(iarch, sizeof iarch, "%.31s", t != NULL ? t : "");
+	t = json_string_value(json_object_get(config, "variant"));
+	snprintf(ivar, sizeof ivar, "%.31s", t != NULL ? t : "");
+	json_decref(config);
+	config = NULL;
 	bool ok = strcmp(ios, dos) == 0 && strcmp(iarch, darch) == 0 &&
 	          variant_eq(darch, ivar, dvar) && strcmp(dos, hos) == 0 &&
 	          strcmp(darch, harch) == 0 && variant_eq(harch, dvar, hvar);
@@ -324,5 +327,31 @@ ota_err ota_oci_image_resolve(const char *store, const char *name,
 		*evidence_out = ev;
 	else
 		json_decref(ev);
+	return OTA_OK;
+}
+
+ota_err ota_oci_image_list(const char *store, json_t **out, ota_error *err)
+{
+	*out = NULL;
+	char p[2048];
+	snprintf(p, sizeof p, "%s/index.json", store);
+	json_t *index = NULL;
+	if (read_json(p, &index, err) != OTA_OK)
+		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND, store, "no OCI layout index");
+	json_t *arr = json_array();
+	size_t i;
+	json_t *d;
+	json_array_foreach(json_object_get(index, "manifests"), i, d)
+	{
+		const char *ref = json_string_value(json_object_get(
+			json_object_get(d, "annotations"), "org.opencontainers.image.ref.name"));
+		const char *dg = json_string_value(json_object_get(d, "digest"));
+		if (ref != NULL && dg != NULL)
+			json_array_append_new(arr, json_pack("{s:s, s:s}", "name", ref, "digest", dg));
+	}
+	json_decref(index);
+	if (arr == NULL)
+		return OTA_ERR_NOMEM;
+	*out = arr;
 	return OTA_OK;
 }

@@ -153,6 +153,18 @@ OTA_API OTA_NODISCARD ota_err ota_oci_check_netns(ota_bytes dev, ota_bytes route
 
 /* ---- images and platform ---- */
 
+/* Default locations (overridable by every caller). */
+#define OTA_OCI_DEFAULT_IMAGE_STORE  "/var/lib/ota/images"
+#define OTA_OCI_DEFAULT_ROOTFS_CACHE "/var/cache/ota/rootfs"
+#define OTA_OCI_DEFAULT_LEASE_DB     "/var/lib/ota/leases.db"
+#define OTA_OCI_DEFAULT_STATE_DIR    "/run/ota"
+
+/*
+ * Lists the image names (ref.name annotations) of the OCI layout store as a
+ * JSON array of {"name", "digest"} (new). Error: oci_image_not_found.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_image_list(const char *store, json_t **out, ota_error *err);
+
 /* The host platform ("linux", "amd64", variant or ""), from uname. */
 OTA_API void ota_oci_host_platform(char os[16], char arch[16], char variant[16]);
 

@@ -660,6 +660,63 @@ static void test_sigkill_crun(void **state)
 	interrupt_with(SIGKILL, OTA_OCI_CRUN);
 }
 
+/* ---- upstream's enforced-oci-sandbox example on debian:bookworm-slim ---- */
+
+static void test_upstream_example_debian(void **state)
+{
+	(void)state;
+	const char *store = getenv("OTA_TEST_IMAGE_STORE");
+	if (store == NULL)
+		store = "/var/cache/ota/images";
+	char *rootfs = NULL;
+	json_t *ev = NULL;
+	ota_oci_platform decl = {"linux", "amd64", NULL};
+	ota_error e;
+	ota_error_clear(&e);
+	if (ota_oci_image_resolve(store, "debian:bookworm-slim", &decl, NULL, &rootfs, &ev, &e) !=
+	    OTA_OK) {
+		fprintf(stderr, "debian image not available (%s: %s); build it with "
+		                "scripts/make-test-rootfs.sh debian-image %s\n",
+		        ota_err_name(e.code), e.what, store);
+		skip();
+	}
+	assert_true(json_is_true(json_object_get(ev, "ok")));
+	json_decref(ev);
+	fx *f = fx_new(OTA_OCI_RUNC);
+	char *yaml = test_src_path("../shared/vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml");
+	if (access(yaml, R_OK) == 0)
+		sh("cp '%s' '%s/ota.yaml'", yaml, f->repo);
+	free(yaml);
+	ota_oci_run_opts o = fx_opts(f);
+	static const char *const argv[] = {"bash", "-lc", "printf verified > reports/result.txt"};
+	static const char *const w[] = {"reports"};
+	static const char *const pp[] = {"ota.yaml", ".github/workflows"};
+	ota_oci_plan p = fx_plan(f, "");
+	p.rootfs = rootfs;
+	p.argv = argv;
+	p.argc = 3;
+	p.writable = w;
+	p.n_writable = 1;
+	p.protected_paths = pp;
+	p.n_protected = 2;
+	p.platform = decl;
+	ota_oci_result r;
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.exit_status, 0);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	char path[1024];
+	snprintf(path, sizeof path, "%s/reports/result.txt", f->repo);
+	char *res = slurp(path);
+	assert_non_null(res);
+	assert_string_equal(res, "verified");
+	free(res);
+	ota_oci_result_clear(&r);
+	free(rootfs);
+	fx_free(f);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -677,6 +734,7 @@ int main(void)
 		cmocka_unit_test(test_sigterm),
 		cmocka_unit_test(test_sigkill_runc),
 		cmocka_unit_test(test_sigkill_crun),
+		cmocka_unit_test(test_upstream_example_debian),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
