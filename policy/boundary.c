@@ -289,7 +289,8 @@ ota_err boundary_parse(const ydoc *d, const ynode *node, pool *pl, boundary *out
 				if (rc != OTA_OK)
 					goto fail;
 			}
-			qsort(out->targets, out->ntargets, sizeof *out->targets, cmp_target);
+			if (out->ntargets > 1)
+				qsort(out->targets, out->ntargets, sizeof *out->targets, cmp_target);
 			/* the same destination twice: identical is folded, differing is contradictory */
 			size_t o = 0;
 			for (size_t i = 0; i < out->ntargets; i++) {

@@ -621,7 +621,7 @@ static ota_err build_json(ota_policy *p, const ota_overlay *const *ovs, size_t n
 		json_array_append_new(edges, ej);
 	}
 	/* canonical core: what the identity binds */
-	json_t *core = json_pack("{s:s, s:i, s:s, s:O, s:O, s:O, s:O, s:O}", "kind",
+	json_t *core = json_pack("{s:s, s:i, s:s, s:O, s:O, s:O, s:O, s:o}", "kind",
 	                         "ota.sandbox_policy/v1", "schema_version", 1, "contract_identity",
 	                         p->c->contract_id, "lane", lane, "target_platform", lane_plat,
 	                         "segment_identities", cseg_ids, "edge_identities", edge_ids,

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# ota validate / tasks / workflows / policy show / run|up --dry-run, end to end.
+set -u
+OTA=${OTA:?}
+SRC=${OTA_SOURCE_DIR:?}
+EX=$SRC/vectors/ota-examples
+PV=$SRC/vectors/policy
+fails=0
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+check() { # description, then a command that must succeed
+	local d=$1
+	shift
+	if "$@"; then echo "ok   $d"; else echo "FAIL $d"; fails=$((fails + 1)); fi
+}
+rc_of() { "$@" >"$T/out" 2>"$T/err"; echo $?; }
+
+# every upstream example validates (text and JSON)
+n=0
+while IFS= read -r f; do
+	n=$((n + 1))
+	r=$(rc_of "$OTA" validate -f "$f" --json)
+	if [ "$r" != 0 ] || [ "$(jq -r .ok "$T/out")" != true ]; then
+		echo "FAIL validate $f: $(cat "$T/err")"
+		fails=$((fails + 1))
+	fi
+done < <(find "$EX" -name 'ota*.yaml' | sort)
+check "validated $n upstream examples" test "$n" -ge 80
+
+# invalid contract: exit 1, stable code, file:line:col
+printf 'version: 1\nproject: {name: x}\ntasks:\n  a: {run: x}\n  a: {run: y}\n' >"$T/dup.yaml"
+check "duplicate key exits 1" test "$(rc_of "$OTA" validate -f "$T/dup.yaml" --json)" = 1
+check "duplicate key code" test "$(jq -r .code "$T/out")" = yaml_duplicate_key
+check "duplicate key position" grep -q "dup.yaml:5:3" "$T/err"
+printf 'version: 1\nproject: {name: x}\ntasks:\n  a:\n    run: x\n    runtime_boundary: {filesystem: {writable_paths: [../up]}}\n' >"$T/esc.yaml"
+check "path escape exits 1" test "$(rc_of "$OTA" validate -f "$T/esc.yaml")" = 1
+check "path escape named" grep -q "policy_path_escape: .*esc.yaml:6:" "$T/err"
+check "missing file exits 2" test "$(rc_of "$OTA" validate -f "$T/none.yaml")" = 2
+check "unknown option exits 2" test "$(rc_of "$OTA" validate --bogus)" = 2
+
+# discovery JSON exposes the canonical compiled policy
+check "tasks --json" test "$(rc_of "$OTA" tasks -f "$PV/base.yaml" --json)" = 0
+check "tasks carry canonical policy" test "$(jq '[.tasks[] | .canonical_policy.identity | test("^sha256:[0-9a-f]{64}$")] | all' "$T/out")" = true
+check "tasks list all three" test "$(jq '.tasks | length' "$T/out")" = 3
+check "workflows --json" test "$(rc_of "$OTA" workflows -f "$PV/base.yaml" --json)" = 0
+check "workflow default" test "$(jq -r .default "$T/out")" = ci
+check "workflow segments in phase order" test "$(jq -r '[.workflows[0].canonical_policy.segments[].phase] | join(",")' "$T/out")" = "setup,run,hook"
+
+# identity: reformatting keeps it, platform changes it
+id() { "$OTA" policy show "$@" --no-org-policy --json | jq -r .canonical_policy_identity; }
+a=$(id test -f "$PV/base.yaml")
+b=$(id test -f "$PV/reformatted.yaml")
+c=$(id test -f "$PV/platform-arm64.yaml")
+check "reformatted contract: same canonical identity" test "$a" = "$b"
+check "platform change: new identity" test "$a" != "$c"
+check "golden identity" test "$a" = "$(jq -r '."task:test"' "$PV/expected.json")"
+
+# overlays: order-independent, bound into the effective identity, no widening
+e1=$("$OTA" policy show test -f "$PV/base.yaml" --no-org-policy --overlay "$PV/org-narrow.yaml" --overlay "$PV/overlay-deny.yaml" --json | jq -r .effective_policy_identity)
+e2=$("$OTA" policy show test -f "$PV/base.yaml" --no-org-policy --overlay "$PV/overlay-deny.yaml" --overlay "$PV/org-narrow.yaml" --json | jq -r .effective_policy_identity)
+e0=$("$OTA" policy show test -f "$PV/base.yaml" --no-org-policy --json | jq -r .effective_policy_identity)
+check "overlay order does not matter" test "$e1" = "$e2"
+check "overlays change the effective identity" test "$e1" != "$e0"
+check "widening overlay exits 1" test "$(rc_of "$OTA" policy show test -f "$PV/base.yaml" --overlay "$PV/overlay-widen.yaml" --json)" = 1
+check "widening overlay code" test "$(jq -r .code "$T/out")" = policy_overlay_widens
+# org policy found beside the contract
+mkdir -p "$T/repo/.ota"
+cp "$PV/base.yaml" "$T/repo/ota.yaml"
+cp "$PV/org-narrow.yaml" "$T/repo/.ota/org-policy.yaml"
+check "org policy picked up" test "$("$OTA" policy show test -f "$T/repo/ota.yaml" --json | jq '.effective_policy.restriction_overlay_identities | length')" = 1
+check "org policy narrows writable" test "$("$OTA" policy show test -f "$T/repo/ota.yaml" --json | jq -r '.effective_policy.segments[0].runtime_boundary.filesystem.writable_paths | join(",")')" = "build,out/reports"
+
+# dry-run admission
+OCI=$EX/reference/enforced-oci-sandbox/ota.yaml
+check "agent run auto-resolves oci_local" test "$(rc_of "$OTA" run verify --agent --dry-run --json -f "$OCI")" = 0
+check "admitted decision" test "$(jq -r .sandbox_admission.decision "$T/out")" = admitted
+check "automatic resolution" test "$(jq -r .sandbox_admission.resolution "$T/out")" = automatic
+check "execution not started" test "$(jq -r .execution_started "$T/out")" = false
+check "no provider name in canonical policy" test "$(jq '.sandbox_admission.canonical_policy | tostring | contains("oci_local")' "$T/out")" = false
+check "up --workflow admitted" test "$(rc_of "$OTA" up --workflow verify --agent --dry-run --sandbox-target oci_local --json -f "$OCI")" = 0
+check "human run not agent-safe" test "$("$OTA" run verify --dry-run --sandbox-target oci_local --json -f "$OCI" | jq -r .sandbox_admission.agent_safe)" = false
+RB=$EX/reference/runtime-boundary/ota.yaml
+check "native targeted-egress lane refused" test "$(rc_of "$OTA" run verify --agent --dry-run --sandbox-target oci_local --json -f "$RB")" = 1
+check "refusal controls" test "$(jq -r '[.sandbox_admission.refusals[].control] | sort | join(",")' "$T/out")" = "execution.backend,execution.lifecycle,execution.target_platform,network.target_allowlist"
+check "refusal shape" test "$(jq '[.sandbox_admission.refusals[] | has("segment_id") and has("control") and has("required") and has("capability") and has("reason")] | all' "$T/out")" = true
+check "obligation kept apart" test "$(jq -r '.sandbox_admission.application_obligations[0].evidence' "$T/out")" = not_proved
+SA=$EX/reference/safe-agent-execution/ota.yaml
+check "unsafe task refused in agent mode" test "$(rc_of "$OTA" run publish --agent --dry-run --json -f "$SA")" = 1
+check "agent refusal before sandbox" test "$(jq -r .sandbox_admission.kind "$T/out")" = agent_unsafe_closure
+
+echo "$fails failure(s)"
+[ "$fails" = 0 ]
