@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# ota cleanup finalizes an orphaned lease: a container whose runner died
+# (here: a lease row with a dead runner pid and a container created by runc
+# directly) is killed, deleted, confirmed gone, and the lease gets its
+# terminal state. A lease of a live runner is left alone.
+set -euo pipefail
+: "${OTA:?}" "${OTA_SOURCE_DIR:?}"
+command -v runc >/dev/null && command -v sqlite3 >/dev/null || { echo "SKIP: runc/sqlite3 missing"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
+tmp=$(mktemp -d /tmp/ota-oci-cleanup-XXXXXX)
+root=/run/ota/test-cleanup-$$
+id=ota-cleanup-test-$$
+trap 'runc --root "$root" delete --force "$id" >/dev/null 2>&1 || true; rm -rf "$tmp" "$root"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+db=$tmp/leases.db
+
+# empty database: nothing to do
+"$OTA" cleanup --lease-db "$db" --json >"$tmp/empty.json"
+jq -e '.ok == true and (.finalized | length) == 0' "$tmp/empty.json" >/dev/null || fail "empty: $(cat "$tmp/empty.json")"
+
+# an orphan: container running, its runner gone
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox "$tmp/bundle/rootfs"
+( cd "$tmp/bundle" && runc spec )
+jq '.process.terminal=false | .process.args=["sleep","300"] | .root.path="'"$tmp/bundle/rootfs"'"' \
+  "$tmp/bundle/config.json" >"$tmp/c.json" && mv "$tmp/c.json" "$tmp/bundle/config.json"
+mkdir -p "$root"
+runc --root "$root" run -d --bundle "$tmp/bundle" "$id" </dev/null >/dev/null 2>&1
+pid=$(runc --root "$root" state "$id" | jq .pid)
+[ "$(runc --root "$root" state "$id" | jq -r .status)" = running ] || fail "container not running"
+# schema owned by provider-oci: create it through ota (list opens the db)
+"$OTA" cleanup --lease-db "$db" --list >/dev/null
+sqlite3 "$db" "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_root, bundle, plan_identity,
+  runner_pid, runner_start, phase, container_pid, created_at)
+  VALUES ('$id', 't', 'runc', '$(command -v runc)', '$root', '$tmp/nonexistent-bundle', NULL,
+  999999999, '1', 'started', $pid, 0);
+  INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_root, bundle, plan_identity,
+  runner_pid, runner_start, phase, container_pid, created_at)
+  VALUES ('live-$id', 't', 'runc', '$(command -v runc)', '$root', '$tmp/x', NULL,
+  $$, '$(awk '{print $22}' /proc/$$/stat)', 'started', 0, 0);"
+
+"$OTA" cleanup --lease-db "$db" --list | grep -q "^$id" || fail "orphan not listed"
+"$OTA" cleanup --lease-db "$db" --json >"$tmp/rep.json"
+jq -e --arg id "$id" '.ok == true and (.finalized | length) == 1 and .finalized[0].container_id == $id
+   and .finalized[0].state == "enforcement_unknown_after_interruption"
+   and .finalized[0].confirmed == true and .finalized[0].cleanup.runtime_forgot == true
+   and .skipped_live == 1' "$tmp/rep.json" >/dev/null || fail "report: $(cat "$tmp/rep.json")"
+# host-side oracle: the runtime no longer knows the id, the init pid is gone
+if runc --root "$root" state "$id" >/dev/null 2>&1; then fail "runtime still knows $id"; fi
+if kill -0 "$pid" 2>/dev/null; then fail "container init $pid still alive"; fi
+[ "$(runc --root "$root" list -q | grep -c "^$id$" || true)" -eq 0 ] || fail "runc list shows $id"
+term=$(sqlite3 "$db" "SELECT terminal FROM oci_lease WHERE id = '$id'")
+[ "$term" = enforcement_unknown_after_interruption ] || fail "lease terminal '$term'"
+live=$(sqlite3 "$db" "SELECT coalesce(terminal, 'open') FROM oci_lease WHERE id = 'live-$id'")
+[ "$live" = open ] || fail "live runner's lease was finalized"
+# idempotent: nothing left to finalize for dead runners
+"$OTA" cleanup --lease-db "$db" --json | jq -e '(.finalized | length) == 0' >/dev/null || fail "second cleanup"
+echo "oci_cleanup: ok"

@@ -1,0 +1,468 @@
+/*
+ * oci_local without a runtime: admission (canonicalization and alias
+ * refusals), rendering, mountinfo and network-namespace inspection, platforms.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ota/json.h"
+#include "ota/oci.h"
+
+typedef struct fx {
+	char *tmp;
+	char repo[512];
+	char rootfs[512];
+} fx;
+
+static void sh(const char *cmd)
+{
+	if (system(cmd) != 0)
+		fail_msg("command failed: %s", cmd);
+}
+
+static fx *fx_new(void)
+{
+	fx *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->tmp = test_tmpdir();
+	snprintf(f->repo, sizeof f->repo, "%s/repo", f->tmp);
+	snprintf(f->rootfs, sizeof f->rootfs, "%s/rootfs", f->tmp);
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+	         "mkdir -p %s/bin %s/out %s/.git %s/work/cfg && printf x > %s/.git/config && "
+	         "printf y > %s/work/cfg/s.json && printf v > %s/ota.yaml",
+	         f->rootfs, f->repo, f->repo, f->repo, f->repo, f->repo, f->repo);
+	sh(cmd);
+	return f;
+}
+
+static void fx_free(fx *f)
+{
+	test_rmtree(f->tmp);
+	free(f->tmp);
+	free(f);
+}
+
+static const char *const ARGV[] = {"/bin/true"};
+
+static ota_oci_plan plan_of(const fx *f, const char *const *w, size_t nw, const char *const *p,
+                            size_t np)
+{
+	ota_oci_plan pl;
+	memset(&pl, 0, sizeof pl);
+	pl.repo = f->repo;
+	pl.rootfs = f->rootfs;
+	pl.writable = w;
+	pl.n_writable = nw;
+	pl.protected_paths = p;
+	pl.n_protected = np;
+	pl.argv = ARGV;
+	pl.argc = 1;
+	return pl;
+}
+
+static ota_err admit(const ota_oci_plan *p)
+{
+	ota_oci_admitted *a = NULL;
+	ota_err rc = ota_oci_admit(p, "/run/ota/test-none", &a, NULL);
+	if (rc == OTA_OK)
+		assert_non_null(a);
+	else
+		assert_null(a);
+	ota_oci_admitted_free(a);
+	return rc;
+}
+
+static void test_admit_paths(void **state)
+{
+	(void)state;
+	fx *f = fx_new();
+	const char *w[] = {"./out//"};
+	const char *p[] = {".git", "work/cfg/s.json", "missing/under/ro"};
+	ota_oci_plan pl = plan_of(f, w, 1, p, 3);
+	assert_ota(admit(&pl), OTA_OK); /* FS-27: other spellings normalise */
+
+	const char *w_dotdot[] = {"out/../../etc"};
+	pl = plan_of(f, w_dotdot, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PATH_ESCAPE); /* FS-07 at admission */
+	const char *w_abs[] = {"/etc"};
+	pl = plan_of(f, w_abs, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_WRITABLE_OUTSIDE);
+	const char *w_missing[] = {"nope"};
+	pl = plan_of(f, w_missing, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PATH_MISSING);
+	const char *w_root[] = {"."};
+	pl = plan_of(f, w_root, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PLAN_INVALID);
+
+	/* FS-25: a carve-out through a symlink, also in a parent component */
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "ln -s /tmp %s/link && mkdir -p %s/real && ln -s real %s/alias",
+	         f->repo, f->repo, f->repo);
+	sh(cmd);
+	const char *w_link[] = {"link"};
+	pl = plan_of(f, w_link, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PATH_SYMLINK);
+	const char *w_link2[] = {"link/x"};
+	pl = plan_of(f, w_link2, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PATH_SYMLINK);
+	const char *w_alias[] = {"alias"};
+	pl = plan_of(f, w_alias, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PATH_SYMLINK);
+	/* FS-26: the protected path is a symlink; a missing one behind a symlink */
+	const char *p_link[] = {"link"};
+	pl = plan_of(f, w, 1, p_link, 1);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PATH_SYMLINK);
+	const char *p_link2[] = {"alias/.git"};
+	pl = plan_of(f, w, 1, p_link2, 1);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PATH_SYMLINK);
+
+	/* FS-13: missing protected name under a writable parent */
+	const char *p_missing[] = {"out/.git"};
+	pl = plan_of(f, w, 1, p_missing, 1);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PROTECTED_UNDEFENDABLE);
+	pl.repo_writable = true;
+	const char *p_missing2[] = {".envrc"};
+	pl.protected_paths = p_missing2;
+	pl.n_writable = 0;
+	assert_ota(admit(&pl), OTA_ERR_OCI_PROTECTED_UNDEFENDABLE);
+
+	/* protected at or above a writable path; duplicates */
+	const char *w_in_prot[] = {".git/hooks"};
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/.git/hooks", f->repo);
+	sh(cmd);
+	const char *p_git[] = {".git"};
+	pl = plan_of(f, w_in_prot, 1, p_git, 1);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PLAN_INVALID);
+	const char *w_dup[] = {"out", "./out"};
+	pl = plan_of(f, w_dup, 2, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_PLAN_INVALID);
+
+	/* FS-05: a hardlink under a carve-out; a hardlinked writable file */
+	snprintf(cmd, sizeof cmd, "ln %s/.git/config %s/out/prehl", f->repo, f->repo);
+	sh(cmd);
+	pl = plan_of(f, w, 1, p, 2);
+	assert_ota(admit(&pl), OTA_ERR_OCI_HARDLINK_ALIAS);
+	const char *w_file[] = {".git/config"};
+	pl = plan_of(f, w_file, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_HARDLINK_ALIAS);
+	snprintf(cmd, sizeof cmd, "rm %s/out/prehl", f->repo);
+	sh(cmd);
+
+	/* runtime state and the host root are never the repository or rootfs */
+	pl = plan_of(f, w, 1, NULL, 0);
+	pl.repo = "/";
+	assert_ota(admit(&pl), OTA_ERR_OCI_RUNTIME_SOCKET);
+	pl.repo = "/var/run";
+	assert_ota(admit(&pl), OTA_ERR_OCI_RUNTIME_SOCKET);
+	pl = plan_of(f, NULL, 0, NULL, 0);
+	pl.rootfs = "/";
+	assert_ota(admit(&pl), OTA_ERR_OCI_RUNTIME_SOCKET);
+	/* rootfs and repository must not overlap; argv is required */
+	pl = plan_of(f, NULL, 0, NULL, 0);
+	pl.rootfs = f->repo;
+	assert_ota(admit(&pl), OTA_ERR_OCI_PLAN_INVALID);
+	pl = plan_of(f, NULL, 0, NULL, 0);
+	pl.argc = 0;
+	assert_ota(admit(&pl), OTA_ERR_OCI_PLAN_INVALID);
+	fx_free(f);
+}
+
+static json_t *mount_at(json_t *cfg, const char *dest, size_t *index)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(cfg, "mounts"), i, m)
+	{
+		if (strcmp(json_string_value(json_object_get(m, "destination")), dest) == 0) {
+			if (index != NULL)
+				*index = i;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+static bool has_opt(json_t *m, const char *o)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(m, "options"), i, v) if (strcmp(json_string_value(v), o) ==
+	                                                             0) return true;
+	return false;
+}
+
+static void test_render(void **state)
+{
+	(void)state;
+	fx *f = fx_new();
+	const char *w[] = {"work"};
+	const char *p[] = {"work/cfg", ".git", "ota.yaml"};
+	ota_oci_plan pl = plan_of(f, w, 1, p, 3);
+	ota_oci_admitted *a = NULL;
+	assert_ota(ota_oci_admit(&pl, NULL, &a, NULL), OTA_OK);
+	json_t *cfg = NULL;
+	assert_ota(ota_oci_render(&pl, a, OTA_OCI_RUNC, "/bin/true", &cfg, NULL), OTA_OK);
+	assert_true(json_is_true(json_object_get(json_object_get(cfg, "root"), "readonly")));
+	size_t iw = 0, ic = 0, ip = 0;
+	json_t *ws = mount_at(cfg, "/workspace", &iw);
+	assert_non_null(ws);
+	assert_true(has_opt(ws, "rro") && has_opt(ws, "rbind"));
+	json_t *carve = mount_at(cfg, "/workspace/work", &ic);
+	assert_non_null(carve);
+	assert_true(has_opt(carve, "rw"));
+	json_t *prot = mount_at(cfg, "/workspace/work/cfg", &ip);
+	assert_non_null(prot);
+	assert_true(has_opt(prot, "rro"));
+	assert_true(iw < ic && ic < ip); /* FS-24: protected wins over its carve-out */
+	assert_true(has_opt(mount_at(cfg, "/workspace/ota.yaml", NULL), "ro"));
+	assert_true(has_opt(mount_at(cfg, "/proc", NULL), "noexec"));
+	assert_non_null(mount_at(cfg, OTA_OCI_CANARY_DEST, NULL));
+	json_t *proc = json_object_get(cfg, "process");
+	assert_true(json_is_true(json_object_get(proc, "noNewPrivileges")));
+	json_t *caps = json_object_get(proc, "capabilities");
+	assert_int_equal(json_array_size(json_object_get(caps, "bounding")), 0);
+	assert_int_equal(json_array_size(json_object_get(caps, "effective")), 0);
+	json_t *lin = json_object_get(cfg, "linux");
+	assert_string_equal(json_string_value(json_object_get(lin, "rootfsPropagation")), "rprivate");
+	bool netns = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(lin, "namespaces"), i, v) if (
+		strcmp(json_string_value(json_object_get(v, "type")), "network") == 0 &&
+		json_object_get(v, "path") == NULL) netns = true;
+	assert_true(netns);
+	assert_non_null(json_object_get(json_object_get(lin, "seccomp"), "syscalls"));
+	/* the rendered-policy identity is deterministic */
+	json_t *r1 = NULL, *r2 = NULL, *cfg2 = NULL;
+	assert_ota(ota_oci_render(&pl, a, OTA_OCI_RUNC, "/bin/true", &cfg2, NULL), OTA_OK);
+	assert_ota(ota_oci_rendered_policy(&pl, cfg, OTA_OCI_RUNC, &r1, NULL), OTA_OK);
+	assert_ota(ota_oci_rendered_policy(&pl, cfg2, OTA_OCI_RUNC, &r2, NULL), OTA_OK);
+	char id1[OTA_ID_LEN + 1], id2[OTA_ID_LEN + 1];
+	assert_ota(ota_json_identity(r1, id1, NULL), OTA_OK);
+	assert_ota(ota_json_identity(r2, id2, NULL), OTA_OK);
+	assert_string_equal(id1, id2);
+	json_decref(r1);
+	json_decref(r2);
+	json_decref(cfg2);
+	json_decref(cfg);
+	ota_oci_admitted_free(a);
+	fx_free(f);
+}
+
+/* A container mountinfo as runc renders the plan of test_mountinfo. */
+static const char *good_mountinfo(void)
+{
+	return "67 44 254:0 /x/rootfs / ro,relatime - ext4 /dev/vda rw\n"
+	       "68 67 0:41 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+	       "69 67 0:42 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755\n"
+	       "70 69 0:43 / /dev/pts rw,nosuid,noexec,relatime - devpts devpts rw\n"
+	       "71 69 0:44 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw\n"
+	       "72 69 0:40 / /dev/mqueue rw,nosuid,nodev,noexec,relatime - mqueue mqueue rw\n"
+	       "73 67 0:45 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n"
+	       "74 67 0:46 / /tmp rw,nosuid,nodev,relatime - tmpfs tmpfs rw\n"
+	       "84 67 254:0 /r /workspace ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
+	       "85 84 0:39 / /workspace/sub ro,relatime - tmpfs tmpfs rw\n"
+	       "86 84 254:0 /r/work /workspace/work rw,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
+	       "87 86 254:0 /r/work/cfg /workspace/work/cfg ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
+	       "88 84 254:0 /r/my\\040dir /workspace/my\\040dir ro,nosuid,nodev - ext4 /dev/vda rw\n"
+	       "89 69 254:0 /c /dev/.ota-canary ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
+	       "45 68 0:41 /bus /proc/bus ro,relatime - proc proc rw\n"
+	       "50 68 0:42 /null /proc/keys rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755\n"
+	       "49 68 0:47 / /proc/acpi ro,relatime - tmpfs tmpfs ro\n";
+}
+
+static ota_err check_mi(const ota_oci_admitted *a, const char *text, ota_error *e)
+{
+	json_t *rep = NULL;
+	ota_err rc = ota_oci_check_mountinfo(a, ota_bytes_make(text, strlen(text)), &rep, e);
+	if (rc == OTA_OK)
+		assert_true(json_is_true(json_object_get(rep, "ok")));
+	else
+		assert_null(rep);
+	json_decref(rep);
+	return rc;
+}
+
+static char *replace(const char *s, const char *from, const char *to)
+{
+	const char *at = strstr(s, from);
+	assert_non_null(at);
+	size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+	char *r = malloc(n);
+	assert_non_null(r);
+	snprintf(r, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+	return r;
+}
+
+static void test_mountinfo(void **state)
+{
+	(void)state;
+	fx *f = fx_new();
+	const char *w[] = {"work"};
+	const char *p[] = {"work/cfg"};
+	ota_oci_plan pl = plan_of(f, w, 1, p, 1);
+	ota_oci_admitted *a = NULL;
+	assert_ota(ota_oci_admit(&pl, NULL, &a, NULL), OTA_OK);
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(check_mi(a, good_mountinfo(), &e), OTA_OK);
+	struct {
+		const char *from, *to;
+		ota_err want;
+		const char *where;
+	} cases[] = {
+		/* FS-21: a nested mount left writable */
+		{"/workspace/sub ro,", "/workspace/sub rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/workspace/sub"},
+		/* repository root writable */
+		{"/workspace ro,", "/workspace rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/workspace"},
+		/* protected path writable under its carve-out */
+		{"/workspace/work/cfg ro,", "/workspace/work/cfg rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED,
+		 "/workspace/work/cfg"},
+		/* MNT-07 root writable */
+		{"/ ro,relatime", "/ rw,relatime", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/"},
+		/* FS-22 propagation from the host */
+		{"/workspace/work rw,nosuid,nodev,relatime -", "/workspace/work rw,nosuid,nodev,relatime shared:5 -",
+		 OTA_ERR_OCI_MOUNT_UNEXPECTED, "/workspace/work"},
+		/* FS-28 host-backed scratch */
+		{"/tmp rw,nosuid,nodev,relatime - tmpfs", "/tmp rw,nosuid,nodev,relatime - ext4",
+		 OTA_ERR_OCI_MOUNT_UNEXPECTED, "/tmp"},
+		/* a provider-added writable path (an extra rw bind) */
+		{"/dev/.ota-canary ro,", "/data rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/data"},
+		/* MNT-06 /proc without noexec */
+		{"/proc rw,nosuid,nodev,noexec,relatime", "/proc rw,relatime", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/proc"},
+		/* missing carve-out and missing protected mount */
+		{"/workspace/work rw", "/workspace/other ro", OTA_ERR_OCI_MOUNT_MISSING, "/workspace/work"},
+		{"/workspace/work/cfg ro", "/workspace/work/cfh ro", OTA_ERR_OCI_MOUNT_MISSING, "/workspace/work/cfg"},
+		/* kernel interface writable */
+		{"/proc/bus ro,", "/proc/bus rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/proc/bus"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *t = replace(good_mountinfo(), cases[i].from, cases[i].to);
+		ota_error_clear(&e);
+		ota_err rc = check_mi(a, t, &e);
+		if (rc != cases[i].want)
+			fail_msg("case %zu: got %s, want %s", i, ota_err_name(rc),
+			         ota_err_name(cases[i].want));
+		assert_string_equal(e.where, cases[i].where);
+		free(t);
+	}
+	/* EVD-02: octal escapes decoded (the "my dir" mount is reported by name) */
+	json_t *rep = NULL;
+	assert_ota(ota_oci_check_mountinfo(a, ota_bytes_make(good_mountinfo(), strlen(good_mountinfo())),
+	                                   &rep, NULL),
+	           OTA_OK);
+	bool seen = false;
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(rep, "mounts"), i, m) if (
+		strcmp(json_string_value(json_object_get(m, "path")), "/workspace/my dir") == 0) seen = true;
+	assert_true(seen);
+	json_decref(rep);
+	/* malformed input */
+	assert_ota(check_mi(a, "1 2 3\n", NULL), OTA_ERR_OCI_MOUNT_UNEXPECTED);
+	ota_oci_admitted_free(a);
+	fx_free(f);
+}
+
+static void test_netns(void **state)
+{
+	(void)state;
+	const char *dev = "Inter-|   Receive\n face |bytes\n    lo:       0       0    0\n";
+	const char *route = "Iface\tDestination\tGateway\n";
+	const char *r6 = "00000000000000000000000000000001 80 00000000000000000000000000000000 00 "
+	                 "00000000000000000000000000000000 00000000 00000002 00000000 80200001       lo\n";
+	json_t *rep = NULL;
+	assert_ota(ota_oci_check_netns(ota_bytes_make(dev, strlen(dev)),
+	                               ota_bytes_make(route, strlen(route)),
+	                               ota_bytes_make(r6, strlen(r6)), &rep, NULL),
+	           OTA_OK);
+	assert_true(json_is_true(json_object_get(rep, "loopback_only")));
+	json_decref(rep);
+	const char *dev2 = "Inter-|\n face |\n    lo: 0\n  eth0: 0\n";
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_check_netns(ota_bytes_make(dev2, strlen(dev2)),
+	                               ota_bytes_make(route, strlen(route)),
+	                               ota_bytes_make(r6, strlen(r6)), &rep, &e),
+	           OTA_ERR_OCI_NETWORK_UNEXPECTED);
+	assert_null(rep);
+	const char *route2 = "Iface\tDestination\n eth0\t00000000\t0101A8C0\n";
+	assert_ota(ota_oci_check_netns(ota_bytes_make(dev, strlen(dev)),
+	                               ota_bytes_make(route2, strlen(route2)),
+	                               ota_bytes_make(r6, strlen(r6)), &rep, NULL),
+	           OTA_ERR_OCI_NETWORK_UNEXPECTED);
+	const char *r62 = "fe800000000000000000000000000000 40 0 00 0 00 0 0 0 0 eth0\n";
+	assert_ota(ota_oci_check_netns(ota_bytes_make(dev, strlen(dev)),
+	                               ota_bytes_make(route, strlen(route)),
+	                               ota_bytes_make(r62, strlen(r62)), &rep, NULL),
+	           OTA_ERR_OCI_NETWORK_UNEXPECTED);
+	const char *none = "Inter-|\n face |\n";
+	assert_ota(ota_oci_check_netns(ota_bytes_make(none, strlen(none)),
+	                               ota_bytes_make(route, strlen(route)),
+	                               ota_bytes_make("", 0), &rep, NULL),
+	           OTA_ERR_OCI_NETWORK_UNEXPECTED);
+}
+
+static void test_platform(void **state)
+{
+	(void)state;
+	char os[16], arch[16], var[16];
+	assert_ota(ota_oci_platform_parse("linux/amd64", os, arch, var, NULL), OTA_OK);
+	assert_string_equal(os, "linux");
+	assert_string_equal(arch, "amd64");
+	assert_string_equal(var, "");
+	assert_ota(ota_oci_platform_parse("linux/arm/v7", os, arch, var, NULL), OTA_OK);
+	assert_string_equal(var, "v7");
+	assert_ota(ota_oci_platform_parse("linux", os, arch, var, NULL), OTA_ERR_OCI_PLAN_INVALID);
+	assert_ota(ota_oci_platform_parse("linux//", os, arch, var, NULL), OTA_ERR_OCI_PLAN_INVALID);
+	assert_ota(ota_oci_platform_parse("linux/arm/v7/x", os, arch, var, NULL),
+	           OTA_ERR_OCI_PLAN_INVALID);
+	ota_oci_host_platform(os, arch, var);
+	assert_string_equal(os, "linux");
+	assert_true(arch[0] != '\0');
+	assert_string_equal(ota_oci_terminal_name(OTA_OCI_ENFORCED_THROUGH_COMPLETION),
+	                    "enforced_through_completion");
+	assert_string_equal(ota_oci_terminal_name(OTA_OCI_REFUSED), "refused");
+	json_t *d = ota_oci_capability_descriptor(OTA_OCI_CRUN);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(d, "controls"),
+	                                                      "network.target_allowlist")),
+	                    "unsupported");
+	json_decref(d);
+}
+
+static void test_image_store_errors(void **state)
+{
+	(void)state;
+	char *tmp = test_tmpdir();
+	char *rootfs = NULL;
+	json_t *ev = NULL;
+	assert_ota(ota_oci_image_resolve(tmp, "x:1", NULL, tmp, &rootfs, &ev, NULL),
+	           OTA_ERR_OCI_IMAGE_NOT_FOUND);
+	assert_null(rootfs);
+	assert_ota(ota_oci_image_import(tmp, "docker://evil/x", "x:1", NULL), OTA_ERR_USAGE);
+	assert_ota(ota_oci_image_import(tmp, "oci-archive:/nonexistent.tar", "x;1", NULL),
+	           OTA_ERR_USAGE);
+	test_rmtree(tmp);
+	free(tmp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_admit_paths),
+		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_mountinfo),
+		cmocka_unit_test(test_netns),
+		cmocka_unit_test(test_platform),
+		cmocka_unit_test(test_image_store_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
