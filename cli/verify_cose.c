@@ -121,7 +121,7 @@ static ota_err load_keys(const char *path, ota_key **key, jwk_set *set, ota_erro
 	return rc;
 }
 
-static int read_input(const char *path, uint8_t **out, size_t *len, ota_error *err)
+static ota_err read_input(const char *path, uint8_t **out, size_t *len, ota_error *err)
 {
 	if (strcmp(path, "-") == 0)
 		return ota_file_read("/dev/stdin", OTA_MAX_COSE_BYTES, out, len, err);
