@@ -107,6 +107,7 @@ void ota_trust_root_free(ota_trust_root *r)
 	free(r->pr);
 	free(r->keys);
 	free(r->index);
+	free(r->kids);
 	free(r->tbs);
 	json_decref(r->signed_);
 	free(r);
@@ -214,7 +215,7 @@ static size_t ec_spki_len(ota_alg a)
 static ota_err load_entry_key(const json_t *e, trust_key *tk, const ota_trust_root *cache,
                               const char *where, ota_error *err)
 {
-	const char *kid_hex, *alg_name;
+	const char *kid_hex = NULL, *alg_name = NULL;
 	ota_err rc;
 	if ((rc = get_str(e, "kid", &kid_hex, where, err)) != OTA_OK ||
 	    (rc = get_str(e, "alg", &alg_name, where, err)) != OTA_OK ||
@@ -307,7 +308,7 @@ const trust_key *trust_find_key(const ota_trust_root *r, const uint8_t kid[32])
 	size_t lo = 0, hi = r->n_keys;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = memcmp(r->index[mid]->kid, kid, 32);
+		int c = memcmp(r->kids[mid], kid, 32);
 		if (c == 0)
 			return r->index[mid];
 		if (c < 0)
@@ -448,7 +449,7 @@ static ota_err parse_principals(ota_trust_root *r, const json_t *arr, const ota_
 			return malformed(err, where, "a principal must be an object");
 		if ((rc = only_members(pj, allowed, where, err)) != OTA_OK)
 			return rc;
-		const char *role;
+		const char *role = NULL;
 		if ((rc = get_str(pj, "id", &p->id, where, err)) != OTA_OK ||
 		    (rc = get_str(pj, "role", &role, where, err)) != OTA_OK)
 			return rc;
@@ -489,6 +490,11 @@ static ota_err parse_principals(ota_trust_root *r, const json_t *arr, const ota_
 		p->n_keys = r->n_keys - p->first_key;
 	}
 	qsort(r->index, r->n_keys, sizeof *r->index, cmp_kidp);
+	r->kids = malloc((r->n_keys ? r->n_keys : 1) * sizeof *r->kids);
+	if (r->kids == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "/signed/principals", NULL);
+	for (size_t i = 0; i < r->n_keys; i++)
+		memcpy(r->kids[i], r->index[i]->kid, 32);
 	for (size_t i = 1; i < r->n_keys; i++)
 		if (memcmp(r->index[i - 1]->kid, r->index[i]->kid, 32) == 0)
 			return ota_error_set(err, OTA_ERR_TRUST_DUPLICATE_KEY, "/signed/principals",
@@ -529,7 +535,7 @@ static ota_err parse_signatures(ota_trust_root *r, const json_t *arr, ota_error 
 		                     OTA_MAX_TRUST_ROOT_KEYS);
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		const json_t *e = json_array_get(arr, i);
-		const char *kid_hex, *sig_hex;
+		const char *kid_hex = NULL, *sig_hex = NULL;
 		char kh[65];
 		snprintf(where, sizeof where, "/signatures/%zu", i);
 		if (!json_is_object(e))
@@ -578,7 +584,7 @@ static ota_err parse_signed(ota_trust_root *r, const ota_trust_root *cache, ota_
 	r->version = (int64_t)json_integer_value(v);
 	if ((rc = only_members(s, allowed, "/signed", err)) != OTA_OK)
 		return rc;
-	const char *kind;
+	const char *kind = NULL;
 	if ((rc = get_str(s, "kind", &kind, "/signed", err)) != OTA_OK)
 		return rc;
 	if (strcmp(kind, OTA_TRUST_KIND) != 0)
@@ -592,7 +598,7 @@ static ota_err parse_signed(ota_trust_root *r, const ota_trust_root *cache, ota_
 	if (r->version == 1 && prev != NULL)
 		return malformed(err, "/signed/prev", "version 1 has no prev");
 	if (r->version > 1) {
-		const char *p;
+		const char *p = NULL;
 		if ((rc = get_str(s, "prev", &p, "/signed", err)) != OTA_OK)
 			return rc;
 		if (!ota_id_is_valid(p))

@@ -63,6 +63,7 @@ struct ota_trust_root {
 	trust_key *keys;
 	size_t n_keys;
 	trust_key **index; /* keys sorted by kid */
+	uint8_t (*kids)[32]; /* the same kids, contiguous (cache-friendly search) */
 	trust_sig *sigs;   /* capacity OTA_MAX_TRUST_ROOT_KEYS */
 	size_t n_sigs;
 };
