@@ -21,6 +21,9 @@
  *   tamper --msg FILE --out FILE --what sig|payload|protected
  *       flips one bit in the signature, the payload or the protected
  *       header bytes of a COSE_Sign1 (located by decoding it).
+ *   batch FILE
+ *       runs "WANT_RC COMMAND ARGS..." lines in one process (node starts
+ *       once), reporting each line whose exit status differs.
  *
  * Exit status: 0 ok/valid, 1 invalid, 2 usage or environment error.
  */
@@ -34,9 +37,17 @@ const ALGS = {
 	EdDSA: { id: -8, kind: 'ed25519' },
 };
 
+class UsageError extends Error {}
+
+/* Usage or environment error: exit status 2 (one line of batch: rc 2). */
 function die(msg) {
-	process.stderr.write(`cose_interop: ${msg}\n`);
-	process.exit(2);
+	throw new UsageError(msg);
+}
+
+let quiet = false;
+function say(line) {
+	if (!quiet)
+		process.stdout.write(line + '\n');
 }
 
 function parseArgs(argv) {
@@ -172,12 +183,15 @@ async function sign(o) {
 function sign1Parts(msg) {
 	const { Decoder } = require('cbor-x');
 	const dec = new Decoder({ mapsAsObjects: false, useRecords: false });
-	let v = dec.decode(msg);
+	/* strip tag 18 by hand: @auth0/cose registers a global cbor-x extension
+	 * that would turn a tagged message into its own Sign1 object */
 	let tag = null;
-	if (v && v.tag !== undefined && v.value !== undefined) {
-		tag = v.tag;
-		v = v.value;
+	let body = msg;
+	if (msg.length > 0 && msg[0] === 0xd2) {
+		tag = 18;
+		body = msg.subarray(1);
 	}
+	const v = dec.decode(body);
 	if (!Array.isArray(v) || v.length !== 4)
 		throw new Error('not a COSE_Sign1 array');
 	return { tag, prot: v[0], unprot: v[1], payload: v[2], sig: v[3] };
@@ -228,10 +242,12 @@ async function verify(o) {
 		    !payload.equals(fs.readFileSync(o['expect-payload'])))
 			throw new Error('payload differs from the expected bytes');
 	} catch (e) {
-		process.stdout.write(`invalid: ${e && e.message ? e.message : e}\n`);
+		if (e instanceof UsageError)
+			throw e;
+		say(`invalid: ${e && e.message ? e.message : e}`);
 		return 1;
 	}
-	process.stdout.write('valid\n');
+	say('valid');
 	return 0;
 }
 
@@ -258,16 +274,62 @@ function tamper(o) {
 	return 0;
 }
 
-async function main() {
-	const [cmd, ...rest] = process.argv.slice(2);
+async function run(argv) {
+	const [cmd, ...rest] = argv;
 	const o = parseArgs(rest);
 	switch (cmd) {
 	case 'keygen': return keygen(o);
 	case 'sign': return sign(o);
 	case 'verify': return verify(o);
 	case 'tamper': return tamper(o);
-	default: die('usage: cose_interop.js keygen|sign|verify|tamper ...');
+	case 'batch': return batch(o);
+	default: die('usage: cose_interop.js keygen|sign|verify|tamper|batch ...');
 	}
 }
 
-main().then((rc) => process.exit(rc), (e) => die(e && e.stack ? e.stack : String(e)));
+/* One command's exit status; usage errors and exceptions give 2. */
+async function runCaught(argv) {
+	try {
+		return { rc: await run(argv), why: '' };
+	} catch (e) {
+		return { rc: 2, why: e instanceof UsageError ? e.message : (e && e.stack) || String(e) };
+	}
+}
+
+/*
+ * batch FILE: runs one command per line, "WANT_RC COMMAND ARGS..." (words
+ * split on blanks; '#' lines and blank lines skipped), in this one process,
+ * and prints "FAIL ..." for each whose exit status differs from WANT_RC,
+ * then "N passed, N failed". Exit 0 when none failed.
+ */
+async function batch(o) {
+	const [file] = o._;
+	if (!file)
+		die('batch FILE');
+	let pass = 0, fail = 0;
+	quiet = true;
+	for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
+		const line = raw.trim();
+		if (line === '' || line.startsWith('#'))
+			continue;
+		const [want, ...argv] = line.split(/\s+/);
+		if (argv[0] === 'batch')
+			die('batch inside batch');
+		const r = await runCaught(argv);
+		if (String(r.rc) === want) {
+			pass++;
+		} else {
+			fail++;
+			process.stdout.write(`FAIL (exit ${r.rc}, want ${want}): ${argv.join(' ')} ${r.why}\n`);
+		}
+	}
+	quiet = false;
+	process.stdout.write(`${pass} passed, ${fail} failed\n`);
+	return fail === 0 ? 0 : 1;
+}
+
+runCaught(process.argv.slice(2)).then((r) => {
+	if (r.rc === 2 && r.why)
+		process.stderr.write(`cose_interop: ${r.why}\n`);
+	process.exit(r.rc);
+});
