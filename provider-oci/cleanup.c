@@ -43,6 +43,7 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 			runtime != NULL && strcmp(runtime, "crun") == 0 ? OTA_OCI_CRUN : OTA_OCI_RUNC,
 			json_string_value(json_object_get(row, "runtime_bin")),
 			json_string_value(json_object_get(row, "runtime_root")),
+			NULL,
 		};
 		oci_rt rt;
 		ota_error e;
@@ -52,7 +53,7 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		if (frc == OTA_OK)
 			frc = oci_finalize_container(
 				&rt, id, (long)json_integer_value(json_object_get(row, "container_pid")),
-				&cleanup, &e);
+				NULL, &cleanup, &e);
 		oci_bundle_remove(json_string_value(json_object_get(row, "bundle")));
 		bool started = phase != NULL &&
 		               (strcmp(phase, "started") == 0 || strcmp(phase, "finished") == 0);

@@ -263,16 +263,22 @@ void oci_bundle_remove(const char *bundle)
 	rmdir(bundle);
 }
 
-ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid, json_t **cleanup_out,
-                               ota_error *err)
+ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
+                               const char *known_status, json_t **cleanup_out, ota_error *err)
 {
 	*cleanup_out = NULL;
 	bool exists = false;
 	char status[32];
-	long cur_pid = 0;
-	ota_err rc = oci_rt_state(rt, id, &exists, status, &cur_pid, err);
-	if (rc != OTA_OK)
-		return rc;
+	long cur_pid = pid;
+	ota_err rc = OTA_OK;
+	if (known_status != NULL && strcmp(known_status, "stopped") == 0) {
+		exists = true; /* just inspected: stopped, the init is gone */
+		snprintf(status, sizeof status, "%s", known_status);
+	} else {
+		rc = oci_rt_state(rt, id, &exists, status, &cur_pid, err);
+		if (rc != OTA_OK)
+			return rc;
+	}
 	int st = 0;
 	char er[2048];
 	bool killed = false, deleted = false;
@@ -287,7 +293,9 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid, json_
 		}
 	}
 	if (exists) {
-		const char *dargs[] = {"delete", "--force", id, NULL};
+		const char *dargs_f[] = {"delete", "--force", id, NULL};
+		const char *dargs_s[] = {"delete", id, NULL};
+		const char *const *dargs = strcmp(status, "stopped") == 0 ? dargs_s : dargs_f;
 		if (oci_rt_cmd(rt, dargs, -1, -1, NULL, 0, er, sizeof er, &st, err) == OTA_OK && st == 0)
 			deleted = true;
 	}
@@ -315,4 +323,15 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid, json_
 		                     still ? "remains" : "gone", dir_absent ? "absent" : "present",
 		                     pid_gone ? "gone" : "alive");
 	return OTA_OK;
+}
+
+void ota_oci_runtime_version(const ota_oci_runtime_opts *o, char *out, size_t cap)
+{
+	oci_rt rt;
+	ota_error e;
+	ota_error_clear(&e);
+	if (cap > 0)
+		out[0] = '\0';
+	if (oci_rt_init(&rt, o, &e) == OTA_OK)
+		oci_rt_version(&rt, out, cap);
 }

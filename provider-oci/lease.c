@@ -69,7 +69,9 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 		return rc;
 	}
 	sqlite3_busy_timeout(d->db, 10000);
-	ota_err rc = exec_sql(d, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;", err);
+	/* WAL with synchronous=FULL: every commit is fsynced before it returns
+	 * (one fsync of the log per transaction). */
+	ota_err rc = exec_sql(d, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
 	if (rc == OTA_OK)
 		rc = exec_sql(d,
 		              "CREATE TABLE IF NOT EXISTS oci_lease ("

@@ -94,8 +94,8 @@ unsigned long long oci_proc_start_time(long pid);
 void oci_bundle_remove(const char *bundle);
 
 /* Finalize one container after the fact: kill, delete, confirm. */
-ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid, json_t **cleanup_out,
-                               ota_error *err);
+ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
+                               const char *known_status, json_t **cleanup_out, ota_error *err);
 
 /* Finalizes the open leases of dead runners in db; appends records to finalized. */
 ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *finalized,

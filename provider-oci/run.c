@@ -370,9 +370,16 @@ static ota_err write_config(const char *bundle, const json_t *cfg, ota_error *er
 	char *s = ota_json_dumps(cfg, true);
 	if (s == NULL)
 		return OTA_ERR_NOMEM;
-	ota_err rc = ota_file_write_atomic(p, ota_bytes_make(s, strlen(s)), 0600, err);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	size_t len = strlen(s);
+	ssize_t w = fd >= 0 ? write(fd, s, len) : -1;
+	int saved = errno;
+	if (fd >= 0)
+		close(fd);
 	free(s);
-	return rc;
+	if (w < 0 || (size_t)w != len)
+		return ota_error_set(err, OTA_ERR_IO, p, "write: %s", strerror(saved));
+	return OTA_OK;
 }
 
 static void forward(const ota_oci_run_opts *o, int fd_no, int fd)
@@ -406,6 +413,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
 	long pid = 0;
 	bool leased = false, created = false;
+	char known_status[32] = ""; /* runtime status from terminal inspection */
+	bool reaped = false;        /* the container init was reaped by this process */
 	ota_error e;
 	ota_error_clear(&e);
 	ota_err rc = oci_rt_init(&rt, &o.runtime, &e);
@@ -527,7 +536,6 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "create", "no pid file");
 			goto out_finalize;
 		}
-		(void)oci_lease_phase(db, out->container_id, "created", pid, &e);
 	}
 	if (cancelled(&o))
 		goto out_cancel;
@@ -563,7 +571,10 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		if (rc == OTA_OK && !cancelled(&o))
 			rc = run_canaries(&rt, out->container_id, a, &can, &e);
 		char ver[128];
-		oci_rt_version(&rt, ver, sizeof ver);
+		if (o.runtime.version != NULL)
+			snprintf(ver, sizeof ver, "%s", o.runtime.version);
+		else
+			oci_rt_version(&rt, ver, sizeof ver);
 		out->applied = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s?, s:I, s:o*, s:o*, "
 		                         "s:o*, s:o*, s:o*, s:o*}",
 		                         "kind", "ota.applied_policy/v1", "provider", "oci_local",
@@ -708,12 +719,11 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		}
 		if (pfd >= 0)
 			close(pfd);
+		reaped = exited && wst >= 0;
 		if (exited && wst >= 0)
 			out->exit_status = WIFEXITED(wst)   ? WEXITSTATUS(wst)
 			                   : WIFSIGNALED(wst) ? 128 + WTERMSIG(wst)
 			                                      : -1;
-		(void)oci_lease_phase(db, out->container_id, "finished", 0, &e);
-		ota_error_clear(&e);
 	}
 
 	/* Terminal inspection: the runtime reports the container stopped, its
@@ -723,7 +733,14 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		char status[32] = "";
 		ota_error se;
 		ota_error_clear(&se);
-		(void)oci_rt_state(&rt, out->container_id, &exists, status, NULL, &se);
+		if (reaped) {
+			/* we reaped the init ourselves (subreaper): the pid namespace and
+			 * every process in it are gone; the runtime has nothing to add */
+			snprintf(status, sizeof status, "stopped");
+		} else {
+			(void)oci_rt_state(&rt, out->container_id, &exists, status, NULL, &se);
+		}
+		snprintf(known_status, sizeof known_status, "%s", status);
 		json_t *prot = json_array();
 		bool unchanged = true;
 		for (size_t i = 0; i < a->n_prot; i++) {
@@ -737,7 +754,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 			                                      a->prot[i].rel, "before", fps[i].before,
 			                                      "after", fps[i].after, "unchanged", same));
 		}
-		inspection = json_pack("{s:s, s:b, s:o, s:b, s:s}", "runtime_status", status,
+		inspection = json_pack("{s:s, s:b, s:b, s:o, s:b, s:s}", "runtime_status", status,
+		                       "init_reaped", reaped,
 		                       "stopped", strcmp(status, "stopped") == 0, "protected", prot,
 		                       "protected_unchanged", unchanged, "boundary",
 		                       "immutable: no capabilities, mount syscalls denied by seccomp");
@@ -768,7 +786,8 @@ out_finalize:
 	if (created) {
 		ota_error ce;
 		ota_error_clear(&ce);
-		ota_err crc = oci_finalize_container(&rt, out->container_id, pid, &cleanup, &ce);
+		ota_err crc = oci_finalize_container(&rt, out->container_id, pid, known_status,
+		                                     &cleanup, &ce);
 		if (crc != OTA_OK) {
 			if (out->terminal == OTA_OCI_ENFORCED_THROUGH_COMPLETION)
 				out->terminal = OTA_OCI_ENFORCEMENT_LOST;

@@ -216,7 +216,14 @@ typedef struct ota_oci_runtime_opts {
 	ota_oci_runtime_kind kind;
 	const char *binary; /* NULL: "runc" / "crun" from PATH */
 	const char *root;   /* runtime --root; NULL: /run/ota/runc or /run/ota/crun */
+	const char *version; /* for evidence; NULL: queried with --version on each run */
 } ota_oci_runtime_opts;
+
+/*
+ * First line of `RUNTIME --version` into out (cap bytes; "" when unknown),
+ * for callers that run several segments and record it once.
+ */
+OTA_API void ota_oci_runtime_version(const ota_oci_runtime_opts *o, char *out, size_t cap);
 
 typedef struct ota_oci_run_opts {
 	ota_oci_runtime_opts runtime;
