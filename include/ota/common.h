@@ -73,7 +73,7 @@ OTA_API void ota_error_clear(ota_error *e);
 OTA_API ota_err ota_error_set(ota_error *e, ota_err code, const char *where,
                               const char *fmt, ...) OTA_PRINTF(4, 5);
 OTA_API ota_err ota_error_vset(ota_error *e, ota_err code, const char *where,
-                               const char *fmt, va_list ap);
+                               const char *fmt, va_list ap) OTA_PRINTF(4, 0);
 
 /* ---- clock (injected; no module reads the system time on its own) ---- */
 
