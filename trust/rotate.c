@@ -32,7 +32,7 @@ static ota_err count_signers(const ota_trust_root *r, const ota_trust_root *keys
 			ota_err rc = ota_key_verify(rk->kr->key, rk->alg,
 			                            ota_bytes_make(r->tbs, r->tbs_len),
 			                            ota_bytes_make(r->sigs[i].sig, r->sigs[i].len));
-			if (rc == OTA_ERR_NOMEM || rc == OTA_ERR_CRYPTO)
+			if (rc == OTA_ERR_NOMEM)
 				return ota_error_set(err, rc, "signatures", "verification failed to run");
 			status[i] = rc == OTA_OK ? SIG_OK : SIG_BAD;
 		}
@@ -70,8 +70,14 @@ ota_err ota_trust_root_verify_self(const ota_trust_root *r, ota_error *err)
 	return OTA_OK;
 }
 
-ota_err ota_trust_root_accept_next(const ota_trust_root *cur, const ota_trust_root *next,
-                                   bool *same, ota_error *err)
+/*
+ * The rule of ota_trust_root_accept_next. load, when not NULL, is next
+ * itself with its principals still deferred: they are loaded (keys shared
+ * with cur) only after next has shown cur's threshold and its place in the
+ * chain.
+ */
+static ota_err accept_impl(const ota_trust_root *cur, const ota_trust_root *next,
+                           ota_trust_root *load, bool *same, ota_error *err)
 {
 	unsigned char status[OTA_MAX_TRUST_ROOT_KEYS] = {0};
 	unsigned n = 0;
@@ -111,6 +117,8 @@ ota_err ota_trust_root_accept_next(const ota_trust_root *cur, const ota_trust_ro
 		                     "version %lld names prev %s, version %lld is %s",
 		                     (long long)next->version, next->has_prev ? next->prev : "(none)",
 		                     (long long)cur->version, cur->identity);
+	if (load != NULL && (rc = trust_root_load_principals(load, cur, err)) != OTA_OK)
+		return rc;
 	if ((rc = count_signers(next, next, status, &n, err)) != OTA_OK)
 		return rc;
 	if (n < next->threshold)
@@ -134,6 +142,12 @@ ota_err ota_trust_root_accept_next(const ota_trust_root *cur, const ota_trust_ro
 			                     (long long)next->version);
 	}
 	return OTA_OK;
+}
+
+ota_err ota_trust_root_accept_next(const ota_trust_root *cur, const ota_trust_root *next,
+                                   bool *same, ota_error *err)
+{
+	return accept_impl(cur, next, NULL, same, err);
 }
 
 /* Equivocation against the durable state: the recorded version must match. */
@@ -166,10 +180,11 @@ ota_err ota_trust_chain_verify(ota_bytes pinned, const ota_bytes *chain, size_t 
 			                     "snapshot %zu has %zu bytes, limit is %u", i + 1,
 			                     chain[i].len, OTA_MAX_TRUST_ROOT_BYTES);
 	ota_trust_root *cur = NULL;
-	ota_err rc = ota_trust_root_parse(pinned, &cur, err);
+	ota_err rc = trust_root_parse_cached(pinned, NULL, true, &cur, err);
 	if (rc != OTA_OK)
 		return rc;
-	if ((rc = ota_trust_root_verify_self(cur, err)) != OTA_OK)
+	if ((rc = ota_trust_root_verify_self(cur, err)) != OTA_OK ||
+	    (rc = trust_root_load_principals(cur, NULL, err)) != OTA_OK)
 		goto fail;
 	bool have = false;
 	int64_t sv = 0;
@@ -188,9 +203,9 @@ ota_err ota_trust_chain_verify(ota_bytes pinned, const ota_bytes *chain, size_t 
 	for (size_t i = 0; i < n; i++) {
 		ota_trust_root *next = NULL;
 		bool same = false;
-		rc = trust_root_parse_cached(chain[i], cur, &next, err);
+		rc = trust_root_parse_cached(chain[i], cur, true, &next, err);
 		if (rc == OTA_OK)
-			rc = ota_trust_root_accept_next(cur, next, &same, err);
+			rc = accept_impl(cur, next, next, &same, err);
 		if (rc == OTA_OK)
 			rc = check_state(next, have, sv, sid, err);
 		if (rc != OTA_OK) {

@@ -613,13 +613,23 @@ static ota_err parse_signed(ota_trust_root *r, const ota_trust_root *cache, ota_
 		return rc;
 	if (r->expires <= r->issued_at)
 		return malformed(err, "/signed/expires", "expires must be after issued_at");
-	if ((rc = parse_root_role(r, json_object_get(s, "root"), cache, err)) != OTA_OK)
-		return rc;
-	return parse_principals(r, json_object_get(s, "principals"), cache, err);
+	if (!json_is_array(json_object_get(s, "principals")))
+		return malformed(err, "/signed/principals", "principals must be an array");
+	return parse_root_role(r, json_object_get(s, "root"), cache, err);
 }
 
-ota_err trust_root_parse_cached(ota_bytes in, const ota_trust_root *cache, ota_trust_root **out,
-                                ota_error *err)
+ota_err trust_root_load_principals(ota_trust_root *r, const ota_trust_root *cache, ota_error *err)
+{
+	if (r->principals_loaded)
+		return OTA_OK;
+	ota_err rc = parse_principals(r, json_object_get(r->signed_, "principals"), cache, err);
+	if (rc == OTA_OK)
+		r->principals_loaded = true;
+	return rc;
+}
+
+ota_err trust_root_parse_cached(ota_bytes in, const ota_trust_root *cache, bool defer,
+                                ota_trust_root **out, ota_error *err)
 {
 	*out = NULL;
 	if (in.len > OTA_MAX_TRUST_ROOT_BYTES)
@@ -656,6 +666,8 @@ ota_err trust_root_parse_cached(ota_bytes in, const ota_trust_root *cache, ota_t
 	}
 	if ((rc = parse_signatures(r, json_object_get(doc, "signatures"), err)) != OTA_OK)
 		goto fail;
+	if (!defer && (rc = trust_root_load_principals(r, cache, err)) != OTA_OK)
+		goto fail;
 	json_decref(doc);
 	*out = r;
 	return OTA_OK;
@@ -667,7 +679,7 @@ fail:
 
 ota_err ota_trust_root_parse(ota_bytes in, ota_trust_root **out, ota_error *err)
 {
-	return trust_root_parse_cached(in, NULL, out, err);
+	return trust_root_parse_cached(in, NULL, false, out, err);
 }
 
 /* ---- accessors ---- */

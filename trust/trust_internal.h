@@ -64,13 +64,23 @@ struct ota_trust_root {
 	size_t n_keys;
 	trust_key **index; /* keys sorted by kid */
 	uint8_t (*kids)[32]; /* the same kids, contiguous (cache-friendly search) */
+	bool principals_loaded;
 	trust_sig *sigs;   /* capacity OTA_MAX_TRUST_ROOT_KEYS */
 	size_t n_sigs;
 };
 
-/* Parse with an optional cache of already loaded keys (a previous version). */
-ota_err trust_root_parse_cached(ota_bytes in, const ota_trust_root *cache,
+/*
+ * Parse with an optional cache of already loaded keys (a previous version).
+ * With defer, the principals (and their keys, the costly part) are left for
+ * trust_root_load_principals: a chain loads them only once the snapshot has
+ * shown the previous version's threshold, so unauthenticated input never
+ * costs thousands of key loads.
+ */
+ota_err trust_root_parse_cached(ota_bytes in, const ota_trust_root *cache, bool defer,
                                 ota_trust_root **out, ota_error *err);
+/* Loads the principals of a deferred parse (no-op when loaded). */
+ota_err trust_root_load_principals(ota_trust_root *r, const ota_trust_root *cache,
+                                   ota_error *err);
 /* The principal key with this kid, or NULL (binary search). */
 const trust_key *trust_find_key(const ota_trust_root *r, const uint8_t kid[32]);
 /* The root key with this kid, or NULL. */

@@ -38,8 +38,8 @@ q add-principal --dir "$W2" --id prov2 --role issuer --repo '*' --lane '*' \
   --provider-target oci_local --sign "$W2/keys/root-1.pem" --now $((T0 + 20)) --expires $EXP
 V2="$W2/versions"
 
-rm -rf "$here/chains" "$here/keys"
-mkdir -p "$here/chains" "$here/keys"
+rm -rf "$here/chains" "$here/parse" "$here/keys"
+mkdir -p "$here/chains" "$here/parse" "$here/keys"
 for f in "$W"/keys/*.pem "$W2"/keys/*.pem "$tmp/runner-1.pem"; do
   case "$f" in "$W2"/*) dom=other ;; *) dom=acme ;; esac
   name=$(basename "$f" .pem)
@@ -59,6 +59,15 @@ case_() {
   [ "$latest" != - ] && lv=", \"latest_version\": $latest"
   printf '{"expect": "%s", "at": %s, "files": [%s]%s}\n' "$expect" "$at" \
     "$(IFS=,; echo "${files[*]}")" "$lv" >"$d/case.json"
+}
+# parse_case NAME EXPECT FILE: one snapshot for ota_trust_root_parse alone
+# (structure refusals inside principals are only reached once a chain has
+# checked the signatures, so they are tested on the parser directly).
+parse_case() {
+  local d="$here/parse/$1"
+  mkdir -p "$d"
+  cp "$3" "$d/1.json"
+  printf '{"mode": "parse", "expect": "%s", "at": 0, "files": ["1.json"]}\n' "$2" >"$d/case.json"
 }
 # edit IN OUT JQ [SIGNER-KEY PREV]...: jq over the document, then, when signers
 # are given, signatures cleared and made again with `ota trust sign`.
@@ -123,10 +132,33 @@ edit "$V/4.root.json" "$tmp/later.json" '.signed.principals[0].keys[0].revoked_a
 case_ revocation_moved_later trust_revocation_dropped $AT - "$V"/{1,2,3}.root.json "$tmp/later.json"
 edit "$V/2.root.json" "$tmp/kid.json" \
   '.signed.principals[0].keys[0].kid = "00000000000000000000000000000000000000000000000000000000000000ff"'
-case_ kid_not_spki_hash trust_kid_mismatch $AT - "$V/1.root.json" "$tmp/kid.json"
+parse_case kid_not_spki_hash trust_kid_mismatch "$tmp/kid.json"
 edit "$V/2.root.json" "$tmp/member.json" '.signed.extra = 1'
 case_ unknown_member trust_snapshot_malformed $AT - "$V/1.root.json" "$tmp/member.json"
 edit "$V/2.root.json" "$tmp/dupprin.json" '.signed.principals += [.signed.principals[0] | .keys = []]'
-case_ duplicate_principal trust_duplicate_principal $AT - "$V/1.root.json" "$tmp/dupprin.json"
+parse_case duplicate_principal trust_duplicate_principal "$tmp/dupprin.json"
+# unsigned principal edits reach the chain as a missing threshold
+case_ unsigned_principal_edit trust_threshold_old $AT - "$V/1.root.json" "$tmp/dupprin.json"
+parse_case duplicate_signature trust_duplicate_signature "$tmp/dupsig.json"
+parse_case duplicate_root_key trust_duplicate_key "$tmp/dupkey.json"
+parse_case same_key_other_encoding trust_key_noncanonical "$tmp/compressed.json"
+parse_case absurd_version trust_version_absurd "$tmp/absurd.json"
+parse_case unknown_member trust_snapshot_malformed "$tmp/member.json"
+edit "$V/2.root.json" "$tmp/dupprinkey.json" \
+  '.signed.principals += [{"id": "other", "role": "issuer", "scopes": {"repos": [], "lanes": [], "provider_targets": []}, "keys": [.signed.principals[0].keys[0]]}]'
+parse_case same_key_two_principals trust_duplicate_key "$tmp/dupprinkey.json"
+edit "$V/2.root.json" "$tmp/pattern.json" '.signed.principals[0].scopes.repos = ["acme/*/x"]'
+parse_case star_inside_pattern trust_snapshot_malformed "$tmp/pattern.json"
+edit "$V/2.root.json" "$tmp/role.json" '.signed.principals[0].role = "admin"'
+parse_case unknown_role trust_snapshot_malformed "$tmp/role.json"
+edit "$V/2.root.json" "$tmp/float.json" '.signed.expires = 2000000000.5'
+parse_case float_time trust_snapshot_malformed "$tmp/float.json"
+priv=$(grep -v FIXTURE "$W/keys/root-1.pem" | jq -Rs .)
+edit "$V/2.root.json" "$tmp/priv.json" ".signed.root.keys[0].public_key = $priv"
+parse_case private_key_in_root trust_snapshot_malformed "$tmp/priv.json"
+edit "$V/2.root.json" "$tmp/v1prev.json" '.signed.version = 1'
+parse_case version_one_with_prev trust_snapshot_malformed "$tmp/v1prev.json"
+edit "$V/2.root.json" "$tmp/alg.json" '.signed.principals[0].keys[0].alg = "ES384"'
+parse_case alg_not_the_keys alg_key_mismatch "$tmp/alg.json"
 
-echo "wrote $(ls "$here/chains" | wc -l) cases to $here/chains"
+echo "wrote $(ls "$here/chains" | wc -l) chain cases and $(ls "$here/parse" | wc -l) parse cases"
