@@ -40,6 +40,8 @@ struct ota_key {
 	unsigned bits;
 	bool priv;
 	EVP_MD *sha256, *sha384, *sha512; /* fetched once */
+	EVP_PKEY_CTX *vctx; /* EC: initialised for verification once, duplicated per call */
+	EVP_MD_CTX *edctx;  /* EdDSA: initialised for verification once, copied per call */
 	uint8_t kid[32];
 };
 
@@ -100,6 +102,8 @@ void ota_key_free(ota_key *k)
 {
 	if (k == NULL)
 		return;
+	EVP_PKEY_CTX_free(k->vctx);
+	EVP_MD_CTX_free(k->edctx);
 	EVP_PKEY_free(k->pkey);
 	EVP_MD_free(k->sha256);
 	EVP_MD_free(k->sha384);
@@ -173,14 +177,20 @@ static ota_err key_wrap(EVP_PKEY *p, bool priv, ota_key **out, ota_error *err)
 			                   "public point is not on the curve");
 			goto fail;
 		}
-	} else if (id == EVP_PKEY_ED25519) {
-		k->kind = KIND_ED25519;
-		k->bits = 256;
-		k->field = 32;
-	} else if (id == EVP_PKEY_ED448) {
-		k->kind = KIND_ED448;
-		k->bits = 456;
-		k->field = 57;
+		k->vctx = EVP_PKEY_CTX_new_from_pkey(NULL, p, NULL);
+		if (k->vctx == NULL || EVP_PKEY_verify_init(k->vctx) != 1) {
+			rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot prepare verification");
+			goto fail;
+		}
+	} else if (id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448) {
+		k->kind = id == EVP_PKEY_ED25519 ? KIND_ED25519 : KIND_ED448;
+		k->bits = id == EVP_PKEY_ED25519 ? 256 : 456;
+		k->field = id == EVP_PKEY_ED25519 ? 32 : 57;
+		k->edctx = EVP_MD_CTX_new();
+		if (k->edctx == NULL || EVP_DigestVerifyInit(k->edctx, NULL, NULL, NULL, p) != 1) {
+			rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot prepare verification");
+			goto fail;
+		}
 	} else if (id == EVP_PKEY_RSA) {
 		k->kind = KIND_RSA;
 		int bits = EVP_PKEY_get_bits(p);
@@ -1001,20 +1011,34 @@ ota_err ota_key_verify_parts(const ota_key *k, ota_alg alg, const ota_bytes *par
 			rc = OTA_ERR_SIG_FORMAT;
 			goto out;
 		}
+		/*
+		 * Hash with the digest fetched at load time, then verify the
+		 * digest with a duplicate of the context prepared at load time:
+		 * no provider look-up per call, and no shared state is written
+		 * (safe when several threads verify with one key).
+		 */
 		uint8_t der[2 * 66 + 12];
 		size_t dl = raw_to_der(sig.ptr, k->field, der);
-		if (EVP_DigestVerifyInit(ctx, NULL, alg_md(k, alg), NULL, k->pkey) != 1) {
+		uint8_t dig[EVP_MAX_MD_SIZE];
+		unsigned dig_len = 0;
+		if (EVP_DigestInit_ex(ctx, alg_md(k, alg), NULL) != 1) {
 			rc = OTA_ERR_CRYPTO;
 			goto out;
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (parts[i].len > 0 &&
-			    EVP_DigestVerifyUpdate(ctx, parts[i].ptr, parts[i].len) != 1) {
+			if (parts[i].len > 0 && EVP_DigestUpdate(ctx, parts[i].ptr, parts[i].len) != 1) {
 				rc = OTA_ERR_CRYPTO;
 				goto out;
 			}
 		}
-		r = EVP_DigestVerifyFinal(ctx, der, dl);
+		EVP_PKEY_CTX *pc = NULL;
+		if (EVP_DigestFinal_ex(ctx, dig, &dig_len) != 1 ||
+		    (pc = EVP_PKEY_CTX_dup(k->vctx)) == NULL) {
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		r = EVP_PKEY_verify(pc, der, dl, dig, dig_len);
+		EVP_PKEY_CTX_free(pc);
 	} else if (k->kind == KIND_RSA) {
 		if (sig.len != k->field) {
 			rc = OTA_ERR_SIG_FORMAT;
@@ -1034,6 +1058,7 @@ ota_err ota_key_verify_parts(const ota_key *k, ota_alg alg, const ota_bytes *par
 				goto out;
 			}
 		}
+		EVP_MD_CTX_set_flags(ctx, EVP_MD_CTX_FLAG_FINALISE);
 		r = EVP_DigestVerifyFinal(ctx, sig.ptr, sig.len);
 	} else {
 		size_t want = k->kind == KIND_ED25519 ? 64 : 114;
@@ -1065,7 +1090,8 @@ ota_err ota_key_verify_parts(const ota_key *k, ota_alg alg, const ota_bytes *par
 			}
 			msg = buf;
 		}
-		if (EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k->pkey) != 1) {
+		/* a copy of the context prepared at load time: no look-up per call */
+		if (EVP_MD_CTX_copy_ex(ctx, k->edctx) != 1) {
 			if (buf != stackbuf)
 				free(buf);
 			rc = OTA_ERR_CRYPTO;

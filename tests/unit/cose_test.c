@@ -1,4 +1,5 @@
 /* COSE_Sign1 sign/verify API (verify/cose_verify.c, attest/cose_sign.c). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,49 @@ static void test_bit_flips_and_size(void **s)
 	ota_key_free(k);
 }
 
+/* One key shared by several threads: the contexts prepared at load time are only read. */
+typedef struct {
+	const ota_key *key;
+	const uint8_t *msg;
+	size_t len;
+	int bad;
+} thread_job;
+
+static void *verify_many(void *arg)
+{
+	thread_job *j = arg;
+	for (int i = 0; i < 150; i++)
+		if (ota_cose_sign1_verify(ota_bytes_make(j->msg, j->len), j->key, NULL, NULL, NULL) !=
+		    OTA_OK)
+			j->bad++;
+	return NULL;
+}
+
+static void test_threads_share_key(void **s)
+{
+	(void)s;
+	ota_alg algs[2] = {OTA_ALG_ES256, OTA_ALG_EDDSA};
+	for (int a = 0; a < 2; a++) {
+		ota_key *k = NULL;
+		assert_ota(ota_key_generate(algs[a], &k), OTA_OK);
+		uint8_t *m = NULL;
+		size_t ml = 0;
+		assert_ota(ota_cose_sign1_sign(k, payload, NULL, &m, &ml, NULL), OTA_OK);
+		pthread_t th[4];
+		thread_job jobs[4];
+		for (int i = 0; i < 4; i++) {
+			jobs[i] = (thread_job){k, m, ml, 0};
+			assert_int_equal(pthread_create(&th[i], NULL, verify_many, &jobs[i]), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			assert_int_equal(pthread_join(th[i], NULL), 0);
+			assert_int_equal(jobs[i].bad, 0);
+		}
+		free(m);
+		ota_key_free(k);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,7 +270,7 @@ int main(void)
 	    cmocka_unit_test(test_es512),         cmocka_unit_test(test_eddsa),
 	    cmocka_unit_test(test_exact_bytes),   cmocka_unit_test(test_sign_refusals),
 	    cmocka_unit_test(test_key_set),       cmocka_unit_test(test_detached_mismatch),
-	    cmocka_unit_test(test_bit_flips_and_size),
+	    cmocka_unit_test(test_bit_flips_and_size), cmocka_unit_test(test_threads_share_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
