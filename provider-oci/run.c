@@ -499,6 +499,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	if (cancelled(&o))
 		goto out_cancel;
 
+	if (o.before_create != NULL)
+		o.before_create(o.before_create_ctx);
 	/* Apply: create. The container's init is reparented to us. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {

@@ -237,6 +237,10 @@ typedef struct ota_oci_run_opts {
 	/* Task output (fd 1 or 2) as it arrives. NULL: discarded. */
 	void (*on_output)(void *ctx, int fd, const uint8_t *p, size_t n);
 	void *output_ctx;
+	/* Called after admission and the lease, right before the runtime creates
+	 * the container (tests simulate a TOCTOU swap here). NULL: none. */
+	void (*before_create)(void *ctx);
+	void *before_create_ctx;
 } ota_oci_run_opts;
 
 typedef struct ota_oci_result {

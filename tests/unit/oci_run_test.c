@@ -717,6 +717,74 @@ static void test_upstream_example_debian(void **state)
 	fx_free(f);
 }
 
+/* ---- FS-19: a validated bind source swapped before create ---- */
+
+typedef struct swap_ctx {
+	const fx *f;
+	bool symlink; /* swap for a symlink to a decoy, else for another directory */
+} swap_ctx;
+
+static void swap_carve_out(void *ctx)
+{
+	const swap_ctx *c = ctx;
+	const fx *f = c->f;
+	sh("mkdir -p '%s/decoy' && echo SECRET > '%s/decoy/secret' && mv '%s/reports' "
+	   "'%s/reports.real'",
+	   f->tmp, f->tmp, f->repo, f->repo);
+	if (c->symlink)
+		sh("ln -s '%s/decoy' '%s/reports'", f->tmp, f->repo);
+	else
+		sh("mkdir '%s/reports' && echo SECRET > '%s/reports/secret'", f->repo, f->repo);
+}
+
+static void toctou_swap(ota_oci_runtime_kind kind, bool symlink)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	swap_ctx c = {f, symlink};
+	ota_oci_run_opts o = fx_opts(f);
+	o.before_create = swap_carve_out;
+	o.before_create_ctx = &c;
+	ota_oci_plan p = fx_plan(f, "cat /workspace/reports/secret; echo PWNED > /workspace/reports/x");
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (!symlink && rc != OTA_ERR_OCI_IDENTITY_CHANGED)
+		fail_msg("got %s (%s: %s), want oci_identity_changed", ota_err_name(rc), e.where, e.what);
+	/* a symlinked source: runc mounts the link's target elsewhere (caught by
+	 * the mountinfo check), crun refuses to create; either way, fail closed */
+	if (symlink && rc != OTA_ERR_OCI_IDENTITY_CHANGED && rc != OTA_ERR_OCI_MOUNT_UNEXPECTED &&
+	    rc != OTA_ERR_OCI_MOUNT_MISSING && rc != OTA_ERR_OCI_RUNTIME_FAILED)
+		fail_msg("got %s (%s: %s), want a refusal", ota_err_name(rc), e.where, e.what);
+	assert_false(r.started);
+	assert_true(r.terminal == OTA_OCI_REFUSED || r.terminal == OTA_OCI_NOT_STARTED);
+	assert_null(strstr(f->out, "SECRET")); /* the task never ran */
+	char path[1024];
+	snprintf(path, sizeof path, "%s/decoy/x", f->tmp);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof path, "%s/reports/x", f->repo);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_lease_terminal(f, r.container_id, ota_oci_terminal_name(r.terminal));
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
+static void test_toctou_runc(void **state)
+{
+	(void)state;
+	toctou_swap(OTA_OCI_RUNC, false);
+	toctou_swap(OTA_OCI_RUNC, true);
+}
+
+static void test_toctou_crun(void **state)
+{
+	(void)state;
+	toctou_swap(OTA_OCI_CRUN, false);
+	toctou_swap(OTA_OCI_CRUN, true);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -729,6 +797,8 @@ int main(void)
 		cmocka_unit_test(test_escapes_runc),
 		cmocka_unit_test(test_escapes_crun),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_toctou_runc),
+		cmocka_unit_test(test_toctou_crun),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_sigint),
 		cmocka_unit_test(test_sigterm),
