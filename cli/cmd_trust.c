@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -288,12 +290,15 @@ static ota_err sign_with(ota_trust_root *r, const ota_trust_root *prev, const ch
 
 typedef struct tdir {
 	char *root_path, *staged_path, *versions_dir, *keys_dir;
+	int lock_fd; /* flock on DIR/.lock: one editor or signer at a time */
 	ota_trust_root *cur;    /* root.json */
 	ota_trust_root *staged; /* staged.json or NULL */
 } tdir;
 
 static void tdir_free(tdir *t)
 {
+	if (t->lock_fd > 0)
+		close(t->lock_fd);
 	free(t->root_path);
 	free(t->staged_path);
 	free(t->versions_dir);
@@ -321,6 +326,18 @@ static ota_err tdir_open(tdir *t, const char *dir, ota_error *err)
 	ota_err rc = tdir_paths(t, dir, err);
 	if (rc != OTA_OK)
 		return rc;
+	char *lock = path_join(dir, ".lock");
+	if (lock == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, dir, NULL);
+	t->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	free(lock);
+	if (t->lock_fd < 0) {
+		t->lock_fd = 0;
+		return ota_error_set(err, OTA_ERR_IO, dir, "cannot open DIR/.lock: %s", strerror(errno));
+	}
+	while (flock(t->lock_fd, LOCK_EX) != 0)
+		if (errno != EINTR)
+			return ota_error_set(err, OTA_ERR_IO, dir, "flock: %s", strerror(errno));
 	if ((rc = load_root_file(t->root_path, &t->cur, err)) != OTA_OK)
 		return rc;
 	if (exists(t->staged_path)) {

@@ -119,10 +119,20 @@ grep -q trust_snapshot_too_large "$work/stderr" && pass "oversized file refused 
 run 2 "$OTA" trust frobnicate
 run 2 "$OTA" trust add-key --dir "$D"
 
+# ---- two holders signing at the same moment: DIR/.lock keeps both signatures ----
+P="$work/par"
+run 0 "$OTA" trust init --domain par.example --dir "$P" --root-keys 3 --threshold 2
+run 0 "$OTA" trust add-principal --dir "$P" --id r --role runner --lane ci
+"$OTA" trust sign --dir "$P" --key "$P/keys/root-1.pem" >"$work/p1" 2>&1 &
+"$OTA" trust sign --dir "$P" --key "$P/keys/root-3.pem" >"$work/p2" 2>&1 &
+wait
+cat "$work/p1" "$work/p2" >>"$out"
+[ -f "$P/versions/2.root.json" ] && [ ! -f "$P/staged.json" ] && pass "concurrent signers both counted" || bad "a concurrent signature was lost"
+
 # ---- no private key material on stdout/stderr, ever ----
 leak=0
 grep -q "PRIVATE KEY" "$out" && leak=1
-for k in "$D"/keys/*.pem "$work/runner1.pem"; do
+for k in "$D"/keys/*.pem "$P"/keys/*.pem "$work/runner1.pem"; do
   body=$(sed -n 2p "$k")
   if grep -qF -- "$body" "$out"; then leak=1; echo "  key $k leaked"; fi
 done
