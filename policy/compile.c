@@ -213,10 +213,7 @@ typedef struct {
 static ota_err add_edge(walker *w, size_t src, size_t dst, const char *cond)
 {
 	ota_policy *p = w->p;
-	for (size_t i = 0; i < p->nedges; i++)
-		if (p->edges[i].src == src && p->edges[i].dst == dst &&
-		    strcmp(p->edges[i].cond, cond) == 0)
-			return OTA_OK;
+	/* duplicates are removed once the walk is done (dedupe_edges) */
 	if (p->nedges == p->cedges) {
 		size_t nc = p->cedges ? p->cedges * 2 : 8;
 		edge *ne = realloc(p->edges, nc * sizeof *ne);
@@ -231,6 +228,51 @@ static ota_err add_edge(walker *w, size_t src, size_t dst, const char *cond)
 	e->dst = dst;
 	e->cond = cond;
 	return OTA_OK;
+}
+
+static int cmp_edge_idx(const void *a, const void *b, void *ctx)
+{
+	const edge *edges = ctx;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	const edge *ex = &edges[x], *ey = &edges[y];
+	if (ex->src != ey->src)
+		return ex->src < ey->src ? -1 : 1;
+	if (ex->dst != ey->dst)
+		return ex->dst < ey->dst ? -1 : 1;
+	int c = strcmp(ex->cond, ey->cond);
+	if (c != 0)
+		return c;
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* keeps the first occurrence of every (source, destination, condition) */
+static bool dedupe_edges(ota_policy *p)
+{
+	if (p->nedges < 2)
+		return true;
+	size_t *idx = malloc(p->nedges * sizeof *idx);
+	bool *drop = calloc(p->nedges, sizeof *drop);
+	if (idx == NULL || drop == NULL) {
+		free(idx);
+		free(drop);
+		return false;
+	}
+	for (size_t i = 0; i < p->nedges; i++)
+		idx[i] = i;
+	qsort_r(idx, p->nedges, sizeof *idx, cmp_edge_idx, p->edges);
+	for (size_t i = 1; i < p->nedges; i++) {
+		const edge *a = &p->edges[idx[i - 1]], *b = &p->edges[idx[i]];
+		if (a->src == b->src && a->dst == b->dst && strcmp(a->cond, b->cond) == 0)
+			drop[idx[i]] = true;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < p->nedges; i++)
+		if (!drop[i])
+			p->edges[o++] = p->edges[i];
+	p->nedges = o;
+	free(idx);
+	free(drop);
+	return true;
 }
 
 static ota_err visit(walker *w, const otask *t, const char *phase, size_t *seg_out);
@@ -581,24 +623,32 @@ static ota_err build_json(ota_policy *p, const ota_overlay *const *ovs, size_t n
 		rc = ota_json_identity(s->cjson, s->cid, err);
 		if (rc != OTA_OK)
 			goto out;
-		s->ejson = segment_json(p, s, i, &s->eff);
+		/* the effective segment binds its canonical segment (execution truth,
+		 * body, effects) by identity and carries the derived boundary */
+		s->ejson = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:s, s:O, s:o, s:o}", "kind",
+		                     "ota.effective_sandbox_policy_segment/v1", "id",
+		                     json_object_get(s->cjson, "id"), "task",
+		                     json_object_get(s->cjson, "task"), "phase",
+		                     json_object_get(s->cjson, "phase"), "order",
+		                     json_object_get(s->cjson, "order"), "target_platform",
+		                     json_object_get(s->cjson, "target_platform"), "canonical_identity",
+		                     s->cid, "restriction_overlay_identities", oid_arr,
+		                     "runtime_boundary", boundary_to_json(&s->eff), "controls",
+		                     controls_json(&s->eff));
 		if (s->ejson == NULL) {
 			rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
 			goto out;
 		}
-		json_object_set_new(s->ejson, "kind", json_string("ota.effective_sandbox_policy_segment/v1"));
-		json_object_set_new(s->ejson, "canonical_identity", json_string(s->cid));
-		json_object_set_new(s->ejson, "restriction_overlay_identities", json_deep_copy(oid_arr));
 		rc = ota_json_identity(s->ejson, s->eid, err);
 		if (rc != OTA_OK)
 			goto out;
 		json_array_append_new(cseg_ids, json_string(s->cid));
 		json_array_append_new(eseg_ids, json_string(s->eid));
-		json_t *cj = json_deep_copy(s->cjson), *ej = json_deep_copy(s->ejson);
-		json_object_set_new(cj, "identity", json_string(s->cid));
-		json_object_set_new(ej, "identity", json_string(s->eid));
-		json_array_append_new(csegs, cj);
-		json_array_append_new(esegs, ej);
+		/* the printed segment carries its identity (computed without it) */
+		json_object_set_new(s->cjson, "identity", json_string(s->cid));
+		json_object_set_new(s->ejson, "identity", json_string(s->eid));
+		json_array_append(csegs, s->cjson);
+		json_array_append(esegs, s->ejson);
 	}
 	for (size_t i = 0; i < p->nedges; i++) {
 		edge *e = &p->edges[i];
@@ -616,9 +666,8 @@ static ota_err build_json(ota_policy *p, const ota_overlay *const *ovs, size_t n
 		if (rc != OTA_OK)
 			goto out;
 		json_array_append_new(edge_ids, json_string(e->id));
-		json_t *ej = json_deep_copy(e->json);
-		json_object_set_new(ej, "identity", json_string(e->id));
-		json_array_append_new(edges, ej);
+		json_object_set_new(e->json, "identity", json_string(e->id));
+		json_array_append(edges, e->json);
 	}
 	/* canonical core: what the identity binds */
 	json_t *core = json_pack("{s:s, s:i, s:s, s:O, s:O, s:O, s:O, s:o}", "kind",
@@ -674,15 +723,39 @@ out:
 	return rc;
 }
 
+static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const char *name,
+                              const ota_policy_options *o, const ota_overlay *const *overlays,
+                              size_t noverlays, bool with_json, ota_policy **out, ota_error *err);
+
 static int cmp_overlay(const void *a, const void *b)
 {
 	const ota_overlay *x = *(const ota_overlay *const *)a, *y = *(const ota_overlay *const *)b;
 	return strcmp(x->id, y->id);
 }
 
+ota_err policy_check_lane(const ota_contract *c, ota_lane_kind kind, const char *name,
+                          ota_error *err)
+{
+	ota_policy_options o;
+	memset(&o, 0, sizeof o);
+	strcpy(o.native_platform.os, "linux");
+	strcpy(o.native_platform.architecture, "amd64");
+	ota_policy *p = NULL;
+	ota_err rc = policy_compile(c, kind, name, &o, NULL, 0, false, &p, err);
+	ota_policy_free(p);
+	return rc;
+}
+
 ota_err ota_policy_compile(const ota_contract *c, ota_lane_kind kind, const char *name,
                            const ota_policy_options *o, const ota_overlay *const *overlays,
                            size_t noverlays, ota_policy **out, ota_error *err)
+{
+	return policy_compile(c, kind, name, o, overlays, noverlays, true, out, err);
+}
+
+static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const char *name,
+                              const ota_policy_options *o, const ota_overlay *const *overlays,
+                              size_t noverlays, bool with_json, ota_policy **out, ota_error *err)
 {
 	*out = NULL;
 	if (noverlays > OTA_MAX_OVERLAYS)
@@ -759,6 +832,10 @@ ota_err ota_policy_compile(const ota_contract *c, ota_lane_kind kind, const char
 			prev_root = root;
 		}
 	}
+	if (!dedupe_edges(p)) {
+		rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
+		goto fail;
+	}
 	for (size_t i = 0; i < p->nsegs; i++) {
 		rc = resolve_segment(&w, &p->segs[i]);
 		if (rc != OTA_OK)
@@ -796,9 +873,11 @@ ota_err ota_policy_compile(const ota_contract *c, ota_lane_kind kind, const char
 				goto fail;
 		}
 	}
-	rc = build_json(p, sorted, noverlays, err);
-	if (rc != OTA_OK)
-		goto fail;
+	if (with_json) {
+		rc = build_json(p, sorted, noverlays, err);
+		if (rc != OTA_OK)
+			goto fail;
+	}
 	free(w.state);
 	free(sorted);
 	*out = p;

@@ -625,13 +625,7 @@ ota_err ota_contract_load(ota_bytes yaml, const char *name, ota_contract **out, 
 	}
 	/* workflow lanes: incompatible workflow/task values, phase reuse */
 	for (size_t i = 0; i < c->nworkflows; i++) {
-		ota_policy_options po;
-		memset(&po, 0, sizeof po);
-		strcpy(po.native_platform.os, "linux");
-		strcpy(po.native_platform.architecture, "amd64");
-		ota_policy *p = NULL;
-		rc = ota_policy_compile(c, OTA_LANE_WORKFLOW, c->workflows[i].name, &po, NULL, 0, &p, err);
-		ota_policy_free(p);
+		rc = policy_check_lane(c, OTA_LANE_WORKFLOW, c->workflows[i].name, err);
 		if (rc != OTA_OK)
 			goto fail;
 	}

@@ -141,6 +141,10 @@ const otask *contract_task(const ota_contract *c, const char *name);
 const ocontext *contract_context(const ota_contract *c, const char *name);
 const oworkflow *contract_workflow(const ota_contract *c, const char *name);
 
+/* compiles a lane for validation only (no JSON, no identities) */
+ota_err policy_check_lane(const ota_contract *c, ota_lane_kind kind, const char *name,
+                          ota_error *err);
+
 /* field helpers shared with overlay parsing */
 ota_err y_expect(const ydoc *d, const ynode *n, yn_type t, const char *what, ota_error *err);
 ota_err y_keys(const ydoc *d, const ynode *m, const char *const *allowed, const char *const *later,

@@ -1,0 +1,155 @@
+/*
+ * bench_policy: compile time of a contract with 1,000 tasks and 10,000
+ * boundary paths, and 4x and 16x that size. "compile" = load + validate
+ * (ota_contract_load, which also compiles every workflow lane) + compiling
+ * the canonical and effective policy of the lane that covers every task.
+ * Baseline, measured in the same run: libyaml's raw event parse of the same
+ * bytes. Also prints the growth ratio 16x/1x against linear (16).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <yaml.h>
+
+#include "ota/policy.h"
+
+typedef struct {
+	char *p;
+	size_t n, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+		va_end(ap);
+		if (k >= 0 && (size_t)k < b->cap - b->n) {
+			b->n += (size_t)k;
+			return;
+		}
+		b->cap = b->cap * 2 + 4096;
+		b->p = realloc(b->p, b->cap);
+		if (b->p == NULL)
+			exit(3);
+	}
+}
+
+static sbuf contract(unsigned ntasks)
+{
+	sbuf b = {malloc(4096), 0, 4096};
+	put(&b, "version: 1\nproject: {name: bench}\nexecution:\n  preferred: container\n"
+	        "  lifecycle: ephemeral\n  backends: {container: {image: debian:bookworm-slim, "
+	        "platform: linux/amd64}}\ntasks:\n");
+	for (unsigned i = 0; i < ntasks; i++) {
+		put(&b, "  t%u:\n    command: {exe: make, args: [t%u]}\n    safe_for_agent: true\n", i, i);
+		if (i % 10 != 0)
+			put(&b, "    depends_on: [t%u]\n", i - 1);
+		put(&b, "    runtime_boundary:\n      filesystem:\n        repo_root_mode: read_only\n"
+		        "        writable_paths: [");
+		for (unsigned k = 0; k < 5; k++)
+			put(&b, "%sw/%u/%u", k ? ", " : "", i, k);
+		put(&b, "]\n        protected_paths: [");
+		for (unsigned k = 0; k < 5; k++)
+			put(&b, "%sp/%u/%u", k ? ", " : "", i, k);
+		put(&b, "]\n      network: {default: deny}\n");
+	}
+	put(&b, "  all:\n    safe_for_agent: true\n    aggregate:\n      tasks:\n");
+	for (unsigned i = 0; i < ntasks; i++)
+		put(&b, "        - t%u\n", i);
+	put(&b, "workflows:\n  default: all\n  all: {run: {task: all}}\n");
+	return b;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double raw_parse(const sbuf *b)
+{
+	double t0 = now_ms();
+	yaml_parser_t p;
+	if (!yaml_parser_initialize(&p))
+		exit(3);
+	yaml_parser_set_input_string(&p, (const unsigned char *)b->p, b->n);
+	for (;;) {
+		yaml_event_t ev;
+		if (!yaml_parser_parse(&p, &ev))
+			exit(3);
+		int end = ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&ev);
+		if (end)
+			break;
+	}
+	yaml_parser_delete(&p);
+	return now_ms() - t0;
+}
+
+static double compile_once(const sbuf *b, size_t *nseg)
+{
+	ota_policy_options o;
+	memset(&o, 0, sizeof o);
+	ota_platform_host(&o.native_platform);
+	double t0 = now_ms();
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	if (ota_contract_load(ota_bytes_make(b->p, b->n), "bench.yaml", &c, &e) != OTA_OK) {
+		fprintf(stderr, "load: %s %s %s\n", ota_err_name(e.code), e.where, e.what);
+		exit(3);
+	}
+	ota_policy *p = NULL;
+	if (ota_policy_compile(c, OTA_LANE_TASK, "all", &o, NULL, 0, &p, &e) != OTA_OK) {
+		fprintf(stderr, "compile: %s %s\n", ota_err_name(e.code), e.what);
+		exit(3);
+	}
+	double t = now_ms() - t0;
+	*nseg = ota_policy_segment_count(p);
+	ota_policy_free(p);
+	ota_contract_free(c);
+	return t;
+}
+
+int main(void)
+{
+	const unsigned mult[3] = {1, 4, 16};
+	double compile_ms[3];
+	for (int i = 0; i < 3; i++) {
+		unsigned n = 1000 * mult[i];
+		sbuf b = contract(n);
+		double best = 1e18, base = 1e18;
+		size_t nseg = 0;
+		int reps = mult[i] >= 16 ? 2 : 5;
+		for (int r = 0; r < reps; r++) {
+			double t = compile_once(&b, &nseg);
+			double u = raw_parse(&b);
+			if (t < best)
+				best = t;
+			if (u < base)
+				base = u;
+		}
+		if (nseg != n + 1) {
+			fprintf(stderr, "bench_policy: expected %u segments, got %zu\n", n + 1, nseg);
+			return 3;
+		}
+		compile_ms[i] = best;
+		printf("{\"bench\": \"policy_compile_%u_tasks_%u_paths\", \"value\": %.2f, \"unit\": \"ms\", "
+		       "\"baseline\": \"libyaml_event_parse_same_document\", \"baseline_value\": %.2f, "
+		       "\"ratio\": %.2f}\n",
+		       n, n * 10, best, base, best / base);
+		free(b.p);
+	}
+	for (int i = 1; i < 3; i++)
+		printf("{\"bench\": \"policy_compile_growth_%ux\", \"value\": %.2f, \"unit\": \"ratio\", "
+		       "\"baseline\": \"linear_growth\", \"baseline_value\": %u, \"ratio\": %.2f}\n",
+		       mult[i], compile_ms[i] / compile_ms[0], mult[i],
+		       compile_ms[i] / compile_ms[0] / (double)mult[i]);
+	return 0;
+}
