@@ -928,6 +928,68 @@ static void test_vectors(void **state)
 	}
 }
 
+/* vectors/trust/lookup/cases.json: ota_trust_lookup on one fixture snapshot. */
+static void test_lookup_vectors(void **state)
+{
+	(void)state;
+	size_t n = 0;
+	uint8_t *text = test_read_src("vectors/trust/lookup/cases.json", &n);
+	json_t *doc = json_loadb((const char *)text, n, 0, NULL);
+	free(text);
+	assert_non_null(doc);
+	uint8_t *snap = test_read_src("vectors/trust/lookup/root.json", &n);
+	ota_trust_root *r = NULL;
+	assert_ota(ota_trust_root_parse(ota_bytes_make(snap, n), &r, NULL), OTA_OK);
+	free(snap);
+	assert_ota(ota_trust_root_verify_self(r, NULL), OTA_OK);
+	size_t i;
+	json_t *c;
+	const json_t *cases = json_object_get(doc, "cases");
+	assert_true(json_array_size(cases) >= 10);
+	json_array_foreach(cases, i, c) {
+		const char *kh = json_string_value(json_object_get(c, "kid"));
+		uint8_t kid[32];
+		size_t got = 0;
+		assert_ota(ota_hex_decode(kh, strlen(kh), (ota_buf){kid, 32}, &got), OTA_OK);
+		ota_alg alg = OTA_ALG_NONE;
+		ota_trust_role role = OTA_TRUST_ROLE_RUNNER;
+		assert_ota(ota_alg_from_name(json_string_value(json_object_get(c, "alg")), &alg), OTA_OK);
+		assert_ota(ota_trust_role_from_name(json_string_value(json_object_get(c, "role")), &role),
+		           OTA_OK);
+		const char *f[3];
+		static const char *const names[3] = {"repo", "lane", "provider_target"};
+		for (int k = 0; k < 3; k++) {
+			f[k] = json_string_value(json_object_get(c, names[k]));
+			if (f[k] != NULL && f[k][0] == '\0')
+				f[k] = NULL;
+		}
+		ota_trust_scope_req sc = {f[0], f[1], f[2]};
+		ota_error e;
+		ota_error_clear(&e);
+		ota_err rc = ota_trust_lookup(r, ota_bytes_make(kid, got), alg, role, &sc,
+		                              (int64_t)json_integer_value(json_object_get(c, "at")), NULL,
+		                              NULL, &e);
+		const char *want = json_string_value(json_object_get(c, "expect"));
+		if (strcmp(ota_err_name(rc), want) != 0)
+			fail_msg("lookup case %zu (%s): got %s (%s), want %s", i,
+			         json_string_value(json_object_get(c, "note")), ota_err_name(rc), e.what,
+			         want);
+	}
+	/* the FIXTURE private key "a" is the key of the first case */
+	char *kp = test_src_path("vectors/trust/keys/lookup-a-FIXTURE.pem");
+	ota_key *k = NULL;
+	assert_ota(ota_key_load_file(kp, &k, NULL), OTA_OK);
+	free(kp);
+	uint8_t kid[32];
+	char hex[65];
+	kid_of(k, kid);
+	ota_hex_encode(ota_bytes_make(kid, 32), hex);
+	assert_string_equal(hex, json_string_value(json_object_get(json_array_get(cases, 0), "kid")));
+	ota_key_free(k);
+	ota_trust_root_free(r);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -953,6 +1015,7 @@ int main(void)
 		cmocka_unit_test(test_drafts),
 		cmocka_unit_test(test_time_text),
 		cmocka_unit_test(test_vectors),
+		cmocka_unit_test(test_lookup_vectors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -38,7 +38,7 @@ q add-principal --dir "$W2" --id prov2 --role issuer --repo '*' --lane '*' \
   --provider-target oci_local --sign "$W2/keys/root-1.pem" --now $((T0 + 20)) --expires $EXP
 V2="$W2/versions"
 
-rm -rf "$here/chains" "$here/parse" "$here/keys"
+rm -rf "$here/chains" "$here/parse" "$here/lookup" "$here/keys"
 mkdir -p "$here/chains" "$here/parse" "$here/keys"
 for f in "$W"/keys/*.pem "$W2"/keys/*.pem "$tmp/runner-1.pem"; do
   case "$f" in "$W2"/*) dom=other ;; *) dom=acme ;; esac
@@ -161,4 +161,47 @@ parse_case version_one_with_prev trust_snapshot_malformed "$tmp/v1prev.json"
 edit "$V/2.root.json" "$tmp/alg.json" '.signed.principals[0].keys[0].alg = "ES384"'
 parse_case alg_not_the_keys alg_key_mismatch "$tmp/alg.json"
 
-echo "wrote $(ls "$here/chains" | wc -l) chain cases and $(ls "$here/parse" | wc -l) parse cases"
+# ---- lookup vectors: one snapshot, cases for ota_trust_lookup ----
+W3="$tmp/lookup" L="$here/lookup"
+mkdir -p "$L"
+q init --domain lookup.example --dir "$W3" --root-keys 1 --now $T0 --expires $EXP
+q add-principal --dir "$W3" --id runner-1 --role runner --repo 'acme/*' --lane ci \
+  --provider-target oci_local --now $T0 --expires $EXP
+q add-principal --dir "$W3" --id prov --role issuer --repo '*' --lane '*' \
+  --provider-target remote_vm --now $T0 --expires $EXP
+kid_of() { "$OTA" trust add-key "$@" --now $T0 --expires $EXP | sed -n 's/^key \([0-9a-f]\{64\}\) .*/\1/p'; }
+A=$(kid_of --dir "$W3" --principal runner-1 --generate "$tmp/lk-a.pem" --valid-from 1700000000 --valid-until 1900000000)
+B=$(kid_of --dir "$W3" --principal runner-1 --generate "$tmp/lk-b.pem" --alg EdDSA --valid-from 1700000000)
+C=$(kid_of --dir "$W3" --principal prov --generate "$tmp/lk-c.pem" --alg ES384 --valid-from 1700000000)
+q revoke-key --dir "$W3" --kid "$B" --revoked-at 1750000000 --sign "$W3/keys/root-1.pem" --now $T0 --expires $EXP
+RK=$(jq -r '.signed.root.keys[0].kid' "$W3/root.json")
+cp "$W3/root.json" "$L/root.json"
+for k in a b c; do
+  { echo "FIXTURE test key (lookup.example principal key $k), public in this repository: never trust it."
+    cat "$tmp/lk-$k.pem"; } >"$here/keys/lookup-$k-FIXTURE.pem"
+done
+# lk KID ALG ROLE REPO LANE TARGET AT EXPECT NOTE ("" = not checked)
+cases=()
+lk() { cases+=("$(jq -cn --arg kid "$1" --arg alg "$2" --arg role "$3" --arg repo "$4" \
+  --arg lane "$5" --arg target "$6" --argjson at "$7" --arg expect "$8" --arg note "$9" \
+  '{kid: $kid, alg: $alg, role: $role, repo: $repo, lane: $lane, provider_target: $target,
+    at: $at, expect: $expect, note: $note}')"); }
+lk "$A" ES256 runner acme/widgets ci oci_local 1800000000 ok "in scope, in window"
+lk "$A" ES256 runner "" "" "" 1800000000 ok "no scope requested"
+lk "$A" ES384 runner acme/widgets ci oci_local 1800000000 trust_alg_mismatch "alg is not the key's alg"
+lk "$A" ES256 issuer acme/widgets ci oci_local 1800000000 trust_role_mismatch "runner key used as issuer"
+lk "$A" ES256 runner evil/widgets ci oci_local 1800000000 trust_scope_mismatch "other organisation"
+lk "$A" ES256 runner acme/a/b ci oci_local 1800000000 trust_scope_mismatch "'*' does not cross '/'"
+lk "$A" ES256 runner acme/widgets release oci_local 1800000000 trust_scope_mismatch "other lane"
+lk "$A" ES256 runner acme/widgets ci remote_vm 1800000000 trust_scope_mismatch "other provider target"
+lk "$A" ES256 runner acme/widgets ci oci_local 1699999999 trust_key_not_yet_valid "before valid_from"
+lk "$A" ES256 runner acme/widgets ci oci_local 1900000000 trust_key_expired "at valid_until"
+lk "$B" EdDSA runner acme/widgets ci oci_local 1749999999 ok "before revoked_at"
+lk "$B" EdDSA runner acme/widgets ci oci_local 1800000000 trust_key_revoked "revoked; a backdated iat (1740000000) is never used"
+lk "$C" ES384 issuer any/repo any-lane remote_vm 1800000000 ok "issuer with '*' scopes"
+lk "$C" ES384 issuer any/repo any-lane oci_local 1800000000 trust_scope_mismatch "issuer outside its provider target"
+lk "$RK" ES256 runner "" "" "" 1800000000 trust_key_unknown "a root key is no principal key"
+lk "0000000000000000000000000000000000000000000000000000000000000000" ES256 runner "" "" "" 1800000000 trust_key_unknown "unknown kid"
+printf '%s\n' "${cases[@]}" | jq -s '{snapshot: "root.json", cases: .}' >"$L/cases.json"
+
+echo "wrote $(ls "$here/chains" | wc -l) chain cases and $(ls "$here/parse" | wc -l) parse cases, $(jq '.cases | length' "$L/cases.json") lookup cases"
