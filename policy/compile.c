@@ -567,6 +567,41 @@ static json_t *segment_json(const ota_policy *p, const seg *s, size_t order, con
 	                 "effects", eff, "safe_for_agent", t->safe_for_agent);
 }
 
+/*
+ * Adjacent segments (in order) whose effective boundary, execution truth and
+ * platform are identical may share one provider boundary; any difference
+ * starts a new group (never flattened into a union or an intersection).
+ */
+static bool same_boundary(const seg *a, const seg *b)
+{
+	const char *keys[] = {"runtime_boundary", "target_platform", NULL};
+	for (size_t i = 0; keys[i] != NULL; i++)
+		if (!json_equal(json_object_get(a->ejson, keys[i]), json_object_get(b->ejson, keys[i])))
+			return false;
+	const json_t *xa = json_object_get(a->cjson, "execution"), *xb = json_object_get(b->cjson, "execution");
+	if (!json_equal(xa, xb))
+		return false;
+	return json_equal(json_object_get(a->cjson, "pre_boundary_actions"),
+	                  json_object_get(b->cjson, "pre_boundary_actions")) &&
+	       json_equal(json_object_get(a->cjson, "isolated_paths"),
+	                  json_object_get(b->cjson, "isolated_paths")) &&
+	       json_equal(json_object_get(a->cjson, "inherited_service_networks"),
+	                  json_object_get(b->cjson, "inherited_service_networks"));
+}
+
+static json_t *boundary_groups(const ota_policy *p)
+{
+	json_t *groups = json_array(), *cur = NULL;
+	for (size_t i = 0; groups != NULL && i < p->nsegs; i++) {
+		if (cur == NULL || !same_boundary(&p->segs[i - 1], &p->segs[i])) {
+			cur = json_array();
+			json_array_append_new(groups, cur);
+		}
+		json_array_append(cur, json_object_get(p->segs[i].cjson, "id"));
+	}
+	return groups;
+}
+
 static int cmp_id(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -697,6 +732,7 @@ static ota_err build_json(ota_policy *p, const ota_overlay *const *ovs, size_t n
 		rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
 		goto out;
 	}
+	json_object_set_new(ecore, "boundary_groups", boundary_groups(p));
 	rc = ota_json_identity(ecore, p->eff_id, err);
 	if (rc != OTA_OK) {
 		json_decref(ecore);

@@ -686,6 +686,36 @@ static void test_descriptor_refusals(void **state)
 	ota_contract_free(c);
 }
 
+static void test_boundary_groups(void **state)
+{
+	(void)state;
+	const char *y = HEAD
+		"execution: {preferred: container, lifecycle: ephemeral, backends: {container: {image: i, platform: linux/amd64}}}\n"
+		"tasks:\n"
+		"  a: {run: x, runtime_boundary: {filesystem: {repo_root_mode: read_only, writable_paths: [out]}}}\n"
+		"  b: {run: y, depends_on: [a], runtime_boundary: {filesystem: {repo_root_mode: read_only, writable_paths: [out]}}}\n"
+		"  c: {run: z, depends_on: [b], runtime_boundary: {filesystem: {repo_root_mode: read_only, writable_paths: [other]}}}\n";
+	ota_contract *c = NULL;
+	ota_error e;
+	assert_ota(load_str(y, &c, &e), OTA_OK);
+	ota_policy *p = compile(c, OTA_LANE_TASK, "c", NULL, 0);
+	const json_t *g = json_object_get(ota_policy_effective_json(p), "boundary_groups");
+	assert_int_equal(json_array_size(g), 2);
+	assert_int_equal(json_array_size(json_array_get(g, 0)), 2); /* a and b share */
+	assert_string_equal(json_string_value(json_array_get(json_array_get(g, 1), 0)), "task:c");
+	/* an overlay that makes c equal to a and b merges the groups */
+	const char *ov = "policies: {sandbox: {filesystem: {writable_paths: []}}}\n";
+	ota_overlay *o = NULL;
+	assert_ota(ota_overlay_load(ota_bytes_make(ov, strlen(ov)), "o", OTA_OVERLAY_FILE, &o, NULL), OTA_OK);
+	const ota_overlay *ovs[1] = {o};
+	ota_policy *q = compile(c, OTA_LANE_TASK, "c", ovs, 1);
+	assert_int_equal(json_array_size(json_object_get(ota_policy_effective_json(q), "boundary_groups")), 1);
+	ota_policy_free(q);
+	ota_overlay_free(o);
+	ota_policy_free(p);
+	ota_contract_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -697,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_meet_properties),
 		cmocka_unit_test(test_admission),
 		cmocka_unit_test(test_descriptor_refusals),
+		cmocka_unit_test(test_boundary_groups),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
