@@ -224,6 +224,19 @@ int verify_cose(int argc, char **argv)
 			json_object_set_new(o, "where", json_string(err.where));
 			json_object_set_new(o, "message",
 			                    json_string(err.what[0] != '\0' ? err.what : ota_err_message(rc)));
+			/* what the message claims, when it decodes (never its payload) */
+			ota_cose_sign1 claimed;
+			if (msg != NULL &&
+			    ota_cose_sign1_decode(ota_bytes_make(msg, ml), &vo, &claimed, NULL) == OTA_OK) {
+				json_object_set_new(o, "alg", json_string(ota_alg_name(claimed.alg)));
+				char *hex = malloc(2 * claimed.kid.len + 1);
+				if (hex != NULL) {
+					ota_hex_encode(claimed.kid, hex);
+					json_object_set_new(o, "kid", claimed.kid.len > 0 ? json_string(hex)
+					                                                  : json_null());
+					free(hex);
+				}
+			}
 		}
 		if (msg != NULL) {
 			char id[OTA_ID_LEN + 1];
