@@ -311,9 +311,19 @@ ota_err ota_key_load_pem(ota_bytes pem, ota_key **out, ota_error *err)
 	unsigned char *data = NULL;
 	long data_len = 0;
 	ota_err rc;
-	if (PEM_read_bio(bio, &name, &header, &data, &data_len) != 1) {
-		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "no PEM block");
-		goto out;
+	for (;;) {
+		if (PEM_read_bio(bio, &name, &header, &data, &data_len) != 1) {
+			rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "no PEM key block");
+			goto out;
+		}
+		/* `openssl ecparam -genkey` writes the curve first: skip it */
+		if (strcmp(name, "EC PARAMETERS") != 0)
+			break;
+		OPENSSL_free(name);
+		OPENSSL_free(header);
+		OPENSSL_free(data);
+		name = header = NULL;
+		data = NULL;
 	}
 	if (strcmp(name, "PUBLIC KEY") == 0) {
 		const unsigned char *p = data;

@@ -210,6 +210,16 @@ static void test_sec1_pem(void **s)
 	ota_key *k = NULL;
 	assert_ota(ota_key_load_pem(ota_bytes_make(sec1_fixture, strlen(sec1_fixture)), &k, NULL),
 	           OTA_OK);
+	/* as `openssl ecparam -genkey` writes it: the curve block first */
+	char with_params[1024];
+	int n = snprintf(with_params, sizeof with_params,
+	                 "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n%s",
+	                 sec1_fixture);
+	assert_true(n > 0 && (size_t)n < sizeof with_params);
+	ota_key *k2 = NULL;
+	assert_ota(ota_key_load_pem(ota_bytes_make(with_params, (size_t)n), &k2, NULL), OTA_OK);
+	assert_true(ota_key_equal_public(k, k2));
+	ota_key_free(k2);
 	assert_true(ota_key_has_private(k));
 	assert_int_equal(ota_key_default_alg(k), OTA_ALG_ES256);
 	assert_string_equal(ota_key_type_name(k), "P-256");
