@@ -1,0 +1,309 @@
+/*
+ * ota run TASK / ota up --workflow W: real execution under oci_local.
+ * --dry-run is the policy group's admission (same decision, nothing runs).
+ */
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ota/json.h"
+#include "ota/limits.h"
+#include "ota/oci.h"
+#include "ota/policy.h"
+#include "ota/runner.h"
+
+/* The policy group's dry-run admission (cli/cmd_policy.c). */
+int cmd_policy_dry_run(int argc, char **argv, bool workflow);
+
+#define MAX_OVERLAYS 64
+
+/* Set by SIGINT/SIGTERM; the run finalizes its container and lease. */
+static volatile sig_atomic_t g_cancel;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_cancel = 1;
+}
+
+typedef struct run_opts {
+	const char *file, *lane, *workflow, *target, *org_policy, *runtime, *rootfs, *store;
+	const char *lease_db, *receipt, *runtime_root, *state_dir;
+	const char *overlays[MAX_OVERLAYS];
+	size_t noverlays;
+	bool agent, json, dry_run, no_org;
+	long timeout;
+} run_opts;
+
+static int usage_of(bool workflow)
+{
+	return cli_usage("ota", workflow
+	                                ? "ota up --workflow W --agent [--sandbox-target oci_local] "
+	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
+	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] [--overlay FILE]... [--receipt FILE] [-f FILE] "
+	                                  "[--json] [--dry-run]"
+	                                : "ota run TASK --agent [--sandbox-target oci_local] "
+	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
+	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] [--overlay FILE]... [--receipt FILE] [-f FILE] "
+	                                  "[--json] [--dry-run]");
+}
+
+static void on_output(void *ctx, int fd, const uint8_t *p, size_t n)
+{
+	const run_opts *o = ctx;
+	FILE *f = (fd == 2 || o->json) ? stderr : stdout;
+	fwrite(p, 1, n, f);
+	fflush(f);
+}
+
+static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overlay **out,
+                            ota_error *e)
+{
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	ota_err rc = ota_file_read(path, OTA_MAX_YAML_BYTES, &buf, &n, e);
+	if (rc == OTA_OK)
+		rc = ota_overlay_load(ota_bytes_make(buf, n), path, src, out, e);
+	free(buf);
+	return rc;
+}
+
+static int run_lane(int argc, char **argv, bool workflow)
+{
+	run_opts o;
+	memset(&o, 0, sizeof o);
+	o.file = "ota.yaml";
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool more = i + 1 < argc;
+		if (strcmp(a, "--dry-run") == 0)
+			o.dry_run = true;
+		else if (strcmp(a, "--agent") == 0)
+			o.agent = true;
+		else if (strcmp(a, "--json") == 0)
+			o.json = true;
+		else if (strcmp(a, "--no-org-policy") == 0)
+			o.no_org = true;
+		else if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && more)
+			o.file = argv[++i];
+		else if (strcmp(a, "--workflow") == 0 && more)
+			o.workflow = argv[++i];
+		else if (strcmp(a, "--sandbox-target") == 0 && more)
+			o.target = argv[++i];
+		else if (strcmp(a, "--org-policy") == 0 && more)
+			o.org_policy = argv[++i];
+		else if (strcmp(a, "--runtime") == 0 && more)
+			o.runtime = argv[++i];
+		else if (strcmp(a, "--rootfs") == 0 && more)
+			o.rootfs = argv[++i];
+		else if (strcmp(a, "--image-store") == 0 && more)
+			o.store = argv[++i];
+		else if (strcmp(a, "--lease-db") == 0 && more)
+			o.lease_db = argv[++i];
+		else if (strcmp(a, "--receipt") == 0 && more)
+			o.receipt = argv[++i];
+		else if (strcmp(a, "--runtime-root") == 0 && more)
+			o.runtime_root = argv[++i];
+		else if (strcmp(a, "--state-dir") == 0 && more)
+			o.state_dir = argv[++i];
+		else if (strcmp(a, "--timeout") == 0 && more) {
+			char *end = NULL;
+			o.timeout = strtol(argv[++i], &end, 10);
+			if (end == NULL || *end != '\0' || o.timeout < 0)
+				return usage_of(workflow);
+		} else if (strcmp(a, "--overlay") == 0 && more) {
+			if (o.noverlays == MAX_OVERLAYS)
+				return usage_of(workflow);
+			o.overlays[o.noverlays++] = argv[++i];
+		} else if (strcmp(a, "--descriptor") == 0 && more) {
+			i++; /* dry-run only */
+		} else if (a[0] != '-' && o.lane == NULL && !workflow)
+			o.lane = a;
+		else
+			return usage_of(workflow);
+	}
+	if (o.dry_run)
+		return cmd_policy_dry_run(argc, argv, workflow);
+	if (workflow ? o.workflow == NULL : o.lane == NULL)
+		return usage_of(workflow);
+	if (!o.agent && o.target == NULL) {
+		fprintf(stderr, "ota: usage: real execution here happens only inside an enforced "
+		                "sandbox: pass --agent or --sandbox-target oci_local\n");
+		return CLI_USAGE;
+	}
+	if (o.target != NULL && strcmp(o.target, "oci_local") != 0) {
+		fprintf(stderr, "ota: oci_policy_unsupported: --sandbox-target %s: this runner "
+		                "executes oci_local only\n", o.target);
+		return CLI_REFUSED;
+	}
+	ota_oci_runtime_kind kind = OTA_OCI_RUNC;
+	const char *rt_env = o.runtime != NULL ? o.runtime : getenv("OTA_OCI_RUNTIME");
+	if (rt_env != NULL && strcmp(rt_env, "crun") == 0)
+		kind = OTA_OCI_CRUN;
+	else if (rt_env != NULL && strcmp(rt_env, "runc") != 0)
+		return usage_of(workflow);
+
+	ota_error e;
+	ota_error_clear(&e);
+	ota_contract *c = NULL;
+	ota_overlay *ovs[MAX_OVERLAYS + 1];
+	size_t nov = 0;
+	ota_policy *p = NULL;
+	json_t *adm = NULL, *receipt = NULL;
+	bool admitted = false;
+	int ret = CLI_INTERNAL;
+	char repo[PATH_MAX];
+	{
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof tmp, "%s", o.file);
+		if (realpath(dirname(tmp), repo) == NULL) {
+			ota_error_set(&e, OTA_ERR_IO, o.file, "cannot resolve the contract directory");
+			return cli_fail("ota", &e);
+		}
+	}
+	uint8_t *yaml = NULL;
+	size_t ylen = 0;
+	ota_err rc = ota_file_read(o.file, OTA_MAX_YAML_BYTES, &yaml, &ylen, &e);
+	if (rc == OTA_OK)
+		rc = ota_contract_load(ota_bytes_make(yaml, ylen), o.file, &c, &e);
+	free(yaml);
+	if (rc == OTA_OK && !o.no_org) {
+		char def[PATH_MAX + 32];
+		const char *org = o.org_policy;
+		if (org == NULL) {
+			snprintf(def, sizeof def, "%s/.ota/org-policy.yaml", repo);
+			if (access(def, F_OK) == 0)
+				org = def;
+		}
+		if (org != NULL) {
+			ota_overlay *ov = NULL;
+			rc = load_overlay(org, OTA_OVERLAY_ORG_POLICY, &ov, &e);
+			if (rc == OTA_OK && ov != NULL)
+				ovs[nov++] = ov;
+		}
+	}
+	for (size_t i = 0; rc == OTA_OK && i < o.noverlays; i++) {
+		ota_overlay *ov = NULL;
+		rc = load_overlay(o.overlays[i], OTA_OVERLAY_FILE, &ov, &e);
+		if (rc == OTA_OK)
+			ovs[nov++] = ov;
+	}
+	ota_policy_options po;
+	memset(&po, 0, sizeof po);
+	ota_platform_host(&po.native_platform);
+	ota_capability_descriptor desc;
+	if (rc == OTA_OK) {
+		const char *txt = ota_policy_builtin_descriptor("oci_local");
+		rc = txt != NULL ? ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)),
+		                                                   &po.native_platform, &desc, &e)
+		                 : ota_error_set(&e, OTA_ERR_INTERNAL, "oci_local", "no descriptor");
+	}
+	if (rc == OTA_OK)
+		rc = ota_policy_compile(c, workflow ? OTA_LANE_WORKFLOW : OTA_LANE_TASK,
+		                        workflow ? o.workflow : o.lane, &po,
+		                        (const ota_overlay *const *)ovs, nov, &p, &e);
+	ota_admission_request req = {o.agent, o.target, &desc, 1};
+	if (rc == OTA_OK)
+		rc = ota_policy_admit(p, &req, &adm, &admitted, &e);
+	if (rc != OTA_OK) {
+		ret = cli_fail("ota", &e);
+		goto out;
+	}
+	if (!admitted) {
+		json_t *j = json_pack("{s:b, s:b, s:O}", "ok", 0, "execution_started", 0,
+		                      "sandbox_admission", adm);
+		if (o.json)
+			cli_print_json(j);
+		json_decref(j);
+		fprintf(stderr, "ota: refused: %s\n",
+		        json_string_value(json_object_get(adm, "message")) != NULL
+		                ? json_string_value(json_object_get(adm, "message"))
+		                : "sandbox admission refused");
+		ret = CLI_REFUSED;
+		goto out;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ota_runner_opts ro;
+	memset(&ro, 0, sizeof ro);
+	ro.repo = repo;
+	ro.rootfs = o.rootfs;
+	ro.image_store = o.store != NULL ? o.store : getenv("OTA_IMAGE_STORE");
+	ro.timeout_seconds = o.timeout;
+	ro.oci.runtime.kind = kind;
+	ro.oci.runtime.root = o.runtime_root;
+	ro.oci.state_dir = o.state_dir;
+	const char *db = o.lease_db != NULL ? o.lease_db : getenv("OTA_LEASE_DB");
+	ro.oci.lease_db = db;
+	char txn[64];
+	{
+		uint8_t rnd[12];
+		FILE *ur = fopen("/dev/urandom", "re");
+		size_t got = ur != NULL ? fread(rnd, 1, sizeof rnd, ur) : 0;
+		if (ur != NULL)
+			fclose(ur);
+		char hex[25];
+		ota_hex_encode(ota_bytes_make(rnd, got == sizeof rnd ? sizeof rnd : 0), hex);
+		snprintf(txn, sizeof txn, "txn-%s", hex);
+	}
+	ro.oci.txn = txn;
+	ro.oci.cancel = &g_cancel;
+	ro.oci.on_output = on_output;
+	ro.oci.output_ctx = &o;
+	char version[128];
+	ota_oci_runtime_version(&ro.oci.runtime, version, sizeof version);
+	ro.oci.runtime.version = version;
+	int status = 0;
+	rc = ota_runner_run(p, adm, &ro, &receipt, &status, &e);
+	if (receipt != NULL) {
+		json_object_set(receipt, "sandbox_admission", adm);
+		if (o.receipt != NULL) {
+			char *s = ota_json_dumps(receipt, true);
+			ota_error we;
+			ota_error_clear(&we);
+			if (s == NULL || ota_file_write_atomic(o.receipt, ota_bytes_make(s, strlen(s)), 0644,
+			                                       &we) != OTA_OK)
+				fprintf(stderr, "ota: cannot write receipt %s\n", o.receipt);
+			free(s);
+		}
+		if (o.json)
+			cli_print_json(receipt);
+	}
+	const char *st = json_string_value(
+		json_object_get(json_object_get(receipt, "sandbox_policy"), "status"));
+	if (!o.json)
+		fprintf(stderr, "ota: sandbox %s\n", st != NULL ? st : "unknown");
+	if (rc != OTA_OK) {
+		if (!o.json)
+			(void)cli_fail("ota", &e);
+		ret = rc == OTA_ERR_OCI_INTERRUPTED ? 130 : cli_exit_for(rc);
+	} else {
+		ret = status;
+	}
+out:
+	json_decref(receipt);
+	json_decref(adm);
+	ota_policy_free(p);
+	for (size_t i = 0; i < nov; i++)
+		ota_overlay_free(ovs[i]);
+	ota_contract_free(c);
+	return ret;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	return run_lane(argc, argv, false);
+}
+
+int cmd_up(int argc, char **argv)
+{
+	return run_lane(argc, argv, true);
+}

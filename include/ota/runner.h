@@ -1,0 +1,77 @@
+/*
+ * ota/runner.h - the execution chokepoint for oci_local: an admitted
+ * effective policy (policy/) is mapped segment by segment onto oci_local
+ * plans (provider-oci/) and run in order, with a transition record between
+ * segments (the previous container terminated and removed before the next
+ * is applied), and a receipt whose status is derived from the evidence.
+ *
+ * Ownership: option pointers are borrowed; json_t results are new.
+ */
+#ifndef OTA_RUNNER_H
+#define OTA_RUNNER_H
+
+#include <jansson.h>
+
+#include "ota/common.h"
+#include "ota/oci.h"
+#include "ota/policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ota_runner_opts {
+	const char *repo;         /* contract directory, mounted at /workspace */
+	const char *image_store;  /* NULL: OTA_OCI_DEFAULT_IMAGE_STORE */
+	const char *rootfs_cache; /* NULL: OTA_OCI_DEFAULT_ROOTFS_CACHE */
+	const char *rootfs;       /* prepared rootfs (the rootfs: extension): replaces the image */
+	int64_t timeout_seconds;  /* per segment; 0: none */
+	ota_oci_run_opts oci;     /* runtime, lease db, state dir, cancel, output */
+} ota_runner_opts;
+
+/* One effective segment mapped onto an oci_local plan. */
+typedef struct ota_runner_plan ota_runner_plan;
+
+/*
+ * Maps a segment onto a plan: execution, body and services come from the
+ * canonical segment (ota.sandbox_policy_segment/v1), the runtime boundary
+ * and target platform from the effective one (whose canonical_identity must
+ * name the canonical segment; identity_mismatch otherwise), both borrowed: body run/script -> sh -lc BODY, command -> exe
+ * args (cwd relative to /workspace); aggregate -> no process; filesystem
+ * repo_root_mode / writable_paths / protected_paths; network default deny ->
+ * a fresh loopback-only namespace; the image resolved in the store against
+ * the segment's target platform (the platform check is kept as evidence).
+ * Refuses (oci_policy_unsupported) what oci_local cannot apply exactly:
+ * another backend than container, a lifecycle other than ephemeral, network
+ * allow or no network control, no filesystem control, targeted egress,
+ * isolated paths, inherited service networks, pre-boundary actions, other
+ * body kinds. *out new.
+ */
+OTA_API OTA_NODISCARD ota_err ota_runner_plan_new(const json_t *canonical_segment,
+                                                  const json_t *effective_segment,
+                                                  const ota_runner_opts *o,
+                                                  ota_runner_plan **out, ota_error *err);
+OTA_API void ota_runner_plan_free(ota_runner_plan *p);
+/* The plan (borrowed), or NULL when the segment starts no process (aggregate). */
+OTA_API const ota_oci_plan *ota_runner_plan_oci(const ota_runner_plan *p);
+/* The platform check record (borrowed), or NULL. */
+OTA_API const json_t *ota_runner_plan_platform_check(const ota_runner_plan *p);
+
+/*
+ * Runs every segment of p in order under oci_local. admission is the
+ * admitted sandbox_admission object of ota_policy_admit (borrowed; its
+ * identities are bound into the receipt). Segments stop at the first one
+ * that does not end enforced with exit status 0. *receipt_out (new, also on
+ * failure once execution was attempted) is an ota.receipt/v1 object whose
+ * sandbox_policy.status is derived from the segments' terminal evidence;
+ * *exit_status is the first non-zero task exit status (or 0).
+ * Returns OTA_OK when every segment ran enforced (whatever the exit status).
+ */
+OTA_API OTA_NODISCARD ota_err ota_runner_run(const ota_policy *p, const json_t *admission,
+                                             const ota_runner_opts *o, json_t **receipt_out,
+                                             int *exit_status, ota_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

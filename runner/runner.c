@@ -1,0 +1,490 @@
+/*
+ * The runner: effective segments -> oci_local plans -> ordered runs with
+ * transitions -> a receipt whose status is derived from the evidence.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ota/json.h"
+#include "ota/limits.h"
+#include "ota/runner.h"
+
+struct ota_runner_plan {
+	ota_oci_plan plan;
+	bool has_process;
+	const char **argv;
+	const char **writable;
+	const char **prot;
+	char *rootfs;
+	char *cwd;
+	char *segment_id;
+	json_t *platform_check;
+	char os[32], arch[32], variant[32];
+};
+
+static const char *const base_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"TERM=dumb",
+	"OTA_WORKSPACE=/workspace",
+};
+
+void ota_runner_plan_free(ota_runner_plan *p)
+{
+	if (p == NULL)
+		return;
+	free(p->argv);
+	free(p->writable);
+	free(p->prot);
+	free(p->rootfs);
+	free(p->cwd);
+	free(p->segment_id);
+	json_decref(p->platform_check);
+	free(p);
+}
+
+const ota_oci_plan *ota_runner_plan_oci(const ota_runner_plan *p)
+{
+	return p != NULL && p->has_process ? &p->plan : NULL;
+}
+
+const json_t *ota_runner_plan_platform_check(const ota_runner_plan *p)
+{
+	return p != NULL ? p->platform_check : NULL;
+}
+
+static const char *str_at(const json_t *o, const char *a, const char *b)
+{
+	const json_t *v = json_object_get(o, a);
+	if (b != NULL)
+		v = json_object_get(v, b);
+	return json_string_value(v);
+}
+
+static ota_err unsupported(ota_error *err, const char *seg, const char *control, const char *what)
+{
+	return ota_error_set(err, OTA_ERR_OCI_POLICY_UNSUPPORTED, control, "%s: %s", seg, what);
+}
+
+static bool nonempty_array(const json_t *o, const char *k)
+{
+	return json_array_size(json_object_get(o, k)) > 0;
+}
+
+/* Borrowed strings of a JSON array into a new NULL-terminated vector. */
+static ota_err str_vector(const json_t *arr, const char ***out, size_t *n, ota_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	size_t len = json_array_size(arr);
+	if (len > OTA_OCI_MAX_PATHS)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, "paths", "too many entries");
+	const char **v = calloc(len + 1, sizeof *v);
+	if (v == NULL)
+		return OTA_ERR_NOMEM;
+	for (size_t i = 0; i < len; i++) {
+		v[i] = json_string_value(json_array_get(arr, i));
+		if (v[i] == NULL) {
+			free(v);
+			return ota_error_set(err, OTA_ERR_JSON_TYPE, "paths", "entry %zu is not a string", i);
+		}
+	}
+	*out = v;
+	*n = len;
+	return OTA_OK;
+}
+
+ota_err ota_runner_plan_new(const json_t *seg, const json_t *eseg, const ota_runner_opts *o,
+                            ota_runner_plan **out, ota_error *err)
+{
+	*out = NULL;
+	const char *cid = str_at(seg, "identity", NULL);
+	const char *ecid = str_at(eseg, "canonical_identity", NULL);
+	if (cid == NULL || ecid == NULL || strcmp(cid, ecid) != 0)
+		return ota_error_set(err, OTA_ERR_ID_MISMATCH, "segment",
+		                     "effective segment is not bound to the canonical segment");
+	ota_runner_plan *p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return OTA_ERR_NOMEM;
+	ota_err rc = OTA_OK;
+	const char *id = str_at(eseg, "id", NULL);
+	p->segment_id = strdup(id != NULL ? id : "segment");
+	if (p->segment_id == NULL) {
+		rc = OTA_ERR_NOMEM;
+		goto out_fail;
+	}
+	const json_t *exec = json_object_get(seg, "execution");
+	const char *backend = str_at(exec, "backend", NULL);
+	const char *lifecycle = str_at(exec, "lifecycle", NULL);
+	const char *kind = str_at(exec, "kind", NULL);
+	if (backend == NULL || strcmp(backend, "container") != 0) {
+		rc = unsupported(err, p->segment_id, "execution.backend",
+		                 "oci_local runs container lanes only; run native lanes natively");
+		goto out_fail;
+	}
+	if (lifecycle != NULL && strcmp(lifecycle, "ephemeral") != 0) {
+		rc = unsupported(err, p->segment_id, "execution.lifecycle",
+		                 "oci_local applies ephemeral lifecycles only");
+		goto out_fail;
+	}
+	if (nonempty_array(seg, "pre_boundary_actions") ||
+	    nonempty_array(seg, "inherited_service_networks") || nonempty_array(seg, "isolated_paths")) {
+		rc = unsupported(err, p->segment_id, "execution.services",
+		                 "services, isolated paths and pre-boundary actions are not supported");
+		goto out_fail;
+	}
+	const json_t *body = json_object_get(seg, "body");
+	if (kind != NULL && strcmp(kind, "aggregate") == 0) {
+		p->has_process = false;
+		*out = p;
+		return OTA_OK;
+	}
+	p->has_process = true;
+	/* task body */
+	if (kind != NULL && (strcmp(kind, "run") == 0 || strcmp(kind, "script") == 0) &&
+	    json_is_string(body)) {
+		p->argv = calloc(4, sizeof *p->argv);
+		if (p->argv == NULL) {
+			rc = OTA_ERR_NOMEM;
+			goto out_fail;
+		}
+		p->argv[0] = "sh";
+		p->argv[1] = "-lc";
+		p->argv[2] = json_string_value(body);
+		p->plan.argc = 3;
+	} else if (kind != NULL && strcmp(kind, "command") == 0 && json_is_object(body) &&
+	           json_is_string(json_object_get(body, "exe"))) {
+		const json_t *args = json_object_get(body, "args");
+		size_t na = json_array_size(args);
+		if (na > 4096) {
+			rc = ota_error_set(err, OTA_ERR_TOO_LARGE, "body.args", "too many arguments");
+			goto out_fail;
+		}
+		p->argv = calloc(na + 2, sizeof *p->argv);
+		if (p->argv == NULL) {
+			rc = OTA_ERR_NOMEM;
+			goto out_fail;
+		}
+		p->argv[0] = json_string_value(json_object_get(body, "exe"));
+		for (size_t i = 0; i < na; i++) {
+			p->argv[i + 1] = json_string_value(json_array_get(args, i));
+			if (p->argv[i + 1] == NULL) {
+				rc = ota_error_set(err, OTA_ERR_JSON_TYPE, "body.args", "argument %zu", i);
+				goto out_fail;
+			}
+		}
+		p->plan.argc = na + 1;
+		const char *cwd = str_at(body, "cwd", NULL);
+		if (cwd != NULL) {
+			if (cwd[0] == '/' || strstr(cwd, "..") != NULL) {
+				rc = ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "body.cwd",
+				                   "cwd must be repo-relative");
+				goto out_fail;
+			}
+			size_t l = strlen(cwd) + 12;
+			p->cwd = malloc(l);
+			if (p->cwd == NULL) {
+				rc = OTA_ERR_NOMEM;
+				goto out_fail;
+			}
+			snprintf(p->cwd, l, "/workspace/%s", cwd);
+		}
+	} else {
+		rc = unsupported(err, p->segment_id, "execution.kind",
+		                 "oci_local runs run, script, command and aggregate bodies only");
+		goto out_fail;
+	}
+	p->plan.argv = p->argv;
+	/* boundary */
+	const json_t *rb = json_object_get(eseg, "runtime_boundary");
+	const json_t *fs = json_object_get(rb, "filesystem");
+	const json_t *net = json_object_get(rb, "network");
+	const char *mode = str_at(fs, "repo_root_mode", NULL);
+	if (mode == NULL) {
+		rc = unsupported(err, p->segment_id, "filesystem.repo_root_mode",
+		                 "no filesystem control: oci_local would narrow an unbounded lane");
+		goto out_fail;
+	}
+	if (strcmp(mode, "read_only") != 0 && strcmp(mode, "writable") != 0) {
+		rc = unsupported(err, p->segment_id, "filesystem.repo_root_mode", "unknown mode");
+		goto out_fail;
+	}
+	p->plan.repo_writable = strcmp(mode, "writable") == 0;
+	rc = str_vector(json_object_get(fs, "writable_paths"), &p->writable, &p->plan.n_writable, err);
+	if (rc == OTA_OK)
+		rc = str_vector(json_object_get(fs, "protected_paths"), &p->prot, &p->plan.n_protected,
+		                err);
+	if (rc != OTA_OK)
+		goto out_fail;
+	p->plan.writable = p->writable;
+	p->plan.protected_paths = p->prot;
+	const char *ndef = str_at(net, "default", NULL);
+	if (ndef == NULL || strcmp(ndef, "deny") != 0) {
+		rc = unsupported(err, p->segment_id, "network.default",
+		                 "oci_local enforces network default deny only (a fresh loopback-only "
+		                 "namespace); it cannot grant host networking");
+		goto out_fail;
+	}
+	if (nonempty_array(net, "outbound_targets")) {
+		rc = unsupported(err, p->segment_id, "network.target_allowlist",
+		                 "targeted egress needs a cooperating proxy; stock OCI cannot enforce it");
+		goto out_fail;
+	}
+	p->plan.network = OTA_OCI_NET_LOOPBACK_ONLY;
+	/* platform and root filesystem */
+	const json_t *tp = json_object_get(eseg, "target_platform");
+	snprintf(p->os, sizeof p->os, "%s", str_at(tp, "os", NULL) ? str_at(tp, "os", NULL) : "");
+	snprintf(p->arch, sizeof p->arch, "%s",
+	         str_at(tp, "architecture", NULL) ? str_at(tp, "architecture", NULL) : "");
+	snprintf(p->variant, sizeof p->variant, "%s",
+	         str_at(tp, "variant", NULL) ? str_at(tp, "variant", NULL) : "");
+	if (p->os[0] == '\0' || p->arch[0] == '\0') {
+		rc = unsupported(err, p->segment_id, "execution.target_platform",
+		                 "oci_local needs a declared container.platform");
+		goto out_fail;
+	}
+	p->plan.platform.os = p->os;
+	p->plan.platform.architecture = p->arch;
+	p->plan.platform.variant = p->variant;
+	char hos[16], harch[16], hvar[16];
+	ota_oci_host_platform(hos, harch, hvar);
+	if (o->rootfs != NULL) {
+		bool ok = strcmp(p->os, hos) == 0 && strcmp(p->arch, harch) == 0;
+		p->platform_check = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:b}",
+		                              "kind", "ota.platform_check/v1", "rootfs", o->rootfs,
+		                              "declared", "os", p->os, "architecture", p->arch,
+		                              "variant", p->variant, "host", "os", hos, "architecture",
+		                              harch, "variant", hvar, "ok", ok);
+		if (!ok) {
+			rc = ota_error_set(err, OTA_ERR_OCI_PLATFORM_MISMATCH, p->segment_id,
+			                   "declared %s/%s, host %s/%s (no emulation)", p->os, p->arch,
+			                   hos, harch);
+			goto out_fail;
+		}
+		p->rootfs = strdup(o->rootfs);
+		if (p->rootfs == NULL) {
+			rc = OTA_ERR_NOMEM;
+			goto out_fail;
+		}
+	} else {
+		const char *image = str_at(exec, "image", NULL);
+		if (image == NULL) {
+			rc = unsupported(err, p->segment_id, "execution.image",
+			                 "no container.image and no rootfs");
+			goto out_fail;
+		}
+		rc = ota_oci_image_resolve(o->image_store != NULL ? o->image_store
+		                                                  : OTA_OCI_DEFAULT_IMAGE_STORE,
+		                           image, &p->plan.platform, o->rootfs_cache, &p->rootfs,
+		                           &p->platform_check, err);
+		if (rc != OTA_OK)
+			goto out_fail;
+	}
+	p->plan.rootfs = p->rootfs;
+	p->plan.repo = o->repo;
+	p->plan.segment_id = p->segment_id;
+	p->plan.cwd = p->cwd;
+	p->plan.env = base_env;
+	p->plan.n_env = sizeof base_env / sizeof base_env[0];
+	p->plan.timeout_seconds = o->timeout_seconds;
+	*out = p;
+	return OTA_OK;
+out_fail:
+	ota_runner_plan_free(p);
+	return rc;
+}
+
+/* ---- the lane ---- */
+
+static ota_oci_terminal worst(ota_oci_terminal a, ota_oci_terminal b)
+{
+	/* refused > lost > unknown > not_started > enforced */
+	static const int rank[] = {0, 3, 2, 1, 4};
+	return rank[a] >= rank[b] ? a : b;
+}
+
+static json_t *id_of(const json_t *v)
+{
+	char id[OTA_ID_LEN + 1];
+	if (v == NULL || ota_json_identity(v, id, NULL) != OTA_OK)
+		return json_null();
+	return json_string(id);
+}
+
+ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_runner_opts *o,
+                       json_t **receipt_out, int *exit_status, ota_error *err)
+{
+	*receipt_out = NULL;
+	*exit_status = 0;
+	const json_t *eff = ota_policy_effective_json(p);
+	const json_t *can = ota_policy_canonical_json(p);
+	const json_t *esegs = json_object_get(eff, "segments");
+	const json_t *csegs = json_object_get(can, "segments");
+	size_t n = json_array_size(esegs);
+	json_t *segments = json_array(), *evidence = json_array(), *transitions = json_array();
+	if (segments == NULL || evidence == NULL || transitions == NULL) {
+		json_decref(segments);
+		json_decref(evidence);
+		json_decref(transitions);
+		return OTA_ERR_NOMEM;
+	}
+	ota_err rc = OTA_OK;
+	ota_error e;
+	ota_error_clear(&e);
+	bool any_started = false, all_ran = true;
+	ota_oci_terminal overall = OTA_OCI_ENFORCED_THROUGH_COMPLETION;
+	json_t *prev_terminal = NULL; /* borrowed from evidence */
+	/* Every plan first: a segment that cannot be applied refuses the lane
+	 * before anything is prepared. */
+	ota_runner_plan **plans = calloc(n + 1, sizeof *plans);
+	if (plans == NULL)
+		rc = OTA_ERR_NOMEM;
+	for (size_t i = 0; rc == OTA_OK && i < n; i++)
+		rc = ota_runner_plan_new(json_array_get(csegs, i), json_array_get(esegs, i), o,
+		                         &plans[i], &e);
+	if (rc != OTA_OK) {
+		overall = OTA_OCI_REFUSED;
+		all_ran = false;
+	}
+	for (size_t i = 0; rc == OTA_OK && i < n; i++) {
+		const json_t *es = json_array_get(esegs, i);
+		const json_t *cs = json_array_get(csegs, i);
+		const char *sid = str_at(es, "id", NULL);
+		json_t *srec = json_pack("{s:s?, s:s?, s:s?}", "id", sid, "canonical_policy_identity",
+		                         str_at(cs, "identity", NULL), "effective_policy_identity",
+		                         str_at(es, "identity", NULL));
+		if (plans[i]->platform_check != NULL) {
+			json_array_append(evidence, plans[i]->platform_check);
+			json_object_set_new(srec, "platform_check_identity",
+			                    id_of(plans[i]->platform_check));
+		}
+		const ota_oci_plan *op = ota_runner_plan_oci(plans[i]);
+		if (op == NULL) {
+			json_object_set_new(srec, "status", json_string("no_process"));
+			json_array_append_new(segments, srec);
+			continue;
+		}
+		if (prev_terminal != NULL) {
+			/* attested transition: the previous boundary was removed (its
+			 * terminal record confirms it) before this one is applied */
+			json_t *cl = json_object_get(prev_terminal, "cleanup");
+			json_t *tr = json_pack("{s:s, s:s, s:s, s:s?, s:o, s:s?, s:b, s:I}", "kind",
+			                       "ota.application/v1", "phase", "transition", "provider",
+			                       "oci_local", "txn", o->oci.txn, "from", id_of(prev_terminal),
+			                       "to_segment", sid, "previous_removed",
+			                       json_is_true(json_object_get(cl, "confirmed")), "at",
+			                       (json_int_t)(o->oci.clock.now != NULL
+			                                            ? ota_clock_now(&o->oci.clock)
+			                                            : ota_clock_now(NULL)));
+			json_array_append(evidence, tr);
+			json_array_append_new(transitions, id_of(tr));
+			json_decref(tr);
+		}
+		ota_oci_result r;
+		ota_error se;
+		ota_error_clear(&se);
+		ota_err src = ota_oci_run(op, &o->oci, &r, &se);
+		any_started = any_started || r.started;
+		overall = worst(overall, r.terminal);
+		json_object_set_new(srec, "status", json_string(ota_oci_terminal_name(r.terminal)));
+		json_object_set_new(srec, "container_id", json_string(r.container_id));
+		json_object_set_new(srec, "exit_status", json_integer(r.exit_status));
+		json_object_set_new(srec, "timed_out", json_boolean(r.timed_out));
+		json_object_set_new(srec, "rendered_policy_identity", id_of(r.rendered));
+		json_object_set_new(srec, "applied_policy_identity", id_of(r.applied));
+		json_object_set_new(srec, "initial_application_identity", id_of(r.initial));
+		json_object_set_new(srec, "terminal_application_identity", id_of(r.terminal_record));
+		json_object_set_new(srec, "boundary_lease_identity",
+		                    json_string(r.container_id[0] ? r.container_id : ""));
+		json_object_set_new(srec, "boundary_identity",
+		                    json_sprintf("container:%s:%s", o->oci.runtime.kind == OTA_OCI_CRUN ? "crun" : "runc",
+		                                 r.container_id));
+		if (src != OTA_OK)
+			json_object_set_new(srec, "error", json_string(ota_err_name(src)));
+		json_array_append_new(segments, srec);
+		if (r.rendered != NULL)
+			json_array_append(evidence, r.rendered);
+		if (r.applied != NULL)
+			json_array_append(evidence, r.applied);
+		if (r.initial != NULL)
+			json_array_append(evidence, r.initial);
+		if (r.terminal_record != NULL) {
+			json_array_append(evidence, r.terminal_record);
+			prev_terminal = r.terminal_record;
+		}
+		bool ok = src == OTA_OK && r.terminal == OTA_OCI_ENFORCED_THROUGH_COMPLETION;
+		if (src == OTA_OK && r.exit_status != 0 && *exit_status == 0)
+			*exit_status = r.exit_status;
+		ota_oci_result_clear(&r);
+		if (src != OTA_OK) {
+			rc = src;
+			e = se;
+		}
+		if (!ok || *exit_status != 0) {
+			all_ran = all_ran && i + 1 == n;
+			break;
+		}
+	}
+	for (size_t i = 0; plans != NULL && i < n; i++)
+		ota_runner_plan_free(plans[i]);
+	free(plans);
+	/* Derived status: only when every process segment ended
+	 * enforced_through_completion with initial and terminal evidence. */
+	const char *status = ota_oci_terminal_name(overall);
+	if (overall == OTA_OCI_ENFORCED_THROUGH_COMPLETION && !any_started)
+		status = "not_started";
+	json_t *rt_controls = json_array();
+	if (n > 0) {
+		const json_t *rb = json_object_get(json_array_get(esegs, 0), "runtime_boundary");
+		const char *mode = str_at(rb, "filesystem", "repo_root_mode");
+		bool enf = strcmp(status, "enforced_through_completion") == 0;
+		const char *app = enf ? "enforced" : "not_proved";
+		json_array_append_new(rt_controls, json_pack("{s:s, s:s?, s:s}", "id",
+		                                             "filesystem.repo_root", "required", mode,
+		                                             "application", app));
+		json_array_append_new(rt_controls, json_pack("{s:s, s:s, s:s}", "id",
+		                                             "filesystem.writable_paths", "required",
+		                                             "declared_only", "application", app));
+		json_array_append_new(rt_controls, json_pack("{s:s, s:s, s:s}", "id",
+		                                             "filesystem.protected_paths", "required",
+		                                             "read_only", "application", app));
+		json_array_append_new(rt_controls, json_pack("{s:s, s:s?, s:s}", "id", "network.default",
+		                                             "required",
+		                                             str_at(rb, "network", "default"),
+		                                             "application", app));
+	}
+	const json_t *pe = json_object_get(admission, "provider_evaluation");
+	json_t *adapter = ota_oci_capability_descriptor(o->oci.runtime.kind);
+	json_t *sp = json_pack(
+		"{s:s?, s:O?, s:s?, s:O?, s:s, s:o, s:s?, s:s, s:o, s:o, s:o, s:o, s:{s:s, s:n, s:s}}",
+		"canonical_identity", ota_policy_canonical_identity(p), "restriction_overlay_identities",
+		json_object_get(eff, "restriction_overlay_identities"), "effective_identity",
+		ota_policy_effective_identity(p), "target_platform",
+		json_object_get(eff, "target_platform"), "provider_target", "oci_local",
+		"provider_adapter_identity", id_of(adapter), "capability_identity",
+		str_at(pe, "capability_identity", NULL), "status", status, "segments", segments,
+		"transition_identities", transitions, "runtime_controls", rt_controls,
+		"application_obligations",
+		json_deep_copy(json_object_get(admission, "application_obligations") != NULL
+		                       ? json_object_get(admission, "application_obligations")
+		                       : json_array()),
+		"attestation", "issuer_identity", "runner:local", "challenge_identity",
+		"verification", "runner_owned");
+	json_decref(adapter);
+	json_t *receipt = json_pack("{s:s, s:s?, s:b, s:b, s:I, s:o, s:o}", "kind", "ota.receipt/v1",
+	                            "txn", o->oci.txn, "execution_started", any_started,
+	                            "all_segments_ran", all_ran, "exit_status",
+	                            (json_int_t)*exit_status, "sandbox_policy", sp, "evidence",
+	                            evidence);
+	if (receipt == NULL)
+		return OTA_ERR_NOMEM;
+	if (rc != OTA_OK)
+		json_object_set_new(receipt, "error",
+		                    json_pack("{s:s, s:s, s:s}", "code", ota_err_name(e.code), "where",
+		                              e.where, "message", e.what));
+	*receipt_out = receipt;
+	if (rc != OTA_OK && err != NULL && err->code == OTA_OK)
+		*err = e;
+	return rc;
+}
