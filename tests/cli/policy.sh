@@ -89,5 +89,23 @@ SA=$EX/reference/safe-agent-execution/ota.yaml
 check "unsafe task refused in agent mode" test "$(rc_of "$OTA" run publish --agent --dry-run --json -f "$SA")" = 1
 check "agent refusal before sandbox" test "$(jq -r .sandbox_admission.kind "$T/out")" = agent_unsafe_closure
 
+# JSON outputs against docs/schemas (when python3-jsonschema is installed)
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	"$OTA" run verify --agent --dry-run --json -f "$RB" >"$T/a.json" 2>/dev/null
+	"$OTA" run verify --agent --dry-run --json -f "$OCI" >"$T/b.json" 2>/dev/null
+	"$OTA" policy show test -f "$PV/base.yaml" --overlay "$PV/org-narrow.yaml" --json >"$T/c.json"
+	"$OTA" tasks -f "$PV/base.yaml" --json >"$T/d.json"
+	"$OTA" validate -f "$T/dup.yaml" --json >"$T/e.json" 2>/dev/null
+	check "outputs match their JSON Schemas" python3 - "$SRC/docs/schemas" "$T" <<'PY'
+import json, sys, jsonschema
+d, t = sys.argv[1], sys.argv[2]
+for schema, out in [("policy-dry-run", "a"), ("policy-dry-run", "b"), ("policy-show", "c"),
+                    ("policy-lanes", "d"), ("policy-error", "e")]:
+    jsonschema.validate(json.load(open(f"{t}/{out}.json")), json.load(open(f"{d}/{schema}.schema.json")))
+PY
+else
+	echo "skip JSON Schema checks (python3-jsonschema not installed)"
+fi
+
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
