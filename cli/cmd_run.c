@@ -34,6 +34,7 @@ static void on_signal(int sig)
 typedef struct run_opts {
 	const char *file, *lane, *workflow, *target, *org_policy, *runtime, *rootfs, *store;
 	const char *lease_db, *receipt, *runtime_root, *state_dir;
+	const char *key, *nonce_db, *issuer, *trust_root;
 	const char *overlays[MAX_OVERLAYS];
 	size_t noverlays;
 	bool agent, json, dry_run, no_org;
@@ -45,11 +46,13 @@ static int usage_of(bool workflow)
 	return cli_usage("ota", workflow
 	                                ? "ota up --workflow W --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
-	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] [--overlay FILE]... [--receipt FILE] [-f FILE] "
+	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] "
+	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID]] [--overlay FILE]... [--receipt FILE] [-f FILE] "
 	                                  "[--json] [--dry-run]"
 	                                : "ota run TASK --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
-	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] [--overlay FILE]... [--receipt FILE] [-f FILE] "
+	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] "
+	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID]] [--overlay FILE]... [--receipt FILE] [-f FILE] "
 	                                  "[--json] [--dry-run]");
 }
 
@@ -107,6 +110,14 @@ static int run_lane(int argc, char **argv, bool workflow)
 			o.lease_db = argv[++i];
 		else if (strcmp(a, "--receipt") == 0 && more)
 			o.receipt = argv[++i];
+		else if (strcmp(a, "--key") == 0 && more)
+			o.key = argv[++i];
+		else if (strcmp(a, "--nonce-db") == 0 && more)
+			o.nonce_db = argv[++i];
+		else if (strcmp(a, "--issuer") == 0 && more)
+			o.issuer = argv[++i];
+		else if (strcmp(a, "--trust-root") == 0 && more)
+			o.trust_root = argv[++i];
 		else if (strcmp(a, "--runtime-root") == 0 && more)
 			o.runtime_root = argv[++i];
 		else if (strcmp(a, "--state-dir") == 0 && more)
@@ -258,11 +269,33 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ro.oci.cancel = &g_cancel;
 	ro.oci.on_output = on_output;
 	ro.oci.output_ctx = &o;
+	ota_key *key = NULL;
+	ota_nonce_store *nonces = NULL;
+	if (o.key != NULL) {
+		rc = ota_key_load_file(o.key, &key, &e);
+		ota_nonce_opts nopts;
+		ota_nonce_opts_init(&nopts);
+		const char *ndb = o.nonce_db != NULL ? o.nonce_db : getenv("OTA_NONCE_DB");
+		if (rc == OTA_OK)
+			rc = ota_nonce_store_open(ndb != NULL ? ndb : "/var/lib/ota/nonces.db", &nopts,
+			                          &nonces, &e);
+		if (rc != OTA_OK) {
+			ret = cli_fail("ota", &e);
+			ota_key_free(key);
+			goto out;
+		}
+		ro.runner_key = key;
+		ro.nonces = nonces;
+		ro.issuer = o.issuer;
+		ro.trust_root = o.trust_root;
+	}
 	char version[128];
 	ota_oci_runtime_version(&ro.oci.runtime, version, sizeof version);
 	ro.oci.runtime.version = version;
 	int status = 0;
 	rc = ota_runner_run(p, adm, &ro, &receipt, &status, &e);
+	ota_nonce_store_close(nonces);
+	ota_key_free(key);
 	if (receipt != NULL) {
 		json_object_set(receipt, "sandbox_admission", adm);
 		if (o.receipt != NULL) {

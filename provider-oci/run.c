@@ -616,6 +616,11 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 			goto out_finalize;
 	}
 
+	if (o.on_initial != NULL) {
+		rc = o.on_initial(o.on_initial_ctx, out->initial, out->applied, &e);
+		if (rc != OTA_OK)
+			goto out_finalize;
+	}
 	/* Only now: start. */
 	{
 		const char *sargs[] = {"start", out->container_id, NULL};

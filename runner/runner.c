@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ota/admission.h"
+#include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/limits.h"
 #include "ota/runner.h"
@@ -295,6 +297,130 @@ out_fail:
 	return rc;
 }
 
+
+/* ---- signing of application records ---- */
+
+typedef struct signer {
+	const ota_runner_opts *o;
+	json_t *atts;                   /* array of signed records */
+	char lane_prior[OTA_ID_LEN + 1]; /* last lane-level attestation (capability, transition) */
+	char seg_prior[OTA_ID_LEN + 1];  /* the current segment's initial attestation */
+	char adapter[OTA_ID_LEN + 1];
+	const char *segment, *canon, *eff;
+	char os[32], arch[32], variant[32];
+} signer;
+
+static int64_t runner_now(const ota_runner_opts *o)
+{
+	return o->oci.clock.now != NULL ? ota_clock_now(&o->oci.clock) : ota_clock_now(NULL);
+}
+
+static ota_err sign_record(signer *s, const char *kind, const json_t *record, const char *boundary,
+                           const char *prior, char out_id[OTA_ID_LEN + 1], ota_error *err)
+{
+	out_id[0] = '\0';
+	const ota_runner_opts *o = s->o;
+	if (o->runner_key == NULL)
+		return OTA_OK;
+	if (o->nonces == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonces", "a runner key needs a nonce store");
+	char rid[OTA_ID_LEN + 1];
+	ota_err rc = ota_json_identity(record, rid, err);
+	if (rc != OTA_OK)
+		return rc;
+	const char *issuer = o->issuer != NULL ? o->issuer : "runner:local";
+	const char *txn = o->oci.txn != NULL ? o->oci.txn : "txn";
+	ota_nonce_binding b = {txn, issuer, "oci_local"};
+	int64_t now = runner_now(o);
+	ota_challenge ch;
+	rc = ota_nonce_store_issue(o->nonces, &b, 0, 0, now, &ch, err);
+	if (rc != OTA_OK)
+		return rc;
+	ota_attestation a;
+	memset(&a, 0, sizeof a);
+	snprintf(a.iss, sizeof a.iss, "%s", issuer);
+	a.iat = now;
+	a.exp = now + OTA_NONCE_DEFAULT_TTL;
+	memcpy(a.nonce, ch.nonce, ch.nonce_len);
+	a.nonce_len = ch.nonce_len;
+	snprintf(a.kind, sizeof a.kind, "%s", kind);
+	snprintf(a.txn, sizeof a.txn, "%s", txn);
+	snprintf(a.trust_root, sizeof a.trust_root, "%s",
+	         o->trust_root != NULL ? o->trust_root : "none");
+	snprintf(a.provider, sizeof a.provider, "oci_local");
+	snprintf(a.adapter, sizeof a.adapter, "%s", s->adapter);
+	snprintf(a.platform_os, sizeof a.platform_os, "%s", s->os);
+	snprintf(a.platform_arch, sizeof a.platform_arch, "%s", s->arch);
+	snprintf(a.platform_variant, sizeof a.platform_variant, "%s", s->variant);
+	if (s->segment != NULL)
+		snprintf(a.segment, sizeof a.segment, "%s", s->segment);
+	if (s->canon != NULL)
+		snprintf(a.policy_canonical, sizeof a.policy_canonical, "%s", s->canon);
+	if (s->eff != NULL)
+		snprintf(a.policy_effective, sizeof a.policy_effective, "%s", s->eff);
+	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
+	if (prior != NULL && prior[0] != '\0') {
+		snprintf(a.prior, sizeof a.prior, "%s", prior);
+		a.has_prior = true;
+	}
+	/* body: the record's identity as a CBOR text string (71 bytes) */
+	uint8_t body[2 + OTA_ID_LEN];
+	body[0] = 0x78;
+	body[1] = (uint8_t)OTA_ID_LEN;
+	memcpy(body + 2, rid, OTA_ID_LEN);
+	a.body = ota_bytes_make(body, sizeof body);
+	uint8_t *payload = NULL, *msg = NULL;
+	size_t pl = 0, ml = 0;
+	rc = ota_attestation_encode(&a, &payload, &pl);
+	if (rc != OTA_OK)
+		return ota_error_set(err, rc, kind, "cannot encode the attestation payload");
+	ota_cose_sign_opts so;
+	memset(&so, 0, sizeof so);
+	so.include_kid = true;
+	rc = ota_cose_sign1_sign(o->runner_key, ota_bytes_make(payload, pl), &so, &msg, &ml, err);
+	free(payload);
+	if (rc != OTA_OK)
+		return rc;
+	rc = ota_sha256_id(ota_bytes_make(msg, ml), out_id);
+	/* the runner is issuer and acceptor: the challenge is used once */
+	ota_challenge used;
+	if (rc == OTA_OK)
+		rc = ota_nonce_store_consume(o->nonces, ota_bytes_make(ch.nonce, ch.nonce_len), &b, now,
+		                             &used, err);
+	char *cose_b64 = NULL, *nonce_b64 = NULL;
+	if (rc == OTA_OK)
+		rc = ota_base64_encode(ota_bytes_make(msg, ml), &cose_b64);
+	if (rc == OTA_OK)
+		rc = ota_base64_encode(ota_bytes_make(ch.nonce, ch.nonce_len), &nonce_b64);
+	free(msg);
+	if (rc == OTA_OK) {
+		json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:{s:s, s:I, s:I, s:I, s:I}}",
+		                        "kind", kind, "identity", out_id, "record_identity", rid,
+		                        "boundary", boundary, "cose_sign1", cose_b64, "prior",
+		                        a.has_prior ? a.prior : NULL, "challenge", "nonce", nonce_b64,
+		                        "epoch", (json_int_t)ch.epoch, "issued_at",
+		                        (json_int_t)ch.issued_at, "expires_at", (json_int_t)ch.expires_at,
+		                        "consumed_at", (json_int_t)used.consumed_at);
+		if (rec == NULL || json_array_append_new(s->atts, rec) != 0)
+			rc = OTA_ERR_NOMEM;
+	}
+	free(cose_b64);
+	free(nonce_b64);
+	if (rc != OTA_OK)
+		out_id[0] = '\0';
+	return rc;
+}
+
+static ota_err on_initial(void *ctx, const json_t *initial, const json_t *applied, ota_error *err)
+{
+	(void)applied;
+	signer *s = ctx;
+	s->seg_prior[0] = '\0';
+	const char *lease = json_string_value(json_object_get(initial, "lease"));
+	return sign_record(s, "initial_application", initial, lease != NULL ? lease : "unknown",
+	                   NULL, s->seg_prior, err);
+}
+
 /* ---- the lane ---- */
 
 static ota_oci_terminal worst(ota_oci_terminal a, ota_oci_terminal b)
@@ -347,6 +473,35 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 		overall = OTA_OCI_REFUSED;
 		all_ran = false;
 	}
+	/* The signer: capability first, on the lane's boundary. */
+	signer sg;
+	memset(&sg, 0, sizeof sg);
+	sg.o = o;
+	sg.atts = json_array();
+	char lane_boundary[OTA_MAX_TXN_BYTES + 8];
+	snprintf(lane_boundary, sizeof lane_boundary, "lane:%s", o->oci.txn != NULL ? o->oci.txn : "");
+	{
+		const json_t *tp = json_object_get(eff, "target_platform");
+		snprintf(sg.os, sizeof sg.os, "%s", str_at(tp, "os", NULL) ? str_at(tp, "os", NULL) : "");
+		snprintf(sg.arch, sizeof sg.arch, "%s",
+		         str_at(tp, "architecture", NULL) ? str_at(tp, "architecture", NULL) : "");
+		snprintf(sg.variant, sizeof sg.variant, "%s",
+		         str_at(tp, "variant", NULL) ? str_at(tp, "variant", NULL) : "");
+		json_t *desc = ota_oci_capability_descriptor(o->oci.runtime.kind);
+		if (desc == NULL || ota_json_identity(desc, sg.adapter, NULL) != OTA_OK)
+			sg.adapter[0] = '\0';
+		sg.canon = ota_policy_canonical_identity(p);
+		sg.eff = ota_policy_effective_identity(p);
+		if (rc == OTA_OK && desc != NULL) {
+			json_array_append(evidence, desc);
+			rc = sign_record(&sg, "capability", desc, lane_boundary, NULL, sg.lane_prior, &e);
+			if (rc != OTA_OK) {
+				overall = OTA_OCI_REFUSED;
+				all_ran = false;
+			}
+		}
+		json_decref(desc);
+	}
 	for (size_t i = 0; rc == OTA_OK && i < n; i++) {
 		const json_t *es = json_array_get(esegs, i);
 		const json_t *cs = json_array_get(csegs, i);
@@ -379,12 +534,45 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 			                                            : ota_clock_now(NULL)));
 			json_array_append(evidence, tr);
 			json_array_append_new(transitions, id_of(tr));
+			sg.segment = sid;
+			char tid[OTA_ID_LEN + 1];
+			ota_err trc = sign_record(&sg, "transition", tr, lane_boundary, sg.lane_prior, tid, &e);
 			json_decref(tr);
+			if (trc != OTA_OK) {
+				rc = trc;
+				json_decref(srec);
+				break;
+			}
+			if (tid[0] != '\0')
+				memcpy(sg.lane_prior, tid, sizeof tid);
 		}
+		sg.segment = sid;
+		sg.canon = str_at(cs, "identity", NULL);
+		sg.eff = str_at(es, "identity", NULL);
+		sg.seg_prior[0] = '\0';
+		ota_oci_run_opts oo = o->oci;
+		oo.on_initial = on_initial;
+		oo.on_initial_ctx = &sg;
 		ota_oci_result r;
 		ota_error se;
 		ota_error_clear(&se);
-		ota_err src = ota_oci_run(op, &o->oci, &r, &se);
+		ota_err src = ota_oci_run(op, &oo, &r, &se);
+		if (sg.seg_prior[0] != '\0')
+			json_object_set_new(srec, "initial_attestation_identity",
+			                    json_string(sg.seg_prior));
+		if (r.terminal_record != NULL && o->runner_key != NULL) {
+			char tid[OTA_ID_LEN + 1];
+			ota_error te;
+			ota_error_clear(&te);
+			ota_err trc = sign_record(&sg, "terminal_application", r.terminal_record,
+			                          r.container_id, sg.seg_prior, tid, &te);
+			if (trc == OTA_OK)
+				json_object_set_new(srec, "terminal_attestation_identity", json_string(tid));
+			else if (src == OTA_OK) {
+				src = trc;
+				se = te;
+			}
+		}
 		any_started = any_started || r.started;
 		overall = worst(overall, r.terminal);
 		json_object_set_new(srec, "status", json_string(ota_oci_terminal_name(r.terminal)));
@@ -469,14 +657,15 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 		json_deep_copy(json_object_get(admission, "application_obligations") != NULL
 		                       ? json_object_get(admission, "application_obligations")
 		                       : json_array()),
-		"attestation", "issuer_identity", "runner:local", "challenge_identity",
-		"verification", "runner_owned");
+		"attestation", "issuer_identity", o->issuer != NULL ? o->issuer : "runner:local",
+		"challenge_identity", "verification",
+		o->runner_key != NULL ? "runner_owned_cose_sign1" : "runner_owned_unsigned");
 	json_decref(adapter);
-	json_t *receipt = json_pack("{s:s, s:s?, s:b, s:b, s:I, s:o, s:o}", "kind", "ota.receipt/v1",
-	                            "txn", o->oci.txn, "execution_started", any_started,
-	                            "all_segments_ran", all_ran, "exit_status",
+	json_t *receipt = json_pack("{s:s, s:s?, s:b, s:b, s:I, s:o, s:o, s:o}", "kind",
+	                            "ota.receipt/v1", "txn", o->oci.txn, "execution_started",
+	                            any_started, "all_segments_ran", all_ran, "exit_status",
 	                            (json_int_t)*exit_status, "sandbox_policy", sp, "evidence",
-	                            evidence);
+	                            evidence, "attestations", sg.atts);
 	if (receipt == NULL)
 		return OTA_ERR_NOMEM;
 	if (rc != OTA_OK)

@@ -241,6 +241,12 @@ typedef struct ota_oci_run_opts {
 	 * the container (tests simulate a TOCTOU swap here). NULL: none. */
 	void (*before_create)(void *ctx);
 	void *before_create_ctx;
+	/* Called with the initial application and applied-policy records
+	 * (borrowed) after inspection and canaries, before the task starts
+	 * (the runner signs them here). A non-OK return refuses the run. */
+	ota_err (*on_initial)(void *ctx, const json_t *initial, const json_t *applied,
+	                      ota_error *err);
+	void *on_initial_ctx;
 } ota_oci_run_opts;
 
 typedef struct ota_oci_result {

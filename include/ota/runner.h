@@ -13,6 +13,8 @@
 #include <jansson.h>
 
 #include "ota/common.h"
+#include "ota/key.h"
+#include "ota/nonce.h"
 #include "ota/oci.h"
 #include "ota/policy.h"
 
@@ -26,7 +28,21 @@ typedef struct ota_runner_opts {
 	const char *rootfs_cache; /* NULL: OTA_OCI_DEFAULT_ROOTFS_CACHE */
 	const char *rootfs;       /* prepared rootfs (the rootfs: extension): replaces the image */
 	int64_t timeout_seconds;  /* per segment; 0: none */
-	ota_oci_run_opts oci;     /* runtime, lease db, state dir, cancel, output */
+	ota_oci_run_opts oci;     /* runtime, lease db, state dir, cancel, output
+	                           * (on_initial is the runner's own) */
+	/*
+	 * Signing (optional): the capability, initial application, transition
+	 * and terminal application records are each signed as COSE_Sign1 by
+	 * runner_key (kid in the protected header) over an attestation payload
+	 * (ota/admission.h) whose eat_nonce is a fresh challenge issued by, and
+	 * then consumed in, nonces; body is the record's identity. The initial
+	 * record is signed before the task starts; a signing failure refuses the
+	 * run. runner_key NULL: records stay unsigned.
+	 */
+	const ota_key *runner_key;
+	ota_nonce_store *nonces;
+	const char *issuer;     /* iss and challenge issuer; NULL: "runner:local" */
+	const char *trust_root; /* trust-root identity bound into payloads; NULL: "none" */
 } ota_runner_opts;
 
 /* One effective segment mapped onto an oci_local plan. */
