@@ -581,6 +581,12 @@ ota_err ota_contract_load(ota_bytes yaml, const char *name, ota_contract **out, 
 		goto fail;
 	}
 	const ynode *proj = yn_get(root, "project");
+	if (proj == NULL) {
+		char w[300];
+		yn_where(d, root, w, sizeof w);
+		rc = ota_error_set(err, OTA_ERR_CONTRACT_MISSING, w, "'project' is required");
+		goto fail;
+	}
 	rc = y_expect(d, proj, YN_MAP, "project", err);
 	if (rc == OTA_OK)
 		rc = y_str(d, proj, "name", true, &c->project, err);

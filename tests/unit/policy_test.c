@@ -716,6 +716,121 @@ static void test_boundary_groups(void **state)
 	ota_contract_free(c);
 }
 
+/* every upstream example lane: the recorded oci_local decision (linux/amd64) */
+static void test_admission_vectors(void **state)
+{
+	(void)state;
+	size_t n;
+	uint8_t *raw = test_read_src("vectors/policy/admission-oci_local.json", &n);
+	json_t *all = NULL;
+	assert_ota(ota_json_parse(ota_bytes_make(raw, n), &all, NULL), OTA_OK);
+	free(raw);
+	ota_capability_descriptor d = oci();
+	const char *file;
+	json_t *lanes;
+	size_t checked = 0;
+	json_object_foreach(all, file, lanes) {
+		char rel[1024];
+		snprintf(rel, sizeof rel, "vectors/ota-examples/%s", file);
+		ota_contract *c = load_src(rel);
+		const char *key;
+		json_t *want;
+		json_object_foreach(lanes, key, want) {
+			char lane[512];
+			const char *colon = strchr(key, ':'), *sp = strchr(key, ' ');
+			assert_non_null(colon);
+			assert_non_null(sp);
+			snprintf(lane, sizeof lane, "%.*s", (int)(sp - colon - 1), colon + 1);
+			bool wf = strncmp(key, "workflow:", 9) == 0;
+			bool agent = strstr(sp, "--agent") != NULL;
+			ota_policy *p = compile(c, wf ? OTA_LANE_WORKFLOW : OTA_LANE_TASK, lane, NULL, 0);
+			ota_admission_request r = {agent, agent ? NULL : "oci_local", &d, 1};
+			json_t *out = NULL;
+			bool ok = false;
+			assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+			const char *dec = json_string_value(json_object_get(out, "decision"));
+			if (strcmp(dec, json_string_value(json_object_get(want, "decision"))) != 0)
+				fail_msg("%s %s: decision %s", file, key, dec);
+			assert_int_equal(ok ? 0 : 1, json_integer_value(json_object_get(want, "exit")));
+			const json_t *wk = json_object_get(want, "kind");
+			if (wk != NULL)
+				assert_string_equal(json_string_value(json_object_get(out, "kind")), json_string_value(wk));
+			/* the sorted set of refused controls */
+			{
+				const json_t *wc = json_object_get(want, "refused_controls");
+				json_t *got = json_array();
+				size_t i;
+				json_t *rf;
+				json_array_foreach(json_object_get(out, "refusals"), i, rf) {
+					const char *ctl = json_string_value(json_object_get(rf, "control"));
+					bool seen = false;
+					size_t k;
+					json_t *g;
+					json_array_foreach(got, k, g) seen = seen || strcmp(json_string_value(g), ctl) == 0;
+					if (!seen)
+						json_array_append_new(got, json_string(ctl));
+				}
+				assert_int_equal(json_array_size(got), wc ? json_array_size(wc) : 0);
+				json_array_foreach(got, i, rf) {
+					bool found = false;
+					size_t k;
+					json_t *g;
+					json_array_foreach(wc, k, g) found = found || strcmp(json_string_value(g), json_string_value(rf)) == 0;
+					if (!found)
+						fail_msg("%s %s: unexpected refusal %s", file, key, json_string_value(rf));
+				}
+				json_decref(got);
+			}
+			json_decref(out);
+			ota_policy_free(p);
+			checked++;
+		}
+		ota_contract_free(c);
+	}
+	json_decref(all);
+	assert_true(checked >= 400);
+}
+
+/* vectors/policy/invalid/<case>.yaml: first line "# expect: <error name> <line>:<column>" */
+static void test_invalid_vectors(void **state)
+{
+	(void)state;
+	char *dir = test_src_path("vectors/policy/invalid");
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *de;
+	int count = 0;
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+		if (l < 6 || strcmp(de->d_name + l - 5, ".yaml") != 0)
+			continue;
+		char rel[600];
+		snprintf(rel, sizeof rel, "vectors/policy/invalid/%s", de->d_name);
+		size_t n;
+		uint8_t *b = test_read_src(rel, &n);
+		char name[100], pos[40], where[800];
+		if (sscanf((const char *)b, "# expect: %99s %39s", name, pos) != 2)
+			fail_msg("%s: no expect line", rel);
+		ota_err want;
+		assert_true(ota_err_from_name(name, &want));
+		ota_contract *c = NULL;
+		ota_error e;
+		ota_error_clear(&e);
+		ota_err rc = ota_contract_load(ota_bytes_make(b, n), rel, &c, &e);
+		free(b);
+		if (rc != want)
+			fail_msg("%s: want %s got %s (%s)", rel, name, ota_err_name(rc), e.what);
+		assert_null(c);
+		snprintf(where, sizeof where, "%s:%s", rel, pos);
+		if (strcmp(e.where, where) != 0)
+			fail_msg("%s: where '%s', want '%s'", rel, e.where, where);
+		count++;
+	}
+	closedir(d);
+	free(dir);
+	assert_true(count >= 19);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -728,6 +843,8 @@ int main(void)
 		cmocka_unit_test(test_admission),
 		cmocka_unit_test(test_descriptor_refusals),
 		cmocka_unit_test(test_boundary_groups),
+		cmocka_unit_test(test_admission_vectors),
+		cmocka_unit_test(test_invalid_vectors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
