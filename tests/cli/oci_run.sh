@@ -103,8 +103,27 @@ tasks:
       filesystem: {repo_root_mode: read_only, writable_paths: [reports]}
       network: {default: allow}
     safe_for_agent: true
+  build:
+    context: box
+    run: "echo built > reports/build.txt"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+  check:
+    context: box
+    run: "test \"\$(cat reports/build.txt)\" = built && echo checked > reports/check.txt"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+workflows:
+  default: ci
+  ci:
+    setup: {task: build}
+    run: {task: check}
 agent:
-  safe_tasks: [fail, attack, slow, open]
+  safe_tasks: [fail, attack, slow, open, build, check]
 YAML
 cd "$w"
 set +e
@@ -128,6 +147,30 @@ set -e
 [ "$rc" -eq 1 ] || fail "network allow: exit $rc"
 grep -q "oci_policy_unsupported\|refused" "$tmp/err" || fail "network allow: $(cat "$tmp/err")"
 [ ! -d "$tmp/state/bundles" ] || [ -z "$(ls "$tmp/state/bundles")" ] || fail "bundle left"
+no_containers
+
+# ---- a workflow: two segments, a transition, every record signed ----
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/runner-FIXTURE.pem" 2>/dev/null
+openssl pkey -in "$tmp/runner-FIXTURE.pem" -pubout -out "$tmp/runner-FIXTURE.pub"
+"$OTA" up --workflow ci "${common[@]}" --image-store "$img" --key "$tmp/runner-FIXTURE.pem" \
+  --nonce-db "$tmp/nonces.db" --receipt "$tmp/wf.json" >/dev/null 2>&1 || fail "workflow run"
+[ "$(cat reports/check.txt)" = checked ] || fail "segments did not run in order"
+jq -e '.sandbox_policy.status == "enforced_through_completion"
+  and (.sandbox_policy.segments | map(.id)) == ["task:build", "task:check"]
+  and (.sandbox_policy.transition_identities | length) == 1
+  and ([.attestations[].kind] == ["capability", "initial_application", "terminal_application",
+        "transition", "initial_application", "terminal_application"])
+  and ([.evidence[] | select(.phase == "transition")][0].previous_removed == true)' "$tmp/wf.json" >/dev/null \
+  || fail "workflow receipt: $(jq -c '{s: .sandbox_policy.status, a: [.attestations[].kind]}' "$tmp/wf.json")"
+# the chain: terminal names its initial, the transition names the capability
+jq -e '(.attestations[2].prior == .attestations[1].identity) and (.attestations[3].prior == .attestations[0].identity)
+  and (.attestations[5].prior == .attestations[4].identity)' "$tmp/wf.json" >/dev/null || fail "prior chain"
+if [ -n "${OTA_VERIFY:-}" ] && [ -x "$OTA_VERIFY" ]; then
+  for i in 0 1 2 3 4 5; do
+    jq -r ".attestations[$i].cose_sign1" "$tmp/wf.json" | base64 -d >"$tmp/a$i.cose"
+    "$OTA_VERIFY" cose --key "$tmp/runner-FIXTURE.pub" "$tmp/a$i.cose" >/dev/null || fail "attestation $i does not verify"
+  done
+fi
 no_containers
 
 # ---- interruption ----
