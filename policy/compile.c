@@ -206,6 +206,7 @@ typedef struct {
 	const ota_policy_options *o;
 	const oworkflow *wf;
 	int cur_phase; /* workflow phase index, -1 for task lanes */
+	unsigned depth; /* recursion depth of visit */
 	uint8_t *state;
 	ota_error *err;
 } walker;
@@ -276,6 +277,7 @@ static bool dedupe_edges(ota_policy *p)
 }
 
 static ota_err visit(walker *w, const otask *t, const char *phase, size_t *seg_out);
+static ota_err visit_body(walker *w, const otask *t, const char *phase, size_t *seg_out);
 
 static ota_err visit_list(walker *w, const strv *l, const char *phase, size_t to, bool dep_edge,
                           const char *cond)
@@ -309,6 +311,21 @@ static ota_err visit(walker *w, const otask *t, const char *phase, size_t *seg_o
 		return ota_error_set(w->err, OTA_ERR_POLICY_CYCLE, wh, "task '%.60s' is in a cycle",
 		                     t->name);
 	}
+	if (w->depth >= OTA_MAX_CLOSURE_DEPTH) {
+		char wh[300];
+		yn_where(p->c->doc, t->node, wh, sizeof wh);
+		return ota_error_set(w->err, OTA_ERR_TOO_DEEP, wh,
+		                     "closure nests deeper than %u tasks", OTA_MAX_CLOSURE_DEPTH);
+	}
+	w->depth++;
+	ota_err vrc = visit_body(w, t, phase, seg_out);
+	w->depth--;
+	return vrc;
+}
+
+static ota_err visit_body(walker *w, const otask *t, const char *phase, size_t *seg_out)
+{
+	ota_policy *p = w->p;
 	w->state[t->index] = 1;
 	/* dependencies first; their edges point dependency -> requester */
 	size_t *deps = NULL;
@@ -803,7 +820,7 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 	p->c = c;
 	p->kind = kind;
 	ota_err rc = OTA_OK;
-	walker w = {p, o, NULL, -1, NULL, err};
+	walker w = {p, o, NULL, -1, 0, NULL, err};
 	w.state = calloc(c->ntasks + 1, 1);
 	p->slot = calloc(c->ntasks + 1, sizeof *p->slot);
 	const ota_overlay **sorted = calloc(noverlays + 1, sizeof *sorted);

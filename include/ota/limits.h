@@ -59,7 +59,7 @@
 
 /* policy */
 #define OTA_MAX_YAML_BYTES        (8u * 1024u * 1024u)
-#define OTA_MAX_YAML_DEPTH        64u
+#define OTA_MAX_YAML_DEPTH        56u                   /* below OTA_MAX_JSON_DEPTH: identities wrap it */
 #define OTA_MAX_YAML_NODES        2000000u
 #define OTA_MAX_YAML_ALIASES      1000u
 #define OTA_MAX_TASKS             100000u
@@ -68,6 +68,7 @@
 #define OTA_MAX_OVERLAYS          64u                   /* restriction overlays per evaluation */
 #define OTA_MAX_DESCRIPTORS       16u                   /* capability descriptors per admission */
 #define OTA_MAX_DESCRIPTOR_BYTES  (64u * 1024u)
+#define OTA_MAX_CLOSURE_DEPTH     4096u                 /* depends_on/hook nesting of one lane */
 
 /* provider-oci */
 #define OTA_OCI_MAX_SCAN_ENTRIES     1000000u             /* repo + rootfs entries in the preflight scan */

@@ -209,6 +209,34 @@ static void test_alias_bomb_and_depth(void **state)
 		strcat(y, "]");
 	strcat(y, "\n");
 	assert_ota(load_str(y, &c, &e), OTA_ERR_YAML_TOO_DEEP);
+	/* just under the cap loads, and its identity (one level deeper) computes */
+	strcpy(y, HEAD "metadata: ");
+	for (int i = 0; i < 53; i++)
+		strcat(y, "[");
+	for (int i = 0; i < 53; i++)
+		strcat(y, "]");
+	strcat(y, "\n");
+	assert_ota(load_str(y, &c, &e), OTA_OK);
+	ota_contract_free(c);
+	c = NULL;
+	/* a 5,000-task depends_on chain: refused as too deep, never a stack overflow */
+	free(y);
+	y = malloc(1u << 20);
+	assert_non_null(y);
+	strcpy(y, HEAD "tasks:\n  t0: {run: x}\n");
+	size_t len = strlen(y);
+	for (int i = 1; i < 5000; i++)
+		len += (size_t)snprintf(y + len, (1u << 20) - len, "  t%d: {run: x, depends_on: [t%d]}\n", i, i - 1);
+	assert_ota(load_str(y, &c, &e), OTA_OK);
+	ota_policy_options po = amd64();
+	ota_policy *p = NULL;
+	assert_ota(ota_policy_compile(c, OTA_LANE_TASK, "t4999", &po, NULL, 0, &p, &e), OTA_ERR_TOO_DEEP);
+	assert_null(p);
+	assert_ota(ota_policy_compile(c, OTA_LANE_TASK, "t3000", &po, NULL, 0, &p, &e), OTA_OK);
+	assert_int_equal(ota_policy_segment_count(p), 3001);
+	ota_policy_free(p);
+	ota_contract_free(c);
+	c = NULL;
 	free(y);
 	/* size cap before parsing */
 	assert_ota(ota_contract_load(ota_bytes_make("x", (size_t)9 * 1024 * 1024), "big", &c, &e),
