@@ -36,7 +36,7 @@ static int usage_of(const char *cmd)
 	else if (strcmp(cmd, "workflows") == 0)
 		u = "ota workflows [-f FILE] [--json]";
 	else if (strcmp(cmd, "policy") == 0)
-		u = "ota policy show TASK | --workflow W [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] [--json]";
+		u = "ota policy show [TASK] [--workflow W] [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] [--json]";
 	else if (strcmp(cmd, "run") == 0)
 		u = "ota run TASK --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
 	else
@@ -311,7 +311,7 @@ int cmd_policy(int argc, char **argv)
 	int u = parse_opts(argc, argv, 2, &o, "policy");
 	if (u >= 0)
 		return u;
-	if ((o.lane == NULL) == (o.workflow == NULL))
+	if (o.lane == NULL && o.workflow == NULL)
 		return usage_of("policy");
 	ota_error e;
 	ota_error_clear(&e);
@@ -338,6 +338,28 @@ int cmd_policy(int argc, char **argv)
 		                      "effective_policy_identity", ota_policy_effective_identity(p),
 		                      "effective_policy", ota_policy_effective_json(p), "lane",
 		                      o.workflow ? "workflow" : "task");
+		if (o.workflow != NULL && o.lane != NULL) {
+			/* TASK as the workflow selects it: its segment in that lane */
+			char sid[600];
+			snprintf(sid, sizeof sid, "task:%s", o.lane);
+			json_t *sel = NULL;
+			for (size_t i = 0; i < ota_policy_segment_count(p); i++)
+				if (strcmp(ota_policy_segment_id(p, i), sid) == 0) {
+					const json_t *cs = json_object_get(ota_policy_canonical_json(p), "segments");
+					const json_t *es = json_object_get(ota_policy_effective_json(p), "segments");
+					sel = json_pack("{s:O, s:O}", "canonical", json_array_get(cs, i),
+					                "effective", json_array_get(es, i));
+				}
+			if (sel == NULL) {
+				json_decref(j);
+				ota_error_set(&e, OTA_ERR_POLICY_UNKNOWN_LANE, sid,
+				              "task '%.100s' is not in the closure of workflow '%.100s'", o.lane,
+				              o.workflow);
+				ret = fail(&o, "policy show", &e, -1);
+				goto out;
+			}
+			json_object_set_new(j, "selected_segment", sel);
+		}
 		if (o.json) {
 			cli_print_json(j);
 		} else {
@@ -350,6 +372,7 @@ int cmd_policy(int argc, char **argv)
 		json_decref(j);
 		ret = CLI_OK;
 	}
+out:
 	ota_policy_free(p);
 	free_overlays(ovs, nov);
 	ota_contract_free(c);

@@ -71,6 +71,10 @@ cp "$PV/org-narrow.yaml" "$T/repo/.ota/org-policy.yaml"
 check "org policy picked up" test "$("$OTA" policy show test -f "$T/repo/ota.yaml" --json | jq '.effective_policy.restriction_overlay_identities | length')" = 1
 check "org policy narrows writable" test "$("$OTA" policy show test -f "$T/repo/ota.yaml" --json | jq -r '.effective_policy.segments[0].runtime_boundary.filesystem.writable_paths | join(",")')" = "build,out/reports"
 
+# a task as a workflow selects it
+check "policy show TASK --workflow W" test "$("$OTA" policy show test --workflow ci -f "$PV/base.yaml" --json | jq -r '.selected_segment.effective.id')" = task:test
+check "task outside the workflow closure exits 1" test "$(rc_of "$OTA" policy show nope --workflow ci -f "$PV/base.yaml" --json)" = 1
+
 # dry-run admission
 OCI=$EX/reference/enforced-oci-sandbox/ota.yaml
 check "agent run auto-resolves oci_local" test "$(rc_of "$OTA" run verify --agent --dry-run --json -f "$OCI")" = 0
