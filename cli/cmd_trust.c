@@ -94,10 +94,11 @@ static int parse_opts(int argc, char **argv, const char *allowed, bool positiona
 		if (eq != NULL)
 			val = eq + 1;
 		/* the flag must be listed for this sub-command */
-		const char *hit = strstr(allowed, name + 2);
 		size_t fl = strlen(name + 2);
-		bool listed = hit != NULL && (hit == allowed || hit[-1] == ' ') &&
-		              (hit[fl] == ' ' || hit[fl] == '\0');
+		bool listed = false;
+		for (const char *hit = strstr(allowed, name + 2); fl > 0 && hit != NULL && !listed;
+		     hit = strstr(hit + 1, name + 2))
+			listed = (hit == allowed || hit[-1] == ' ') && (hit[fl] == ' ' || hit[fl] == '\0');
 		const optdef *d = NULL;
 		for (const optdef *p = optdefs; p->name != NULL; p++)
 			if (strcmp(p->name, name) == 0)
