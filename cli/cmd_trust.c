@@ -998,6 +998,11 @@ int cmd_trust(int argc, char **argv)
 		usage(stdout);
 		return CLI_OK;
 	}
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return CLI_OK;
+		}
 	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
 		if (strcmp(argv[1], subs[i].name) == 0)
 			return subs[i].fn(argc, argv);
