@@ -990,6 +990,163 @@ static void test_lookup_vectors(void **state)
 	json_decref(doc);
 }
 
+/* ---------- tuf-conformance test_root_rotation, ported (same 15 cases) ---------- */
+
+typedef struct {
+	int keys[10], nkeys, threshold, sigs[10], nsigs;
+} md_version;
+
+typedef struct {
+	const char *name;
+	md_version v[4];
+	int n;
+	ota_err want; /* of the whole chain */
+} rotation_case;
+
+#define MDV(K, T, S) {K, sizeof((int[])K) / sizeof(int), T, S, sizeof((int[])S) / sizeof(int)}
+#define L(...) {__VA_ARGS__}
+
+static const rotation_case rotation_cases[] = {
+	{"1-of-1-key-rotation",
+	 {MDV(L(1), 1, L(1)), MDV(L(2), 1, L(2, 1)), MDV(L(2), 1, L(2))}, 3, OTA_OK},
+	{"1-of-1-key-rotation-unused-signatures",
+	 {MDV(L(1), 1, L(3, 1, 4)), MDV(L(2), 1, L(3, 2, 1, 4)), MDV(L(2), 1, L(3, 2, 4))}, 3, OTA_OK},
+	{"3-of-5-sign-with-different-keycombos",
+	 {MDV(L(0, 1, 2, 3, 4), 3, L(0, 2, 4)), MDV(L(0, 1, 2, 3, 4), 3, L(0, 4, 1)),
+	  MDV(L(0, 1, 2, 3, 4), 3, L(0, 1, 3)), MDV(L(0, 1, 2, 3, 4), 3, L(0, 1, 3))},
+	 4, OTA_OK},
+	{"3-of-5-one-key-rotated",
+	 {MDV(L(0, 1, 2, 3, 4), 3, L(0, 2, 4)), MDV(L(0, 1, 3, 4, 5), 3, L(0, 4, 1))}, 2, OTA_OK},
+	{"3-of-5-one-key-rotated-with-intermediate-step",
+	 {MDV(L(0, 1, 2, 3, 4), 3, L(0, 2, 4)), MDV(L(0, 1, 3, 4, 5), 3, L(0, 2, 4, 5)),
+	  MDV(L(0, 1, 3, 4, 5), 3, L(0, 4, 5))},
+	 3, OTA_OK},
+	{"3-of-5-all-keys-rotated-with-intermediate-step",
+	 {MDV(L(0, 1, 2, 3, 4), 3, L(0, 2, 4)), MDV(L(5, 6, 7, 8, 9), 3, L(0, 2, 4, 5, 6, 7)),
+	  MDV(L(5, 6, 7, 8, 9), 3, L(5, 6, 7))},
+	 3, OTA_OK},
+	{"1-of-3-threshold-increase-to-2-of-3",
+	 {MDV(L(1, 2, 3), 1, L(1)), MDV(L(1, 2, 3), 2, L(1, 2))}, 2, OTA_OK},
+	{"2-of-3-threshold-decrease-to-1-of-3",
+	 {MDV(L(1, 2, 3), 2, L(1, 2)), MDV(L(1, 2, 3), 1, L(1, 2)), MDV(L(1, 2, 3), 1, L(1))}, 3,
+	 OTA_OK},
+	{"1-of-2-threshold-increase-to-2-of-2",
+	 {MDV(L(1), 1, L(1)), MDV(L(1, 2), 2, L(1, 2))}, 2, OTA_OK},
+	{"1-of-1-key-rotation-fail-not-signed-with-old-key",
+	 {MDV(L(1), 1, L(1)), MDV(L(2), 1, L(2, 3, 4))}, 2, OTA_ERR_TRUST_THRESHOLD_OLD},
+	{"1-of-1-key-rotation-fail-not-signed-with-new-key",
+	 {MDV(L(1), 1, L(1)), MDV(L(2), 1, L(1, 3, 4))}, 2, OTA_ERR_TRUST_THRESHOLD_NEW},
+	{"3-of-5-one-key-rotate-fails-not-signed-with-3-new-keys",
+	 {MDV(L(0, 1, 2, 3, 4), 3, L(0, 2, 4)), MDV(L(0, 1, 3, 4, 5), 3, L(0, 2, 4))}, 2,
+	 OTA_ERR_TRUST_THRESHOLD_NEW},
+	{"3-of-5-one-key-rotate-fails-not-signed-with-3-old-keys",
+	 {MDV(L(0, 1, 2, 3, 4), 3, L(0, 2, 4)), MDV(L(0, 1, 3, 4, 5), 3, L(0, 4, 5))}, 2,
+	 OTA_ERR_TRUST_THRESHOLD_OLD},
+	{"1-of-3-threshold-bump-to-2-of-3-fails-new-threshold-not-reached",
+	 {MDV(L(1, 2, 3), 1, L(1)), MDV(L(1, 2, 3), 2, L(2))}, 2, OTA_ERR_TRUST_THRESHOLD_NEW},
+	{"2-of-3-threshold-decr-to-1-of-3-fails-old-threshold-not-reached",
+	 {MDV(L(1, 2, 3), 2, L(1, 2)), MDV(L(1, 2, 3), 1, L(1))}, 2, OTA_ERR_TRUST_THRESHOLD_OLD},
+};
+
+/*
+ * One version as text: root keys K[keys] with threshold, signed by K[sigs]
+ * (keys outside the root sign too: their signatures must be ignored).
+ */
+static char *md_text(ota_key *const *K, const md_version *m, const ota_trust_root *prev,
+                     ota_trust_root **parsed)
+{
+	ota_trust_draft *d = NULL;
+	const ota_key *keys[10];
+	for (int i = 0; i < m->nkeys; i++)
+		keys[i] = K[m->keys[i]];
+	if (prev == NULL) {
+		assert_ota(ota_trust_draft_new("tuf.example", keys, (size_t)m->nkeys,
+		                               (unsigned)m->threshold, T0, TEXP, &d, NULL),
+		           OTA_OK);
+	} else {
+		assert_ota(ota_trust_draft_next(prev, T0, TEXP, &d, NULL), OTA_OK);
+		ota_trust_draft_clear_root_keys(d);
+		for (int i = 0; i < m->nkeys; i++)
+			assert_ota(ota_trust_draft_add_root_key(d, keys[i], NULL), OTA_OK);
+		assert_ota(ota_trust_draft_set_threshold(d, (unsigned)m->threshold, NULL), OTA_OK);
+	}
+	ota_trust_root *r = finish(d);
+	size_t l;
+	char *text = ser(r, &l);
+	json_t *doc = json_loadb(text, l, 0, NULL);
+	free(text);
+	assert_non_null(doc);
+	char *tbs = NULL;
+	size_t tbs_len = 0;
+	assert_ota(ota_jcs_serialize(json_object_get(doc, "signed"), &tbs, &tbs_len, NULL), OTA_OK);
+	for (int i = 0; i < m->nsigs; i++) {
+		uint8_t sig[64], kid[32];
+		size_t sl = 0;
+		char kh[65], sh[129];
+		assert_ota(ota_key_sign(K[m->sigs[i]], OTA_ALG_EDDSA, ota_bytes_make(tbs, tbs_len),
+		                        (ota_buf){sig, sizeof sig}, &sl),
+		           OTA_OK);
+		kid_of(K[m->sigs[i]], kid);
+		ota_hex_encode(ota_bytes_make(kid, 32), kh);
+		ota_hex_encode(ota_bytes_make(sig, sl), sh);
+		json_array_append_new(json_object_get(doc, "signatures"),
+		                      json_pack("{s:s, s:s}", "keyid", kh, "sig", sh));
+	}
+	free(tbs);
+	char *out = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	assert_non_null(out);
+	*parsed = r;
+	return out;
+}
+
+static void test_tuf_root_rotation_cases(void **state)
+{
+	(void)state;
+	ota_key *K[10];
+	for (int i = 0; i < 10; i++)
+		assert_ota(ota_key_generate(OTA_ALG_EDDSA, &K[i]), OTA_OK);
+	for (size_t c = 0; c < sizeof rotation_cases / sizeof rotation_cases[0]; c++) {
+		const rotation_case *rc = &rotation_cases[c];
+		char *text[4] = {NULL};
+		ota_bytes spans[4];
+		ota_trust_root *prev = NULL;
+		for (int v = 0; v < rc->n; v++) {
+			ota_trust_root *parsed = NULL;
+			text[v] = md_text(K, &rc->v[v], prev, &parsed);
+			spans[v] = ota_bytes_make(text[v], strlen(text[v]));
+			ota_trust_root_free(prev);
+			prev = parsed;
+		}
+		ota_trust_root_free(prev);
+		ota_trust_verify_opts o = {.at = AT};
+		ota_trust_root *latest = NULL;
+		ota_error e;
+		ota_error_clear(&e);
+		ota_err got = ota_trust_chain_verify(spans[0], spans + 1, (size_t)rc->n - 1, &o,
+		                                     &latest, &e);
+		if (got != rc->want)
+			fail_msg("%s: got %s (%s), want %s", rc->name, ota_err_name(got), e.what,
+			         ota_err_name(rc->want));
+		if (got == OTA_OK)
+			assert_int_equal(ota_trust_root_version(latest), rc->n);
+		/* a failed last step leaves the previous version trusted */
+		if (got != OTA_OK) {
+			ota_trust_root *before = NULL;
+			assert_ota(ota_trust_chain_verify(spans[0], spans + 1, (size_t)rc->n - 2, &o,
+			                                  &before, NULL),
+			           OTA_OK);
+			assert_int_equal(ota_trust_root_version(before), rc->n - 1);
+			ota_trust_root_free(before);
+		}
+		ota_trust_root_free(latest);
+		for (int v = 0; v < rc->n; v++)
+			free(text[v]);
+	}
+	for (int i = 0; i < 10; i++)
+		ota_key_free(K[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1016,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_time_text),
 		cmocka_unit_test(test_vectors),
 		cmocka_unit_test(test_lookup_vectors),
+		cmocka_unit_test(test_tuf_root_rotation_cases),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
