@@ -632,6 +632,11 @@ static void test_attack_freeze_and_expired_intermediate(void **state)
 	assert_int_equal(v, 3);
 	/* and the pinned one alone, expired */
 	assert_ota(verify_roots(v1, NULL, 0, TEXP, NULL, NULL), OTA_ERR_TRUST_EXPIRED);
+	/* an expired pinned root still leads to a valid successor (TUF test_expired_local_root) */
+	ota_trust_root *v3b = next_of(v2, 90000, 0x3);
+	assert_ota(verify_roots(v2, &v3b, 1, 40000, NULL, &v), OTA_OK);
+	assert_int_equal(v, 3);
+	ota_trust_root_free(v3b);
 	ota_trust_root_free(v3);
 	ota_trust_root_free(v2);
 	ota_trust_root_free(v1);
