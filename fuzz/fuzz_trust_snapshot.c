@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: trust-root snapshot parsing (ota_trust_root_parse) and
  * everything that runs on a parsed snapshot: self-verification, the rotation
- * rule against itself, serialization round trip (the identity must survive),
+ * rule against itself, chain verification as a pinned snapshot, serialization round trip (the identity must survive),
  * summary and key lookup.
  */
 #include <stdint.h>
@@ -19,6 +19,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ota_trust_root *r = NULL;
 	ota_error err;
 	ota_error_clear(&err);
+	/* as a pinned chain (deferred principal loading after the self-threshold) */
+	ota_trust_verify_opts o = {.at = 1800000000};
+	if (ota_trust_chain_verify(ota_bytes_make(data, size), NULL, 0, &o, &r, NULL) == OTA_OK) {
+		if (r == NULL)
+			abort();
+		ota_trust_root_free(r);
+		r = NULL;
+	} else if (r != NULL) {
+		abort();
+	}
 	if (ota_trust_root_parse(ota_bytes_make(data, size), &r, &err) != OTA_OK) {
 		if (r != NULL || err.code == OTA_OK)
 			abort(); /* outputs cleared, error recorded */
