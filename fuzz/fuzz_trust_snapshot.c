@@ -1,8 +1,8 @@
 /*
  * libFuzzer target: trust-root snapshot parsing (ota_trust_root_parse) and
- * everything that runs on a parsed snapshot: self-verification, the rotation
- * rule against itself, chain verification as a pinned snapshot, serialization round trip (the identity must survive),
- * summary and key lookup.
+ * everything that runs on a parsed snapshot: chain verification as a pinned
+ * snapshot, self-verification, the rotation rule against itself,
+ * serialization round trip (the identity must survive), summary and lookup.
  */
 #include <stdint.h>
 #include <stdlib.h>
