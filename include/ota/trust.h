@@ -158,6 +158,9 @@ typedef struct ota_trust_verify_opts {
  * as its successor (ota_trust_root_accept_next), and returns the latest.
  * The count of chain is checked against the cap before anything is parsed
  * (trust_chain_too_long), and each snapshot's size before it is parsed.
+ * A snapshot's principal keys are loaded only after it has shown the
+ * previous version's threshold (forged input never costs key loads), and
+ * keys identical to the previous version's are shared, not loaded again.
  * Only the latest snapshot's expiry is judged, at o->at (trust_expired,
  * freeze); expired intermediates are fine. With a state: a snapshot of the
  * state's recorded version must have the recorded identity
