@@ -483,8 +483,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (cl != NULL) {
 			char *end = NULL;
 			unsigned long long v = strtoull(cl, &end, 10);
-			if (end == cl || *end != '\0' || v > d->opts.max_body)
+			if (end == cl || *end != '\0' || v > d->opts.max_body) {
+				/* answer now, without reading the body; MHD closes
+				 * the connection after this response */
 				r->too_large = true;
+				r->answered = true;
+				atomic_fetch_add(&d->requests, 1);
+				atomic_fetch_add(&d->too_large, 1);
+				return fail(d, c, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body",
+				            "declared Content-Length over the cap");
+			}
 		}
 		return MHD_YES;
 	}
