@@ -23,3 +23,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# npm (tests/cli/interop_cose.sh): bundled with some nodejs builds, a separate
+# Debian package with Debian's own nodejs.
+if ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: npm missing; run as root" >&2
+    exit 3
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
