@@ -566,3 +566,36 @@ ota_err boundary_meet(boundary *cur, const boundary *r, pool *pl, bool strict, c
 	}
 	return OTA_OK;
 }
+
+static bool intern_str(const char **s, pool *pl)
+{
+	if (*s == NULL)
+		return true;
+	const char *c = pool_strdup(pl, *s);
+	if (c == NULL)
+		return false;
+	*s = c;
+	return true;
+}
+
+bool boundary_intern(boundary *b, pool *pl)
+{
+	for (size_t i = 0; i < b->writable.n; i++)
+		if (!intern_str(&b->writable.v[i], pl))
+			return false;
+	for (size_t i = 0; i < b->protected_.n; i++)
+		if (!intern_str(&b->protected_.v[i], pl))
+			return false;
+	for (size_t i = 0; i < b->ntargets; i++) {
+		otarget *t = &b->targets[i];
+		if (!intern_str(&t->kind, pl) || !intern_str(&t->value, pl) ||
+		    !intern_str(&t->shape, pl) || !intern_str(&t->c_kind, pl) ||
+		    !intern_str(&t->c_posture, pl) || !intern_str(&t->c_enforcement, pl) ||
+		    !intern_str(&t->pin_ref, pl) || !intern_str(&t->pin_freshness, pl))
+			return false;
+		for (size_t k = 0; k < t->c_values.n; k++)
+			if (!intern_str(&t->c_values.v[k], pl))
+				return false;
+	}
+	return true;
+}

@@ -925,6 +925,11 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 			if (rc != OTA_OK)
 				goto fail;
 		}
+		/* the policy must not borrow from the overlays: callers may free them */
+		if (noverlays > 0 && !boundary_intern(&s->eff, &p->pl)) {
+			rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
+			goto fail;
+		}
 	}
 	if (with_json) {
 		rc = build_json(p, sorted, noverlays, err);

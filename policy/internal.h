@@ -57,6 +57,8 @@ typedef struct {
 void boundary_free(boundary *b);
 /* deep copy (strings are shared: they live in pools that outlive b) */
 bool boundary_copy(boundary *dst, const boundary *src);
+/* copies every string of b into pl (so b outlives the sources it was met with) */
+bool boundary_intern(boundary *b, pool *pl);
 /* parse a runtime_boundary-shaped map (node may be NULL: empty boundary) */
 ota_err boundary_parse(const ydoc *d, const ynode *node, pool *pl, boundary *out, ota_error *err);
 /* JSON of the boundary in the contract shape, canonical (sorted, explicit) */

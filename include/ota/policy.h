@@ -118,7 +118,8 @@ typedef struct ota_policy_options {
  * Errors: policy_unknown_lane, policy_cycle, policy_task_in_two_phases,
  * policy_scope_conflict, policy_overlay_widens, policy_meet_incomparable,
  * too_deep (closure nesting over OTA_MAX_CLOSURE_DEPTH).
- * The policy borrows c (c must outlive *out); overlays are only read.
+ * The policy borrows c (c must outlive *out); overlays may be freed
+ * right after this call.
  */
 OTA_API OTA_NODISCARD ota_err ota_policy_compile(const ota_contract *c, ota_lane_kind kind,
                                                  const char *name, const ota_policy_options *o,

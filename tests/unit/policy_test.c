@@ -418,9 +418,22 @@ static void test_overlays(void **state)
 	const char *unk = "policies: {sandbox: {processes: {}}}\n";
 	assert_ota(ota_overlay_load(ota_bytes_make(unk, strlen(unk)), "o", OTA_OVERLAY_FILE, &none, NULL),
 	           OTA_ERR_CONTRACT_UNKNOWN_KEY);
+	/* the policy owns its effective strings: overlays may go before admission */
+	ota_policy *pk = compile(a, OTA_LANE_TASK, "test", both, 2);
 	ota_overlay_free(org);
 	ota_overlay_free(deny);
 	ota_overlay_free(widen);
+	ota_capability_descriptor dsc;
+	ota_platform host = {"linux", "amd64", ""};
+	const char *txt = ota_policy_builtin_descriptor("oci_local");
+	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)), &host, &dsc, NULL), OTA_OK);
+	ota_admission_request rq = {true, "oci_local", &dsc, 1};
+	json_t *adm = NULL;
+	bool adm_ok = false;
+	assert_ota(ota_policy_admit(pk, &rq, &adm, &adm_ok, NULL), OTA_OK);
+	assert_true(adm_ok);
+	json_decref(adm);
+	ota_policy_free(pk);
 	ota_contract_free(a);
 }
 
