@@ -9,8 +9,8 @@
 #   and every tampered message (signature, payload, protected header), wrong
 #   AAD or wrong key is refused by both sides.
 # Env: OTA, OTA_VERIFY (CLI paths), OTA_SOURCE_DIR, OTA_BINARY_DIR.
-# Needs node and npm; runs `npm ci` once per build tree (cached under
-# $OTA_BINARY_DIR/interop-node, redone when package-lock.json changes).
+# Needs node and npm; runs `npm ci` once per build tree (tests/interop/
+# npm_setup.sh: cached under $OTA_BINARY_DIR/interop-node).
 # The node side runs as two batches (node starts twice), ours as plain CLI
 # calls. docs/interop.md explains what each library covers.
 set -uo pipefail
@@ -19,27 +19,10 @@ SRC=${OTA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${OTA_BINARY_DIR:-$SRC/build}
 : "${OTA:?set OTA to the ota CLI}" "${OTA_VERIFY:?set OTA_VERIFY to the ota-verify CLI}"
 
-for t in node npm python3 flock; do
-	command -v "$t" >/dev/null || { echo "interop_cose: $t is required (scripts/install-deps.sh)" >&2; exit 1; }
-done
-
-# ---- the npm side, installed once per build tree ----
-NODE_DIR=$BIN/interop-node
-mkdir -p "$NODE_DIR"
-exec 9>"$NODE_DIR/.lock"
-flock 9
-stamp=$(cat "$SRC/tests/interop/package.json" "$SRC/tests/interop/package-lock.json" | sha256sum | cut -d' ' -f1)
-if [ ! -f "$NODE_DIR/.stamp" ] || [ "$(cat "$NODE_DIR/.stamp")" != "$stamp" ] ||
-   [ ! -d "$NODE_DIR/node_modules/@auth0/cose" ]; then
-	rm -rf "$NODE_DIR/node_modules" "$NODE_DIR/.stamp" "$NODE_DIR/stub"
-	cp "$SRC/tests/interop/package.json" "$SRC/tests/interop/package-lock.json" "$NODE_DIR/"
-	cp -r "$SRC/tests/interop/stub" "$NODE_DIR/stub"
-	(cd "$NODE_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) >"$NODE_DIR/npm.log" 2>&1 || {
-		cat "$NODE_DIR/npm.log" >&2; echo "interop_cose: npm ci failed" >&2; exit 1; }
-	echo "$stamp" >"$NODE_DIR/.stamp"
-fi
-cp "$SRC/tests/interop/cose_interop.js" "$NODE_DIR/cose_interop.js"
-flock -u 9
+command -v python3 >/dev/null || { echo "interop_cose: python3 is required" >&2; exit 1; }
+# shellcheck source=../interop/npm_setup.sh
+. "$SRC/tests/interop/npm_setup.sh"
+interop_node_setup || exit 1
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
