@@ -42,6 +42,29 @@ int cmd_run(int argc, char **argv);
 int cmd_up(int argc, char **argv);
 int cmd_cleanup(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_archive(int argc, char **argv);
+
+/* Archives (cmd_archive.c): the trust-root chain a run embeds, and the
+ * writer `ota run` / `ota up` call after the receipt is built. */
+#define CLI_ARCHIVE_MAX_CHAIN 1024
+typedef struct cli_archive_chain {
+	ota_bytes items[CLI_ARCHIVE_MAX_CHAIN]; /* snapshot bytes, ascending versions (new) */
+	size_t n;
+	struct ota_trust_root *latest;          /* parsed last item (after _finish) */
+} cli_archive_chain;
+struct ota_archive_input;
+struct ota_key;
+/* Adds a snapshot file, or every versions/N.root.json of an `ota trust` directory. */
+ota_err cli_archive_chain_add(cli_archive_chain *c, const char *path, ota_error *e);
+/* Parses the latest snapshot into c->latest. */
+ota_err cli_archive_chain_finish(cli_archive_chain *c, ota_error *e);
+void cli_archive_chain_free(cli_archive_chain *c);
+/* The runner principal whose key is key in c->latest at now ("" without a chain). */
+ota_err cli_archive_runner_principal(const cli_archive_chain *c, const struct ota_key *key,
+                                     int64_t now, char *out, size_t cap, ota_error *e);
+/* Builds and writes the archive (path NULL: REPO/.ota/archives/TXN.json), prints the path. */
+int cli_archive_write(const struct ota_archive_input *in, const char *path, const char *repo,
+                      const char *txn, bool quiet);
 /* policy group: validate, tasks, workflows, policy (show). */
 int cmd_validate(int argc, char **argv);
 int cmd_tasks(int argc, char **argv);

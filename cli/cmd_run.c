@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ota/archive.h"
 #include "ota/json.h"
 #include "ota/limits.h"
 #include "ota/oci.h"
 #include "ota/policy.h"
 #include "ota/runner.h"
+#include "ota/trust.h"
 
 /* The policy group's dry-run admission (cli/cmd_policy.c). */
 int cmd_policy_dry_run(int argc, char **argv, bool workflow);
@@ -37,6 +39,10 @@ typedef struct run_opts {
 	const char *key, *nonce_db, *issuer, *trust_root;
 	const char *overlays[MAX_OVERLAYS];
 	size_t noverlays;
+	const char *archive;             /* --archive PATH (default .ota/archives/TXN.json) */
+	const char *trust[8];            /* --trust DIR|FILE: the chain embedded in the archive */
+	size_t ntrust;
+	bool no_archive;
 	bool agent, json, dry_run, no_org;
 	long timeout;
 } run_opts;
@@ -65,13 +71,20 @@ static void on_output(void *ctx, int fd, const uint8_t *p, size_t n)
 }
 
 static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overlay **out,
-                            ota_error *e)
+                            ota_archive_overlay_src *keep, ota_error *e)
 {
 	uint8_t *buf = NULL;
 	size_t n = 0;
 	ota_err rc = ota_file_read(path, OTA_MAX_YAML_BYTES, &buf, &n, e);
 	if (rc == OTA_OK)
 		rc = ota_overlay_load(ota_bytes_make(buf, n), path, src, out, e);
+	if (rc == OTA_OK && keep != NULL) {
+		/* the exact bytes go into the archive */
+		keep->bytes = ota_bytes_make(buf, n);
+		keep->name = path;
+		keep->source = src;
+		return rc;
+	}
 	free(buf);
 	return rc;
 }
@@ -118,6 +131,12 @@ static int run_lane(int argc, char **argv, bool workflow)
 			o.issuer = argv[++i];
 		else if (strcmp(a, "--trust-root") == 0 && more)
 			o.trust_root = argv[++i];
+		else if (strcmp(a, "--archive") == 0 && more)
+			o.archive = argv[++i];
+		else if (strcmp(a, "--no-archive") == 0)
+			o.no_archive = true;
+		else if (strcmp(a, "--trust") == 0 && more && o.ntrust < 8)
+			o.trust[o.ntrust++] = argv[++i];
 		else if (strcmp(a, "--runtime-root") == 0 && more)
 			o.runtime_root = argv[++i];
 		else if (strcmp(a, "--state-dir") == 0 && more)
@@ -168,6 +187,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 	json_t *adm = NULL, *receipt = NULL;
 	bool admitted = false;
 	int ret = CLI_INTERNAL;
+	ota_key *key = NULL; /* the runner key also signs the archive's receipt */
 	char repo[PATH_MAX];
 	{
 		char tmp[PATH_MAX];
@@ -177,12 +197,15 @@ static int run_lane(int argc, char **argv, bool workflow)
 			return cli_fail("ota", &e);
 		}
 	}
-	uint8_t *yaml = NULL;
+	uint8_t *yaml = NULL; /* kept for the archive */
 	size_t ylen = 0;
+	ota_archive_overlay_src ov_src[MAX_OVERLAYS + 1];
+	memset(ov_src, 0, sizeof ov_src);
+	cli_archive_chain chain;
+	memset(&chain, 0, sizeof chain);
 	ota_err rc = ota_file_read(o.file, OTA_MAX_YAML_BYTES, &yaml, &ylen, &e);
 	if (rc == OTA_OK)
 		rc = ota_contract_load(ota_bytes_make(yaml, ylen), o.file, &c, &e);
-	free(yaml);
 	if (rc == OTA_OK && !o.no_org) {
 		char def[PATH_MAX + 32];
 		const char *org = o.org_policy;
@@ -193,14 +216,16 @@ static int run_lane(int argc, char **argv, bool workflow)
 		}
 		if (org != NULL) {
 			ota_overlay *ov = NULL;
-			rc = load_overlay(org, OTA_OVERLAY_ORG_POLICY, &ov, &e);
+			rc = load_overlay(org, OTA_OVERLAY_ORG_POLICY, &ov, &ov_src[nov], &e);
 			if (rc == OTA_OK && ov != NULL)
 				ovs[nov++] = ov;
+			else
+				free((void *)(uintptr_t)ov_src[nov].bytes.ptr);
 		}
 	}
 	for (size_t i = 0; rc == OTA_OK && i < o.noverlays; i++) {
 		ota_overlay *ov = NULL;
-		rc = load_overlay(o.overlays[i], OTA_OVERLAY_FILE, &ov, &e);
+		rc = load_overlay(o.overlays[i], OTA_OVERLAY_FILE, &ov, &ov_src[nov], &e);
 		if (rc == OTA_OK)
 			ovs[nov++] = ov;
 	}
@@ -269,7 +294,6 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ro.oci.cancel = &g_cancel;
 	ro.oci.on_output = on_output;
 	ro.oci.output_ctx = &o;
-	ota_key *key = NULL;
 	ota_nonce_store *nonces = NULL;
 	if (o.key != NULL) {
 		rc = ota_key_load_file(o.key, &key, &e);
@@ -281,7 +305,6 @@ static int run_lane(int argc, char **argv, bool workflow)
 			                          &nonces, &e);
 		if (rc != OTA_OK) {
 			ret = cli_fail("ota", &e);
-			ota_key_free(key);
 			goto out;
 		}
 		ro.runner_key = key;
@@ -289,15 +312,53 @@ static int run_lane(int argc, char **argv, bool workflow)
 		ro.issuer = o.issuer;
 		ro.trust_root = o.trust_root;
 	}
+	/* --trust: the chain the archive embeds; the runner binds its latest
+	 * identity and signs as the runner principal that holds --key */
+	char runner_id[OTA_MAX_ISSUER_BYTES + 1] = "";
+	for (size_t i = 0; rc == OTA_OK && i < o.ntrust; i++)
+		rc = cli_archive_chain_add(&chain, o.trust[i], &e);
+	if (rc == OTA_OK)
+		rc = cli_archive_chain_finish(&chain, &e);
+	if (rc == OTA_OK && key != NULL)
+		rc = cli_archive_runner_principal(&chain, key, ota_clock_now(NULL), runner_id,
+		                                  sizeof runner_id, &e);
+	if (rc != OTA_OK) {
+		ret = cli_fail("ota", &e);
+		ota_nonce_store_close(nonces);
+		goto out;
+	}
+	if (chain.latest != NULL && ro.trust_root == NULL)
+		ro.trust_root = ota_trust_root_identity(chain.latest);
+	if (runner_id[0] != '\0' && ro.issuer == NULL)
+		ro.issuer = runner_id;
 	char version[128];
 	ota_oci_runtime_version(&ro.oci.runtime, version, sizeof version);
 	ro.oci.runtime.version = version;
 	int status = 0;
 	rc = ota_runner_run(p, adm, &ro, &receipt, &status, &e);
 	ota_nonce_store_close(nonces);
-	ota_key_free(key);
 	if (receipt != NULL) {
 		json_object_set(receipt, "sandbox_admission", adm);
+		if (!o.no_archive) {
+			/* the archive: contract bytes, overlays, selection, chain, signed receipt */
+			ota_archive_input ai;
+			memset(&ai, 0, sizeof ai);
+			ai.contract = ota_bytes_make(yaml, ylen);
+			ai.contract_name = "ota.yaml";
+			ai.overlays = ov_src;
+			ai.noverlays = nov;
+			ai.lane_kind = workflow ? OTA_LANE_WORKFLOW : OTA_LANE_TASK;
+			ai.lane = workflow ? o.workflow : o.lane;
+			ai.agent = o.agent;
+			ai.sandbox_target = o.target;
+			ai.native_platform = po.native_platform;
+			ai.trust_chain = chain.items;
+			ai.ntrust = chain.n;
+			ai.receipt = receipt;
+			ai.runner_key = key;
+			ai.signed_at = ota_clock_now(NULL);
+			(void)cli_archive_write(&ai, o.archive, repo, txn, o.json);
+		}
 		if (o.receipt != NULL) {
 			char *s = ota_json_dumps(receipt, true);
 			ota_error we;
@@ -322,9 +383,14 @@ static int run_lane(int argc, char **argv, bool workflow)
 		ret = status;
 	}
 out:
+	ota_key_free(key);
 	json_decref(receipt);
 	json_decref(adm);
 	ota_policy_free(p);
+	free(yaml);
+	for (size_t i = 0; i < nov; i++)
+		free((void *)(uintptr_t)ov_src[i].bytes.ptr);
+	cli_archive_chain_free(&chain);
 	for (size_t i = 0; i < nov; i++)
 		ota_overlay_free(ovs[i]);
 	ota_contract_free(c);

@@ -30,6 +30,9 @@ static const cli_command commands[] = {
 #ifdef OTA_CMD_CLEANUP
 	{"cleanup", cmd_cleanup, "finalize orphaned sandbox leases"},
 #endif
+#ifdef OTA_CMD_ARCHIVE
+	{"archive", cmd_archive, "build an ota.archive/v1 from a receipt and its acceptances"},
+#endif
 #ifdef OTA_CMD_DOCTOR
 	{"doctor", cmd_doctor, "report what this machine can enforce"},
 #endif

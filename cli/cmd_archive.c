@@ -1,0 +1,314 @@
+/*
+ * ota archive build: an ota.archive/v1 from a receipt (runner-shaped, e.g. a
+ * harness that drove an external provider through ota-attestd) plus its
+ * acceptances (files or an attestd database), and the helpers `ota run` /
+ * `ota up` use to write their archive (docs/archive.md).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ota/archive.h"
+#include "ota/json.h"
+#include "ota/nonce.h"
+#include "ota/trust.h"
+
+void cli_archive_chain_free(cli_archive_chain *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		free((void *)(uintptr_t)c->items[i].ptr);
+	c->n = 0;
+	ota_trust_root_free(c->latest);
+	c->latest = NULL;
+}
+
+static ota_err chain_add(cli_archive_chain *c, const char *path, ota_error *e)
+{
+	if (c->n == CLI_ARCHIVE_MAX_CHAIN)
+		return ota_error_set(e, OTA_ERR_TOO_LARGE, path, "too many trust-root snapshots");
+	uint8_t *b = NULL;
+	size_t n = 0;
+	ota_err rc = ota_file_read(path, OTA_MAX_TRUST_ROOT_BYTES, &b, &n, e);
+	if (rc != OTA_OK)
+		return rc;
+	c->items[c->n++] = ota_bytes_make(b, n);
+	return OTA_OK;
+}
+
+ota_err cli_archive_chain_add(cli_archive_chain *c, const char *path, ota_error *e)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* a trust directory of `ota trust`: versions/N.root.json, N = 1.. */
+		char p[4096];
+		for (unsigned v = 1; v <= CLI_ARCHIVE_MAX_CHAIN; v++) {
+			snprintf(p, sizeof p, "%s/versions/%u.root.json", path, v);
+			if (access(p, F_OK) != 0)
+				break;
+			ota_err rc = chain_add(c, p, e);
+			if (rc != OTA_OK)
+				return rc;
+		}
+		if (c->n == 0) {
+			snprintf(p, sizeof p, "%s/root.json", path);
+			return chain_add(c, p, e);
+		}
+		return OTA_OK;
+	}
+	return chain_add(c, path, e);
+}
+
+ota_err cli_archive_chain_finish(cli_archive_chain *c, ota_error *e)
+{
+	if (c->n == 0)
+		return OTA_OK;
+	ota_trust_root_free(c->latest);
+	c->latest = NULL;
+	return ota_trust_root_parse(c->items[c->n - 1], &c->latest, e);
+}
+
+ota_err cli_archive_runner_principal(const cli_archive_chain *c, const ota_key *key, int64_t now,
+                                     char *out, size_t cap, ota_error *e)
+{
+	uint8_t kid[32];
+	out[0] = '\0';
+	if (c->latest == NULL)
+		return OTA_OK;
+	ota_err rc = ota_key_kid(key, kid);
+	const ota_trust_principal *who = NULL;
+	if (rc == OTA_OK)
+		rc = ota_trust_lookup(c->latest, ota_bytes_make(kid, sizeof kid),
+		                      ota_key_default_alg(key), OTA_TRUST_ROLE_RUNNER, NULL, now, NULL,
+		                      &who, e);
+	if (rc == OTA_OK)
+		snprintf(out, cap, "%s", ota_trust_principal_id(who));
+	return rc;
+}
+
+static ota_err mkdirs(char *path)
+{
+	for (char *p = path + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		int r = mkdir(path, 0755);
+		*p = '/';
+		if (r != 0 && errno != EEXIST)
+			return OTA_ERR_IO;
+	}
+	return OTA_OK;
+}
+
+int cli_archive_write(const ota_archive_input *in, const char *path, const char *repo,
+                      const char *txn, bool quiet)
+{
+	char def[4096];
+	if (path == NULL) {
+		snprintf(def, sizeof def, "%s/.ota/archives/%s.json", repo != NULL ? repo : ".",
+		         txn != NULL ? txn : "archive");
+		path = def;
+	}
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s", path);
+	ota_error e;
+	ota_error_clear(&e);
+	char *text = NULL;
+	size_t n = 0;
+	ota_err rc = mkdirs(tmp);
+	if (rc != OTA_OK)
+		ota_error_set(&e, rc, path, "cannot create the archive directory");
+	if (rc == OTA_OK)
+		rc = ota_archive_build(in, &text, &n, &e);
+	if (rc == OTA_OK)
+		rc = ota_file_write_atomic(path, ota_bytes_make(text, n), 0644, &e);
+	free(text);
+	if (rc != OTA_OK) {
+		fprintf(stderr, "ota: archive not written: ");
+		return cli_fail("ota", &e);
+	}
+	if (!quiet)
+		fprintf(stderr, "ota: archive %s\n", path);
+	return CLI_OK;
+}
+
+#define MAX_ACC 4096
+
+static int usage(void)
+{
+	return cli_usage("ota", "archive build --receipt R.json --contract ota.yaml "
+	                        "(--task T | --workflow W) [--agent] [--sandbox-target T] "
+	                        "[--org-policy F] [--overlay F]... --trust DIR|FILE [--trust FILE]... "
+	                        "--key RUNNER.pem [--acceptance A.cose]... [--attestd-db DB] "
+	                        "[--native-platform OS/ARCH[/VAR]] -o ARCHIVE");
+}
+
+static int build(int argc, char **argv)
+{
+	const char *receipt_path = NULL, *contract_path = NULL, *lane = NULL, *target = NULL;
+	const char *key_path = NULL, *out = NULL, *db = NULL, *native = NULL;
+	const char *org = NULL, *ovf[OTA_MAX_OVERLAYS];
+	const char *accf[MAX_ACC];
+	size_t nov = 0, nacc = 0;
+	bool agent = false, workflow = false;
+	cli_archive_chain chain;
+	memset(&chain, 0, sizeof chain);
+	ota_error e;
+	ota_error_clear(&e);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool more = i + 1 < argc;
+		if (strcmp(a, "--agent") == 0)
+			agent = true;
+		else if (strcmp(a, "--receipt") == 0 && more)
+			receipt_path = argv[++i];
+		else if (strcmp(a, "--contract") == 0 && more)
+			contract_path = argv[++i];
+		else if (strcmp(a, "--task") == 0 && more)
+			lane = argv[++i], workflow = false;
+		else if (strcmp(a, "--workflow") == 0 && more)
+			lane = argv[++i], workflow = true;
+		else if (strcmp(a, "--sandbox-target") == 0 && more)
+			target = argv[++i];
+		else if (strcmp(a, "--org-policy") == 0 && more)
+			org = argv[++i];
+		else if (strcmp(a, "--overlay") == 0 && more && nov < OTA_MAX_OVERLAYS)
+			ovf[nov++] = argv[++i];
+		else if (strcmp(a, "--trust") == 0 && more) {
+			if (cli_archive_chain_add(&chain, argv[++i], &e) != OTA_OK) {
+				cli_archive_chain_free(&chain);
+				return cli_fail("ota", &e);
+			}
+		} else if (strcmp(a, "--key") == 0 && more)
+			key_path = argv[++i];
+		else if (strcmp(a, "--acceptance") == 0 && more && nacc < MAX_ACC)
+			accf[nacc++] = argv[++i];
+		else if (strcmp(a, "--attestd-db") == 0 && more)
+			db = argv[++i];
+		else if (strcmp(a, "--native-platform") == 0 && more)
+			native = argv[++i];
+		else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && more)
+			out = argv[++i];
+		else {
+			cli_archive_chain_free(&chain);
+			return usage();
+		}
+	}
+	if (receipt_path == NULL || contract_path == NULL || lane == NULL || key_path == NULL ||
+	    out == NULL || chain.n == 0) {
+		cli_archive_chain_free(&chain);
+		return usage();
+	}
+	int ret = CLI_INTERNAL;
+	uint8_t *rb = NULL, *cb = NULL;
+	size_t rl = 0, cl = 0;
+	json_t *receipt = NULL;
+	ota_key *key = NULL;
+	ota_nonce_store *store = NULL;
+	ota_archive_overlay_src ovs[OTA_MAX_OVERLAYS + 1];
+	size_t novs = 0;
+	ota_bytes accs[MAX_ACC];
+	size_t naccs = 0;
+	ota_archive_input in;
+	memset(&in, 0, sizeof in);
+	memset(ovs, 0, sizeof ovs);
+	ota_err rc = ota_file_read(receipt_path, OTA_MAX_JSON_BYTES, &rb, &rl, &e);
+	if (rc == OTA_OK)
+		rc = ota_json_parse(ota_bytes_make(rb, rl), &receipt, &e);
+	if (rc == OTA_OK)
+		rc = ota_file_read(contract_path, OTA_MAX_YAML_BYTES, &cb, &cl, &e);
+	if (rc == OTA_OK)
+		rc = ota_key_load_file(key_path, &key, &e);
+	if (rc == OTA_OK)
+		rc = cli_archive_chain_finish(&chain, &e);
+	for (size_t i = 0; rc == OTA_OK && i < nov + (org != NULL ? 1u : 0u); i++) {
+		const char *f = org != NULL ? (i == 0 ? org : ovf[i - 1]) : ovf[i];
+		uint8_t *b = NULL;
+		size_t n = 0;
+		rc = ota_file_read(f, OTA_MAX_YAML_BYTES, &b, &n, &e);
+		if (rc == OTA_OK) {
+			ovs[novs].bytes = ota_bytes_make(b, n);
+			ovs[novs].name = f;
+			ovs[novs].source = org != NULL && i == 0 ? OTA_OVERLAY_ORG_POLICY : OTA_OVERLAY_FILE;
+			novs++;
+		}
+	}
+	for (size_t i = 0; rc == OTA_OK && i < nacc; i++) {
+		uint8_t *b = NULL;
+		size_t n = 0;
+		rc = ota_file_read(accf[i], OTA_MAX_COSE_BYTES, &b, &n, &e);
+		if (rc == OTA_OK)
+			accs[naccs++] = ota_bytes_make(b, n);
+	}
+	if (rc == OTA_OK && db != NULL) {
+		/* the acceptances ota-attestd stored for the receipt's attestations */
+		ota_nonce_opts no;
+		ota_nonce_opts_init(&no);
+		rc = ota_nonce_store_open(db, &no, &store, &e);
+		const json_t *atts = json_object_get(receipt, "attestations");
+		for (size_t i = 0; rc == OTA_OK && i < json_array_size(atts) && naccs < MAX_ACC; i++) {
+			const char *id = json_string_value(json_object_get(json_array_get(atts, i),
+			                                                   "identity"));
+			uint8_t *acc = NULL;
+			size_t al = 0;
+			ota_error ne;
+			ota_error_clear(&ne);
+			if (id != NULL && ota_nonce_store_acceptance_get(store, id, NULL, NULL, &acc, &al,
+			                                                 &ne) == OTA_OK)
+				accs[naccs++] = ota_bytes_make(acc, al);
+		}
+	}
+	if (rc != OTA_OK) {
+		ret = cli_fail("ota", &e);
+		goto out;
+	}
+	in.contract = ota_bytes_make(cb, cl);
+	in.contract_name = "ota.yaml";
+	in.overlays = ovs;
+	in.noverlays = novs;
+	in.lane_kind = workflow ? OTA_LANE_WORKFLOW : OTA_LANE_TASK;
+	in.lane = lane;
+	in.agent = agent;
+	in.sandbox_target = target;
+	if (native != NULL) {
+		if (ota_platform_parse(native, &in.native_platform, &e) != OTA_OK) {
+			ret = cli_fail("ota", &e);
+			goto out;
+		}
+	} else {
+		ota_platform_host(&in.native_platform);
+	}
+	in.trust_chain = chain.items;
+	in.ntrust = chain.n;
+	in.receipt = receipt;
+	in.acceptances = accs;
+	in.nacceptances = naccs;
+	in.runner_key = key;
+	in.signed_at = (int64_t)time(NULL);
+	ret = cli_archive_write(&in, out, NULL, NULL, false);
+out:
+	for (size_t i = 0; i < novs; i++)
+		free((void *)(uintptr_t)ovs[i].bytes.ptr);
+	for (size_t i = 0; i < naccs; i++)
+		free((void *)(uintptr_t)accs[i].ptr);
+	ota_nonce_store_close(store);
+	ota_key_free(key);
+	json_decref(receipt);
+	free(rb);
+	free(cb);
+	cli_archive_chain_free(&chain);
+	return ret;
+}
+
+int cmd_archive(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "build") == 0)
+		return build(argc - 1, argv + 1);
+	return usage();
+}

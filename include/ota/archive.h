@@ -1,0 +1,137 @@
+/*
+ * ota/archive.h - ota.archive/v1: one JSON document that carries everything
+ * needed to re-verify a run offline (DESIGN.md section 7; docs/archive.md,
+ * docs/schemas/archive.schema.json).
+ *
+ * The writer (attest/, target ota_attest) turns a runner receipt (ota/runner.h)
+ * plus the contract bytes, overlays, selection and trust-root chain into an
+ * archive whose receipt is signed by the runner (COSE_Sign1, payload =
+ * JCS(receipt)). The verifier (verify/, target ota_verify; never attest/)
+ * re-derives the policy from the embedded contract with policy/, verifies
+ * every signature with keys of the trust-root chain judged at acceptance
+ * time, checks challenges, reconciles every identity and derives the status
+ * itself.
+ *
+ * Ownership: inputs are borrowed; outputs marked new are the caller's.
+ */
+#ifndef OTA_ARCHIVE_H
+#define OTA_ARCHIVE_H
+
+#include <jansson.h>
+
+#include "ota/common.h"
+#include "ota/key.h"
+#include "ota/limits.h"
+#include "ota/policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OTA_ARCHIVE_KIND "ota.archive/v1"
+
+/* One restriction overlay as embedded: the policy file's exact bytes. */
+typedef struct ota_archive_overlay_src {
+	ota_bytes bytes;
+	const char *name;          /* label for errors ("org-policy.yaml") */
+	ota_overlay_source source; /* org policy or overlay file */
+} ota_archive_overlay_src;
+
+/* What the writer needs (all borrowed). */
+typedef struct ota_archive_input {
+	ota_bytes contract;                 /* ota.yaml bytes exactly as run */
+	const char *contract_name;          /* "ota.yaml" */
+	const ota_archive_overlay_src *overlays;
+	size_t noverlays;
+	ota_lane_kind lane_kind;            /* task or workflow */
+	const char *lane;                   /* task or workflow name */
+	bool agent;                         /* --agent */
+	const char *sandbox_target;         /* --sandbox-target or NULL */
+	ota_platform native_platform;       /* what native lanes targeted */
+	const ota_bytes *trust_chain;       /* snapshots, ascending versions (may be 0) */
+	size_t ntrust;
+	/*
+	 * The runner's receipt (ota.receipt/v1). Its "attestations" (each with
+	 * cose_sign1 and challenge) and "evidence" move to the archive's
+	 * top level; the signed receipt keeps their identities in order.
+	 */
+	const json_t *receipt;
+	/* Acceptances (COSE_Sign1 bytes) of external attestations, any order. */
+	const ota_bytes *acceptances;
+	size_t nacceptances;
+	const ota_key *runner_key;          /* signs the receipt; NULL: unsigned */
+	int64_t signed_at;                  /* the runner's time of signing */
+} ota_archive_input;
+
+/*
+ * Builds the archive. *out new (free()), NUL-terminated JSON text; *out_len
+ * excludes the NUL. Errors: usage (missing input), archive_malformed (a
+ * receipt without the runner's members), io and crypto errors of signing.
+ */
+OTA_API OTA_NODISCARD ota_err ota_archive_build(const ota_archive_input *in, char **out,
+                                                size_t *out_len, ota_error *err);
+
+/* ---- parsing (strict; verify/) ---- */
+
+typedef struct ota_archive ota_archive;
+
+/*
+ * Parses an archive strictly: at most OTA_MAX_ARCHIVE_BYTES (checked before
+ * parsing), one JSON document without duplicate members, depth at most
+ * OTA_MAX_JSON_DEPTH, kind ota.archive/v1, every member known and typed,
+ * base64 members canonical (standard alphabet, padded), identities shaped
+ * "sha256:<64 hex>", integers within +-(2^53-1), counts capped. *out new
+ * (ota_archive_free). Errors: archive_too_large, archive_malformed,
+ * archive_kind, archive_base64, too_deep.
+ */
+OTA_API OTA_NODISCARD ota_err ota_archive_parse(ota_bytes in, ota_archive **out, ota_error *err);
+OTA_API void ota_archive_free(ota_archive *a);
+/* Counts of the parsed archive. */
+OTA_API size_t ota_archive_attestation_count(const ota_archive *a);
+OTA_API size_t ota_archive_acceptance_count(const ota_archive *a);
+OTA_API size_t ota_archive_evidence_count(const ota_archive *a);
+/* The parsed document (borrowed). */
+OTA_API const json_t *ota_archive_json(const ota_archive *a);
+
+/* ---- verification (verify/) ---- */
+
+typedef struct ota_archive_verify_opts {
+	ota_bytes pinned;           /* the pinned trust-root snapshot (required) */
+	bool have_at;               /* judge the latest snapshot's expiry at `at` */
+	int64_t at;                 /* else at the receipt's signed_at */
+	const char *require_status; /* NULL: none */
+	const char *ledger;         /* sqlite file recording used challenges; NULL: none */
+	size_t max_failures;        /* 0: 64 */
+} ota_archive_verify_opts;
+
+/* The verdict: every failed check by its error name, the derived status. */
+typedef struct ota_archive_report ota_archive_report;
+
+/*
+ * Verifies an archive. Returns OTA_OK only when everything reconciles;
+ * otherwise the first failure's code (every failure is in the report).
+ * *report (new, may be NULL on allocation failure) is filled in both cases.
+ */
+OTA_API OTA_NODISCARD ota_err ota_archive_verify(ota_bytes archive,
+                                                 const ota_archive_verify_opts *o,
+                                                 ota_archive_report **report, ota_error *err);
+OTA_API void ota_archive_report_free(ota_archive_report *r);
+/* Number of failed checks. */
+OTA_API size_t ota_archive_report_failure_count(const ota_archive_report *r);
+/* Code of the i-th failure (OTA_OK when out of range). */
+OTA_API ota_err ota_archive_report_failure(const ota_archive_report *r, size_t i,
+                                           const char **where, const char **what);
+/* The status derived from the evidence ("" when not derivable). Borrowed. */
+OTA_API const char *ota_archive_report_status(const ota_archive_report *r);
+/* Number of COSE signatures verified (receipt, attestations, acceptances, trust chain). */
+OTA_API size_t ota_archive_report_signatures(const ota_archive_report *r);
+/*
+ * {"ok", "status", "failures": [{"code", "where", "message"}], "checks":
+ * {...counts...}, "identities": {...}} as a new JSON object.
+ */
+OTA_API json_t *ota_archive_report_json(const ota_archive_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

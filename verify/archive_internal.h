@@ -1,0 +1,68 @@
+/*
+ * verify/archive_internal.h - the parsed form of an ota.archive/v1 shared by
+ * archive_parse.c and archive_verify.c (not installed).
+ */
+#ifndef OTA_VERIFY_ARCHIVE_INTERNAL_H
+#define OTA_VERIFY_ARCHIVE_INTERNAL_H
+
+#include "ota/archive.h"
+#include "ota/nonce.h"
+
+#define ARC_MAX_MEMBERS 1000000u /* attestations, challenges, records, acceptances */
+#define ARC_MAX_OVERLAYS OTA_MAX_OVERLAYS
+
+typedef struct arc_blob {
+	uint8_t *ptr;
+	size_t len;
+} arc_blob;
+
+typedef struct arc_att {
+	const char *id;  /* stated identity (borrowed from doc) */
+	const char *chid;
+	arc_blob cose;
+} arc_att;
+
+typedef struct arc_acc {
+	const char *id;
+	arc_blob cose;
+} arc_acc;
+
+typedef struct arc_ch {
+	const char *id;
+	ota_challenge c;
+} arc_ch;
+
+typedef struct arc_overlay {
+	arc_blob bytes;
+	const char *name;
+	ota_overlay_source source;
+} arc_overlay;
+
+struct ota_archive {
+	json_t *doc;
+	arc_blob contract;
+	const char *contract_name;
+	const char *contract_snapshot;
+	arc_overlay *ov;
+	size_t nov;
+	const json_t *selection;
+	ota_lane_kind lane_kind;
+	const char *lane;
+	bool agent;
+	const char *target; /* NULL when absent */
+	ota_platform native;
+	arc_blob *chain;
+	size_t nchain;
+	arc_ch *ch;
+	size_t nch;
+	arc_att *att;
+	size_t natt;
+	arc_acc *acc;
+	size_t nacc;
+	const json_t *evidence; /* array (borrowed from doc) */
+	arc_blob receipt;       /* COSE bytes; empty when unsigned */
+	const char *receipt_id;
+	bool receipt_unsigned;
+};
+
+#endif

@@ -1,0 +1,454 @@
+/*
+ * Strict parser of ota.archive/v1 (docs/archive.md): size cap first, one
+ * JSON document without duplicate members, a depth cap, every member known
+ * and typed, canonical base64, identity shapes, integer ranges, count caps.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "archive_internal.h"
+#include "ota/json.h"
+
+static ota_err bad(ota_error *err, const char *where, const char *what)
+{
+	return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, where, "%s", what);
+}
+
+static ota_err depth_ok(const json_t *v, unsigned d, ota_error *err)
+{
+	if (d > OTA_MAX_JSON_DEPTH)
+		return ota_error_set(err, OTA_ERR_TOO_DEEP, "archive", "nesting deeper than %u",
+		                     OTA_MAX_JSON_DEPTH);
+	size_t i;
+	const char *k;
+	json_t *m;
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)(uintptr_t)v, k, m) {
+			ota_err rc = depth_ok(m, d + 1, err);
+			if (rc != OTA_OK)
+				return rc;
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, m) {
+			ota_err rc = depth_ok(m, d + 1, err);
+			if (rc != OTA_OK)
+				return rc;
+		}
+	} else if (json_is_real(v)) {
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, "archive", "floats are refused");
+	} else if (json_is_integer(v)) {
+		json_int_t x = json_integer_value(v);
+		if (x > OTA_JSON_MAX_SAFE_INT || x < -OTA_JSON_MAX_SAFE_INT)
+			return ota_error_set(err, OTA_ERR_JSON_NUMBER_RANGE, "archive",
+			                     "integer beyond 2^53-1");
+	}
+	return OTA_OK;
+}
+
+/* Every member of o is in names; every required one (bit i) present. */
+static ota_err members(const json_t *o, const char *where, const char *const *names, size_t n,
+                       unsigned required, ota_error *err)
+{
+	if (!json_is_object(o))
+		return bad(err, where, "not an object");
+	const char *k;
+	json_t *m;
+	json_object_foreach((json_t *)(uintptr_t)o, k, m) {
+		size_t i = 0;
+		while (i < n && strcmp(k, names[i]) != 0)
+			i++;
+		if (i == n)
+			return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, where, "unknown member %s",
+			                     k);
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((required & (1u << i)) != 0 && json_object_get(o, names[i]) == NULL)
+			return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, where, "missing member %s",
+			                     names[i]);
+	return OTA_OK;
+}
+
+static ota_err get_str(const json_t *o, const char *k, const char *where, const char **out,
+                       ota_error *err)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4096)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, where, "%s: not a string", k);
+	*out = json_string_value(v);
+	return OTA_OK;
+}
+
+static ota_err get_id(const json_t *o, const char *k, const char *where, const char **out,
+                      ota_error *err)
+{
+	ota_err rc = get_str(o, k, where, out, err);
+	if (rc == OTA_OK && !ota_id_is_valid(*out))
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, where, "%s: not a sha256 identity",
+		                     k);
+	return rc;
+}
+
+static ota_err get_int(const json_t *o, const char *k, const char *where, int64_t *out,
+                       ota_error *err)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, where,
+		                     "%s: not a non-negative integer", k);
+	*out = json_integer_value(v);
+	return OTA_OK;
+}
+
+/* Canonical standard base64 (padded) of at most max decoded bytes. */
+static ota_err get_b64(const json_t *v, const char *where, size_t max, arc_blob *out,
+                       ota_error *err)
+{
+	out->ptr = NULL;
+	out->len = 0;
+	if (!json_is_string(v))
+		return bad(err, where, "not a base64 string");
+	const char *s = json_string_value(v);
+	size_t sl = json_string_length(v);
+	if (sl / 4 * 3 > max)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_TOO_LARGE, where, "too large");
+	if (sl % 4 != 0 || strchr(s, '-') != NULL || strchr(s, '_') != NULL)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not padded standard base64");
+	uint8_t *b = NULL;
+	size_t bl = 0;
+	if (ota_base64_decode(s, sl, &b, &bl) != OTA_OK)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not base64");
+	char *re = NULL;
+	if (ota_base64_encode(ota_bytes_make(b, bl), &re) != OTA_OK) {
+		free(b);
+		return OTA_ERR_NOMEM;
+	}
+	bool same = strlen(re) == sl && memcmp(re, s, sl) == 0;
+	free(re);
+	if (!same) {
+		free(b);
+		return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not canonical base64");
+	}
+	out->ptr = b;
+	out->len = bl;
+	return OTA_OK;
+}
+
+static ota_err get_array(const json_t *o, const char *k, size_t max, const json_t **out,
+                         ota_error *err)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!json_is_array(v))
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, k, "not an array");
+	if (json_array_size(v) > max)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_TOO_LARGE, k, "more than %zu entries", max);
+	*out = v;
+	return OTA_OK;
+}
+
+void ota_archive_free(ota_archive *a)
+{
+	if (a == NULL)
+		return;
+	free(a->contract.ptr);
+	for (size_t i = 0; a->ov != NULL && i < a->nov; i++)
+		free(a->ov[i].bytes.ptr);
+	free(a->ov);
+	for (size_t i = 0; a->chain != NULL && i < a->nchain; i++)
+		free(a->chain[i].ptr);
+	free(a->chain);
+	free(a->ch);
+	for (size_t i = 0; a->att != NULL && i < a->natt; i++)
+		free(a->att[i].cose.ptr);
+	free(a->att);
+	for (size_t i = 0; a->acc != NULL && i < a->nacc; i++)
+		free(a->acc[i].cose.ptr);
+	free(a->acc);
+	free(a->receipt.ptr);
+	json_decref(a->doc);
+	free(a);
+}
+
+size_t ota_archive_attestation_count(const ota_archive *a)
+{
+	return a != NULL ? a->natt : 0;
+}
+
+size_t ota_archive_acceptance_count(const ota_archive *a)
+{
+	return a != NULL ? a->nacc : 0;
+}
+
+size_t ota_archive_evidence_count(const ota_archive *a)
+{
+	return a != NULL ? json_array_size(a->evidence) : 0;
+}
+
+const json_t *ota_archive_json(const ota_archive *a)
+{
+	return a != NULL ? a->doc : NULL;
+}
+
+static ota_err parse_platform(const json_t *p, ota_platform *out, ota_error *err)
+{
+	static const char *const n[] = {"os", "architecture", "variant"};
+	ota_err rc = members(p, "selection.native_platform", n, 3, 7u, err);
+	if (rc != OTA_OK)
+		return rc;
+	const char *v[3];
+	for (int i = 0; i < 3; i++) {
+		const json_t *s = json_object_get(p, n[i]);
+		if (!json_is_string(s) || json_string_length(s) >= sizeof out->os)
+			return bad(err, "selection.native_platform", "not a short string");
+		v[i] = json_string_value(s);
+	}
+	snprintf(out->os, sizeof out->os, "%s", v[0]);
+	snprintf(out->architecture, sizeof out->architecture, "%s", v[1]);
+	snprintf(out->variant, sizeof out->variant, "%s", v[2]);
+	return OTA_OK;
+}
+
+static ota_err parse_challenge(const json_t *c, arc_ch *out, ota_error *err)
+{
+	static const char *const n[] = {"identity", "nonce",  "txn",        "issuer",     "scope",
+	                                "epoch",    "issued_at", "expires_at", "consumed_at"};
+	ota_err rc = members(c, "challenges[]", n, 9, 0x1ffu, err);
+	if (rc != OTA_OK)
+		return rc;
+	rc = get_id(c, "identity", "challenges[]", &out->id, err);
+	arc_blob nb = {NULL, 0};
+	if (rc == OTA_OK)
+		rc = get_b64(json_object_get(c, "nonce"), "challenges[].nonce", OTA_NONCE_MAX_BYTES,
+		             &nb, err);
+	if (rc != OTA_OK)
+		return rc;
+	if (nb.len < OTA_NONCE_MIN_BYTES || nb.len > OTA_NONCE_MAX_BYTES) {
+		free(nb.ptr);
+		return bad(err, "challenges[].nonce", "nonce length out of range");
+	}
+	memcpy(out->c.nonce, nb.ptr, nb.len);
+	out->c.nonce_len = nb.len;
+	free(nb.ptr);
+	const char *s[3];
+	static const char *const sn[] = {"txn", "issuer", "scope"};
+	static const size_t caps[] = {OTA_MAX_TXN_BYTES, OTA_MAX_ISSUER_BYTES, OTA_MAX_SCOPE_BYTES};
+	for (int i = 0; i < 3; i++) {
+		rc = get_str(c, sn[i], "challenges[]", &s[i], err);
+		if (rc == OTA_OK && strlen(s[i]) > caps[i])
+			rc = bad(err, "challenges[]", "binding too long");
+		if (rc != OTA_OK)
+			return rc;
+	}
+	snprintf(out->c.txn, sizeof out->c.txn, "%s", s[0]);
+	snprintf(out->c.issuer, sizeof out->c.issuer, "%s", s[1]);
+	snprintf(out->c.scope, sizeof out->c.scope, "%s", s[2]);
+	if ((rc = get_int(c, "epoch", "challenges[]", &out->c.epoch, err)) != OTA_OK ||
+	    (rc = get_int(c, "issued_at", "challenges[]", &out->c.issued_at, err)) != OTA_OK ||
+	    (rc = get_int(c, "expires_at", "challenges[]", &out->c.expires_at, err)) != OTA_OK ||
+	    (rc = get_int(c, "consumed_at", "challenges[]", &out->c.consumed_at, err)) != OTA_OK)
+		return rc;
+	return OTA_OK;
+}
+
+static ota_err parse_doc(ota_archive *a, ota_error *err)
+{
+	static const char *const top[] = {"kind",       "contract",     "overlays",
+	                                  "selection",  "trust_chain",  "challenges",
+	                                  "attestations", "acceptances", "evidence", "receipt"};
+	const json_t *d = a->doc;
+	if (!json_is_object(d))
+		return bad(err, "archive", "not an object");
+	const char *kind = json_string_value(json_object_get(d, "kind"));
+	if (kind == NULL || strcmp(kind, OTA_ARCHIVE_KIND) != 0)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_KIND, "kind", "not %s", OTA_ARCHIVE_KIND);
+	ota_err rc = members(d, "archive", top, 10, 0x3ffu, err);
+	if (rc != OTA_OK)
+		return rc;
+	/* contract */
+	static const char *const cn[] = {"name", "snapshot_identity", "bytes"};
+	const json_t *c = json_object_get(d, "contract");
+	if ((rc = members(c, "contract", cn, 3, 7u, err)) != OTA_OK ||
+	    (rc = get_str(c, "name", "contract", &a->contract_name, err)) != OTA_OK ||
+	    (rc = get_id(c, "snapshot_identity", "contract", &a->contract_snapshot, err)) != OTA_OK ||
+	    (rc = get_b64(json_object_get(c, "bytes"), "contract.bytes", OTA_MAX_YAML_BYTES,
+	                  &a->contract, err)) != OTA_OK)
+		return rc;
+	/* overlays */
+	const json_t *ov;
+	if ((rc = get_array(d, "overlays", ARC_MAX_OVERLAYS, &ov, err)) != OTA_OK)
+		return rc;
+	a->ov = calloc(json_array_size(ov) + 1, sizeof *a->ov);
+	if (a->ov == NULL)
+		return OTA_ERR_NOMEM;
+	for (size_t i = 0; i < json_array_size(ov); i++) {
+		static const char *const on[] = {"source", "name", "bytes"};
+		const json_t *o = json_array_get(ov, i);
+		const char *src = NULL;
+		if ((rc = members(o, "overlays[]", on, 3, 7u, err)) != OTA_OK ||
+		    (rc = get_str(o, "source", "overlays[]", &src, err)) != OTA_OK ||
+		    (rc = get_str(o, "name", "overlays[]", &a->ov[i].name, err)) != OTA_OK)
+			return rc;
+		if (strcmp(src, "org_policy") == 0)
+			a->ov[i].source = OTA_OVERLAY_ORG_POLICY;
+		else if (strcmp(src, "file") == 0)
+			a->ov[i].source = OTA_OVERLAY_FILE;
+		else
+			return bad(err, "overlays[].source", "neither org_policy nor file");
+		rc = get_b64(json_object_get(o, "bytes"), "overlays[].bytes", OTA_MAX_YAML_BYTES,
+		             &a->ov[i].bytes, err);
+		a->nov = i + 1;
+		if (rc != OTA_OK)
+			return rc;
+	}
+	/* selection */
+	static const char *const sn[] = {"lane_kind", "lane", "agent", "sandbox_target",
+	                                 "native_platform"};
+	const json_t *s = json_object_get(d, "selection");
+	const char *lk = NULL;
+	if ((rc = members(s, "selection", sn, 5, 0x17u, err)) != OTA_OK ||
+	    (rc = get_str(s, "lane_kind", "selection", &lk, err)) != OTA_OK ||
+	    (rc = get_str(s, "lane", "selection", &a->lane, err)) != OTA_OK)
+		return rc;
+	a->selection = s;
+	if (strcmp(lk, "task") == 0)
+		a->lane_kind = OTA_LANE_TASK;
+	else if (strcmp(lk, "workflow") == 0)
+		a->lane_kind = OTA_LANE_WORKFLOW;
+	else
+		return bad(err, "selection.lane_kind", "neither task nor workflow");
+	if (!json_is_boolean(json_object_get(s, "agent")))
+		return bad(err, "selection.agent", "not a boolean");
+	a->agent = json_is_true(json_object_get(s, "agent"));
+	const json_t *t = json_object_get(s, "sandbox_target");
+	if (t != NULL && !json_is_null(t) &&
+	    (rc = get_str(s, "sandbox_target", "selection", &a->target, err)) != OTA_OK)
+		return rc;
+	if ((rc = parse_platform(json_object_get(s, "native_platform"), &a->native, err)) != OTA_OK)
+		return rc;
+	/* trust chain */
+	const json_t *ch;
+	if ((rc = get_array(d, "trust_chain", OTA_MAX_TRUST_CHAIN, &ch, err)) != OTA_OK)
+		return rc;
+	a->chain = calloc(json_array_size(ch) + 1, sizeof *a->chain);
+	if (a->chain == NULL)
+		return OTA_ERR_NOMEM;
+	for (size_t i = 0; i < json_array_size(ch); i++) {
+		rc = get_b64(json_array_get(ch, i), "trust_chain[]", OTA_MAX_TRUST_ROOT_BYTES,
+		             &a->chain[i], err);
+		a->nchain = i + 1;
+		if (rc != OTA_OK)
+			return rc;
+	}
+	/* challenges */
+	const json_t *chs;
+	if ((rc = get_array(d, "challenges", ARC_MAX_MEMBERS, &chs, err)) != OTA_OK)
+		return rc;
+	a->ch = calloc(json_array_size(chs) + 1, sizeof *a->ch);
+	if (a->ch == NULL)
+		return OTA_ERR_NOMEM;
+	for (size_t i = 0; i < json_array_size(chs); i++) {
+		if ((rc = parse_challenge(json_array_get(chs, i), &a->ch[i], err)) != OTA_OK)
+			return rc;
+		a->nch = i + 1;
+	}
+	/* attestations */
+	const json_t *at;
+	if ((rc = get_array(d, "attestations", ARC_MAX_MEMBERS, &at, err)) != OTA_OK)
+		return rc;
+	a->att = calloc(json_array_size(at) + 1, sizeof *a->att);
+	if (a->att == NULL)
+		return OTA_ERR_NOMEM;
+	for (size_t i = 0; i < json_array_size(at); i++) {
+		static const char *const an[] = {"identity", "challenge", "cose_sign1"};
+		const json_t *x = json_array_get(at, i);
+		if ((rc = members(x, "attestations[]", an, 3, 7u, err)) != OTA_OK ||
+		    (rc = get_id(x, "identity", "attestations[]", &a->att[i].id, err)) != OTA_OK ||
+		    (rc = get_id(x, "challenge", "attestations[]", &a->att[i].chid, err)) != OTA_OK)
+			return rc;
+		rc = get_b64(json_object_get(x, "cose_sign1"), "attestations[].cose_sign1",
+		             OTA_MAX_COSE_BYTES, &a->att[i].cose, err);
+		a->natt = i + 1;
+		if (rc != OTA_OK)
+			return rc;
+	}
+	/* acceptances */
+	const json_t *ac;
+	if ((rc = get_array(d, "acceptances", ARC_MAX_MEMBERS, &ac, err)) != OTA_OK)
+		return rc;
+	a->acc = calloc(json_array_size(ac) + 1, sizeof *a->acc);
+	if (a->acc == NULL)
+		return OTA_ERR_NOMEM;
+	for (size_t i = 0; i < json_array_size(ac); i++) {
+		static const char *const an[] = {"identity", "cose_sign1"};
+		const json_t *x = json_array_get(ac, i);
+		if ((rc = members(x, "acceptances[]", an, 2, 3u, err)) != OTA_OK ||
+		    (rc = get_id(x, "identity", "acceptances[]", &a->acc[i].id, err)) != OTA_OK)
+			return rc;
+		rc = get_b64(json_object_get(x, "cose_sign1"), "acceptances[].cose_sign1",
+		             OTA_MAX_COSE_BYTES, &a->acc[i].cose, err);
+		a->nacc = i + 1;
+		if (rc != OTA_OK)
+			return rc;
+	}
+	/* evidence: identified objects */
+	const json_t *ev;
+	if ((rc = get_array(d, "evidence", ARC_MAX_MEMBERS, &ev, err)) != OTA_OK)
+		return rc;
+	for (size_t i = 0; i < json_array_size(ev); i++) {
+		const char *k = json_string_value(json_object_get(json_array_get(ev, i), "kind"));
+		if (k == NULL || strncmp(k, "ota.", 4) != 0)
+			return bad(err, "evidence[]", "not an identified object");
+	}
+	a->evidence = ev;
+	/* receipt */
+	const json_t *r = json_object_get(d, "receipt");
+	static const char *const rn[] = {"identity", "cose_sign1", "unsigned"};
+	if ((rc = members(r, "receipt", rn, 3, 2u, err)) != OTA_OK)
+		return rc;
+	if (json_is_null(json_object_get(r, "cose_sign1"))) {
+		if (!json_is_object(json_object_get(r, "unsigned")) ||
+		    json_object_get(r, "identity") != NULL)
+			return bad(err, "receipt", "neither signed nor an unsigned receipt");
+		a->receipt_unsigned = true;
+		return OTA_OK;
+	}
+	if (json_object_get(r, "unsigned") != NULL)
+		return bad(err, "receipt", "a signed receipt has no unsigned member");
+	if ((rc = get_id(r, "identity", "receipt", &a->receipt_id, err)) != OTA_OK)
+		return rc;
+	return get_b64(json_object_get(r, "cose_sign1"), "receipt.cose_sign1", OTA_MAX_COSE_BYTES,
+	               &a->receipt, err);
+}
+
+ota_err ota_archive_parse(ota_bytes in, ota_archive **out, ota_error *err)
+{
+	*out = NULL;
+	if (in.len > OTA_MAX_ARCHIVE_BYTES)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_TOO_LARGE, "archive",
+		                     "%zu bytes, at most %u", in.len, OTA_MAX_ARCHIVE_BYTES);
+	if (in.ptr == NULL)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, "archive", "empty");
+	json_error_t je;
+	json_t *doc = json_loadb((const char *)in.ptr, in.len, JSON_REJECT_DUPLICATES, &je);
+	if (doc == NULL)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, "archive", "line %d col %d: %s",
+		                     je.line, je.column, je.text);
+	ota_err rc = depth_ok(doc, 0, err);
+	if (rc != OTA_OK) {
+		json_decref(doc);
+		return rc;
+	}
+	ota_archive *a = calloc(1, sizeof *a);
+	if (a == NULL) {
+		json_decref(doc);
+		return OTA_ERR_NOMEM;
+	}
+	a->doc = doc;
+	rc = parse_doc(a, err);
+	if (rc != OTA_OK) {
+		ota_archive_free(a);
+		return rc;
+	}
+	*out = a;
+	return OTA_OK;
+}

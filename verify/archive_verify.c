@@ -1,0 +1,1228 @@
+/*
+ * ota-verify archive: re-derive the policy from the embedded contract,
+ * verify every signature with keys of the trust-root chain judged at
+ * acceptance time, check challenges, reconcile every identity and derive
+ * the status from the evidence (docs/archive.md lists every check).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "archive_internal.h"
+#include "ota/acceptance.h"
+#include "ota/admission.h"
+#include "ota/cose.h"
+#include "ota/json.h"
+#include "ota/trust.h"
+
+struct ota_archive_report {
+	json_t *failures;
+	size_t nfail;
+	size_t max;
+	ota_err first;
+	char status[64];
+	size_t sigs;
+	json_t *checks;
+	json_t *ids;
+};
+
+void ota_archive_report_free(ota_archive_report *r)
+{
+	if (r == NULL)
+		return;
+	json_decref(r->failures);
+	json_decref(r->checks);
+	json_decref(r->ids);
+	free(r);
+}
+
+size_t ota_archive_report_failure_count(const ota_archive_report *r)
+{
+	return r != NULL ? r->nfail : 0;
+}
+
+ota_err ota_archive_report_failure(const ota_archive_report *r, size_t i, const char **where,
+                                   const char **what)
+{
+	const json_t *f = r != NULL ? json_array_get(r->failures, i) : NULL;
+	if (f == NULL)
+		return OTA_OK;
+	if (where != NULL)
+		*where = json_string_value(json_object_get(f, "where"));
+	if (what != NULL)
+		*what = json_string_value(json_object_get(f, "message"));
+	ota_err e = OTA_OK;
+	(void)ota_err_from_name(json_string_value(json_object_get(f, "code")), &e);
+	return e;
+}
+
+const char *ota_archive_report_status(const ota_archive_report *r)
+{
+	return r != NULL ? r->status : "";
+}
+
+size_t ota_archive_report_signatures(const ota_archive_report *r)
+{
+	return r != NULL ? r->sigs : 0;
+}
+
+json_t *ota_archive_report_json(const ota_archive_report *r)
+{
+	if (r == NULL)
+		return NULL;
+	return json_pack("{s:b, s:s, s:O, s:O, s:O, s:I}", "ok", r->nfail == 0, "status", r->status,
+	                 "failures", r->failures, "checks", r->checks, "identities", r->ids,
+	                 "signatures_verified", (json_int_t)r->sigs);
+}
+
+OTA_PRINTF(4, 5)
+static void fail(ota_archive_report *r, ota_err code, const char *where, const char *fmt, ...)
+{
+	if (r->first == OTA_OK)
+		r->first = code;
+	r->nfail++;
+	if (json_array_size(r->failures) >= r->max)
+		return;
+	char what[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	json_array_append_new(r->failures, json_pack("{s:s, s:s, s:s}", "code", ota_err_name(code),
+	                                             "where", where, "message", what));
+}
+
+static void fail_e(ota_archive_report *r, const ota_error *e, const char *ctx)
+{
+	char where[300];
+	snprintf(where, sizeof where, "%s%s%s", ctx, e->where[0] ? ": " : "", e->where);
+	fail(r, e->code != OTA_OK ? e->code : OTA_ERR_INTERNAL, where, "%s", e->what);
+}
+
+/* ---- small helpers ---- */
+
+static const char *sget(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static bool seq(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+typedef struct idx_entry {
+	const char *id;
+	size_t i;
+} idx_entry;
+
+static int idx_cmp(const void *a, const void *b)
+{
+	return strcmp(((const idx_entry *)a)->id, ((const idx_entry *)b)->id);
+}
+
+static size_t idx_find(const idx_entry *v, size_t n, const char *id)
+{
+	if (id == NULL || v == NULL)
+		return SIZE_MAX;
+	idx_entry key = {id, 0};
+	const idx_entry *e = bsearch(&key, v, n, sizeof *v, idx_cmp);
+	return e != NULL ? e->i : SIZE_MAX;
+}
+
+/* Reads an unsigned CBOR head; false on anything else. */
+static bool cbor_head(ota_bytes b, size_t *off, unsigned *mt, uint64_t *arg)
+{
+	if (*off >= b.len)
+		return false;
+	uint8_t ib = b.ptr[(*off)++];
+	*mt = ib >> 5;
+	unsigned ai = ib & 31u;
+	if (ai < 24) {
+		*arg = ai;
+		return true;
+	}
+	if (ai > 27)
+		return false;
+	size_t n = (size_t)1 << (ai - 24);
+	if (b.len - *off < n)
+		return false;
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = (v << 8) | b.ptr[(*off)++];
+	*arg = v;
+	return true;
+}
+
+static bool cbor_skip(ota_bytes b, size_t *off, unsigned depth)
+{
+	unsigned mt;
+	uint64_t arg;
+	if (depth > 16 || !cbor_head(b, off, &mt, &arg))
+		return false;
+	switch (mt) {
+	case 0:
+	case 1:
+	case 7:
+		return true;
+	case 2:
+	case 3:
+		if (b.len - *off < arg)
+			return false;
+		*off += (size_t)arg;
+		return true;
+	case 4:
+	case 5:
+		for (uint64_t i = 0; i < arg * (mt == 5 ? 2u : 1u); i++)
+			if (!cbor_skip(b, off, depth + 1))
+				return false;
+		return true;
+	case 6:
+		return cbor_skip(b, off, depth + 1);
+	default:
+		return false;
+	}
+}
+
+/* The iat (key 6) of an acceptance payload, unverified (to pick the time). */
+static bool acceptance_time(ota_bytes payload, int64_t *at)
+{
+	size_t off = 0;
+	unsigned mt;
+	uint64_t n;
+	if (!cbor_head(payload, &off, &mt, &n) || mt != 5 || n > 64)
+		return false;
+	for (uint64_t i = 0; i < n; i++) {
+		size_t ko = off;
+		unsigned kmt;
+		uint64_t k;
+		if (!cbor_head(payload, &off, &kmt, &k))
+			return false;
+		if (kmt == 0 && k == 6) {
+			unsigned vmt;
+			uint64_t v;
+			if (!cbor_head(payload, &off, &vmt, &v) || vmt != 0 || v > INT64_MAX)
+				return false;
+			*at = (int64_t)v;
+			return true;
+		}
+		off = ko;
+		if (!cbor_skip(payload, &off, 0) || !cbor_skip(payload, &off, 0))
+			return false;
+	}
+	return false;
+}
+
+/* body = CBOR text of an identity (0x78 0x47 "sha256:...") */
+static bool body_id(ota_bytes body, char out[OTA_ID_LEN + 1])
+{
+	if (body.len != 2 + OTA_ID_LEN || body.ptr[0] != 0x78 || body.ptr[1] != OTA_ID_LEN)
+		return false;
+	memcpy(out, body.ptr + 2, OTA_ID_LEN);
+	out[OTA_ID_LEN] = '\0';
+	return ota_id_is_valid(out);
+}
+
+/* ---- the verification ---- */
+
+typedef struct att_info {
+	ota_attestation claims;
+	char record[OTA_ID_LEN + 1];
+	size_t rec;      /* index into evidence or SIZE_MAX */
+	bool ok;         /* signature and bindings verified */
+	bool used;       /* consumed by the structural walk */
+} att_info;
+
+typedef struct vctx {
+	ota_archive_report *r;
+	ota_archive *a;
+	const ota_archive_verify_opts *o;
+	ota_trust_root *root;
+	const char *root_id;
+	json_t *receipt;
+	const json_t *sp;
+	const char *txn;
+	char runner[OTA_ATT_TEXT_MAX + 1];
+	int64_t signed_at;
+	ota_contract *contract;
+	ota_policy *policy;
+	json_t *adm;
+	idx_entry *ev_idx;
+	char (*ev_ids)[OTA_ID_LEN + 1];
+	bool *ev_ref;
+	size_t nev;
+	idx_entry *ch_idx;
+	size_t *ch_uses;
+	att_info *ai;
+	idx_entry *att_idx;
+	ota_acceptance *acc;
+	bool *acc_ok;
+	idx_entry *acc_idx; /* by attestation identity */
+	size_t nacc_idx;
+} vctx;
+
+static const json_t *ev_rec(vctx *v, size_t i)
+{
+	return i < v->nev ? json_array_get(v->a->evidence, i) : NULL;
+}
+
+/* The evidence record with identity id, marked referenced; NULL if absent. */
+static void ev_mark(vctx *v, const char *id)
+{
+	if (id == NULL || v->ev_idx == NULL)
+		return;
+	idx_entry key = {id, 0};
+	const idx_entry *e = bsearch(&key, v->ev_idx, v->nev, sizeof *v->ev_idx, idx_cmp);
+	if (e == NULL)
+		return;
+	while (e > v->ev_idx && strcmp((e - 1)->id, id) == 0)
+		e--;
+	for (; e < v->ev_idx + v->nev && strcmp(e->id, id) == 0; e++)
+		v->ev_ref[e->i] = true;
+}
+
+static const json_t *ev_get(vctx *v, const char *id, const char *kind)
+{
+	size_t i = idx_find(v->ev_idx, v->nev, id);
+	if (i == SIZE_MAX)
+		return NULL;
+	const json_t *rec = ev_rec(v, i);
+	if (kind != NULL && !seq(sget(rec, "kind"), kind))
+		return NULL;
+	ev_mark(v, id);
+	return rec;
+}
+
+static ota_err trust_setup(vctx *v)
+{
+	ota_archive_report *r = v->r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_trust_root *pinned = NULL;
+	ota_err rc = ota_trust_root_parse(v->o->pinned, &pinned, &e);
+	if (rc != OTA_OK) {
+		fail_e(r, &e, "pinned");
+		return rc;
+	}
+	int64_t pv = ota_trust_root_version(pinned);
+	ota_bytes *chain = calloc(v->a->nchain + 1, sizeof *chain);
+	size_t n = 0;
+	if (chain == NULL) {
+		ota_trust_root_free(pinned);
+		return OTA_ERR_NOMEM;
+	}
+	for (size_t i = 0; rc == OTA_OK && i < v->a->nchain; i++) {
+		ota_trust_root *s = NULL;
+		ota_bytes b = ota_bytes_make(v->a->chain[i].ptr, v->a->chain[i].len);
+		rc = ota_trust_root_parse(b, &s, &e);
+		if (rc != OTA_OK) {
+			fail_e(r, &e, "trust_chain");
+			break;
+		}
+		int64_t ver = ota_trust_root_version(s);
+		if (ver == pv && strcmp(ota_trust_root_identity(s), ota_trust_root_identity(pinned)) != 0) {
+			rc = OTA_ERR_ARCHIVE_TRUST_UNPINNED;
+			fail(r, rc, "trust_chain", "version %lld differs from the pinned snapshot",
+			     (long long)ver);
+		} else if (ver > pv) {
+			chain[n++] = b;
+		}
+		ota_trust_root_free(s);
+	}
+	ota_trust_root_free(pinned);
+	if (rc == OTA_OK) {
+		ota_trust_verify_opts to;
+		memset(&to, 0, sizeof to);
+		to.at = v->o->have_at ? v->o->at : v->signed_at;
+		rc = ota_trust_chain_verify(v->o->pinned, chain, n, &to, &v->root, &e);
+		if (rc != OTA_OK)
+			fail_e(r, &e, "trust_chain");
+		else
+			v->root_id = ota_trust_root_identity(v->root);
+	}
+	free(chain);
+	return rc;
+}
+
+/* Receipt: signature by a runner at signed_at, canonical payload. */
+static ota_err receipt_setup(vctx *v)
+{
+	ota_archive_report *r = v->r;
+	ota_archive *a = v->a;
+	if (a->receipt_unsigned) {
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_UNSIGNED, "receipt", "the receipt carries no signature");
+		return OTA_ERR_ARCHIVE_RECEIPT_UNSIGNED;
+	}
+	ota_error e;
+	ota_error_clear(&e);
+	ota_bytes cb = ota_bytes_make(a->receipt.ptr, a->receipt.len);
+	char id[OTA_ID_LEN + 1];
+	if (ota_sha256_id(cb, id) != OTA_OK || strcmp(id, a->receipt_id) != 0)
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, "receipt.identity",
+		     "not the identity of the receipt bytes");
+	ota_cose_sign1 m;
+	ota_err rc = ota_cose_sign1_decode(cb, NULL, &m, &e);
+	if (rc != OTA_OK) {
+		fail_e(r, &e, "receipt");
+		return rc;
+	}
+	rc = ota_json_parse(m.payload, &v->receipt, &e);
+	if (rc != OTA_OK) {
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, "receipt", "payload: %s", e.what);
+		return OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL;
+	}
+	char *jcs = NULL;
+	size_t jl = 0;
+	rc = ota_jcs_serialize(v->receipt, &jcs, &jl, NULL);
+	bool canon = rc == OTA_OK && jl == m.payload.len && memcmp(jcs, m.payload.ptr, jl) == 0;
+	free(jcs);
+	const json_t *sa = json_object_get(v->receipt, "signed_at");
+	if (!canon || !seq(sget(v->receipt, "kind"), "ota.receipt/v1") || !json_is_integer(sa) ||
+	    !json_is_object(json_object_get(v->receipt, "sandbox_policy"))) {
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, "receipt",
+		     "payload is not the canonical JSON of an ota.receipt/v1 with signed_at");
+		return OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL;
+	}
+	v->signed_at = json_integer_value(sa);
+	v->sp = json_object_get(v->receipt, "sandbox_policy");
+	v->txn = sget(v->receipt, "txn");
+	if (trust_setup(v) != OTA_OK)
+		return OTA_ERR_ARCHIVE_TRUST_UNPINNED;
+	const ota_key *key = NULL;
+	const ota_trust_principal *who = NULL;
+	rc = ota_trust_lookup(v->root, m.kid, m.alg, OTA_TRUST_ROLE_RUNNER, NULL, v->signed_at, &key,
+	                      &who, &e);
+	if (rc == OTA_OK) {
+		rc = ota_cose_sign1_check(&m, key, ota_bytes_make(NULL, 0), &e);
+		r->sigs++;
+	}
+	if (rc != OTA_OK) {
+		fail_e(r, &e, "receipt");
+		return rc;
+	}
+	snprintf(v->runner, sizeof v->runner, "%s", ota_trust_principal_id(who));
+	return OTA_OK;
+}
+
+/* Contract -> canonical -> overlays -> effective -> admission, compared. */
+static void policy_checks(vctx *v)
+{
+	ota_archive_report *r = v->r;
+	ota_archive *a = v->a;
+	ota_error e;
+	ota_error_clear(&e);
+	char snap[OTA_ID_LEN + 1];
+	if (ota_sha256_id(ota_bytes_make(a->contract.ptr, a->contract.len), snap) != OTA_OK ||
+	    strcmp(snap, a->contract_snapshot) != 0)
+		fail(r, OTA_ERR_ARCHIVE_CONTRACT_MISMATCH, "contract.snapshot_identity",
+		     "the bytes hash to %s", snap);
+	if (!seq(sget(v->receipt, "contract_snapshot_identity"), snap))
+		fail(r, OTA_ERR_ARCHIVE_CONTRACT_MISMATCH, "receipt.contract_snapshot_identity",
+		     "not the embedded contract");
+	if (!json_equal(json_object_get(v->receipt, "selection"), (json_t *)(uintptr_t)a->selection))
+		fail(r, OTA_ERR_ARCHIVE_SELECTION, "receipt.selection", "differs from the archive's");
+	ota_err rc = ota_contract_load(ota_bytes_make(a->contract.ptr, a->contract.len),
+	                               a->contract_name, &v->contract, &e);
+	if (rc != OTA_OK) {
+		fail_e(r, &e, "contract");
+		return;
+	}
+	ota_overlay *ovs[ARC_MAX_OVERLAYS + 1];
+	size_t nov = 0;
+	for (size_t i = 0; i < a->nov; i++) {
+		ota_overlay *ov = NULL;
+		rc = ota_overlay_load(ota_bytes_make(a->ov[i].bytes.ptr, a->ov[i].bytes.len),
+		                      a->ov[i].name, a->ov[i].source, &ov, &e);
+		if (rc != OTA_OK) {
+			fail(r, OTA_ERR_ARCHIVE_OVERLAY_MISMATCH, "overlays", "%s: %s", ota_err_name(rc),
+			     e.what);
+			goto out;
+		}
+		if (ov != NULL)
+			ovs[nov++] = ov;
+	}
+	ota_policy_options po;
+	memset(&po, 0, sizeof po);
+	po.native_platform = a->native;
+	rc = ota_policy_compile(v->contract, a->lane_kind, a->lane, &po,
+	                        (const ota_overlay *const *)ovs, nov, &v->policy, &e);
+	if (rc != OTA_OK) {
+		fail(r, OTA_ERR_ARCHIVE_SELECTION, "selection", "%s: %s", ota_err_name(rc), e.what);
+		goto out;
+	}
+	const json_t *eff = ota_policy_effective_json(v->policy);
+	const json_t *sp = v->sp;
+	if (!seq(sget(sp, "canonical_identity"), ota_policy_canonical_identity(v->policy)))
+		fail(r, OTA_ERR_ARCHIVE_CANONICAL_MISMATCH, "receipt.sandbox_policy.canonical_identity",
+		     "re-derived %s", ota_policy_canonical_identity(v->policy));
+	if (!json_equal(json_object_get(sp, "restriction_overlay_identities"),
+	                json_object_get(eff, "restriction_overlay_identities")))
+		fail(r, OTA_ERR_ARCHIVE_OVERLAY_MISMATCH,
+		     "receipt.sandbox_policy.restriction_overlay_identities",
+		     "differs from the overlays re-derived from the embedded bytes");
+	if (!seq(sget(sp, "effective_identity"), ota_policy_effective_identity(v->policy)))
+		fail(r, OTA_ERR_ARCHIVE_EFFECTIVE_MISMATCH, "receipt.sandbox_policy.effective_identity",
+		     "re-derived %s", ota_policy_effective_identity(v->policy));
+	if (!json_equal(json_object_get(sp, "target_platform"),
+	                json_object_get(eff, "target_platform")))
+		fail(r, OTA_ERR_ARCHIVE_PLATFORM_MISMATCH, "receipt.sandbox_policy.target_platform",
+		     "differs from the re-derived target platform");
+	/* admission, as the runner did it */
+	ota_capability_descriptor desc;
+	const char *target = sget(sp, "provider_target");
+	const char *txt = target != NULL ? ota_policy_builtin_descriptor(target) : NULL;
+	ota_platform host = a->native;
+	if (txt == NULL ||
+	    ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)), &host, &desc, &e) !=
+	            OTA_OK) {
+		fail(r, OTA_ERR_ARCHIVE_CAPABILITY_MISMATCH, "receipt.sandbox_policy.provider_target",
+		     "no descriptor for this target");
+		goto out;
+	}
+	ota_admission_request req = {a->agent, a->target, &desc, 1};
+	bool admitted = false;
+	rc = ota_policy_admit(v->policy, &req, &v->adm, &admitted, &e);
+	if (rc != OTA_OK || !admitted) {
+		fail(r, OTA_ERR_ARCHIVE_ADMISSION_MISMATCH, "selection",
+		     "the re-derived admission refuses this lane");
+	} else if (!json_equal(v->adm, json_object_get(v->receipt, "sandbox_admission"))) {
+		fail(r, OTA_ERR_ARCHIVE_ADMISSION_MISMATCH, "receipt.sandbox_admission",
+		     "differs from the re-derived admission");
+	}
+	if (v->adm != NULL &&
+	    !seq(sget(sp, "capability_identity"),
+	         sget(json_object_get(v->adm, "provider_evaluation"), "capability_identity")))
+		fail(r, OTA_ERR_ARCHIVE_CAPABILITY_MISMATCH, "receipt.sandbox_policy.capability_identity",
+		     "not the capability the admission evaluated");
+	if (v->adm != NULL &&
+	    !json_equal(json_object_get(sp, "application_obligations"),
+	                json_object_get(v->adm, "application_obligations")))
+		fail(r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, "receipt.sandbox_policy.application_obligations",
+		     "differs from the admission's obligations");
+out:
+	for (size_t i = 0; i < nov; i++)
+		ota_overlay_free(ovs[i]);
+}
+
+/* Identities of the evidence, challenges; order lists of the receipt. */
+static ota_err index_members(vctx *v)
+{
+	ota_archive_report *r = v->r;
+	ota_archive *a = v->a;
+	v->nev = json_array_size(a->evidence);
+	v->ev_idx = calloc(v->nev + 1, sizeof *v->ev_idx);
+	v->ev_ids = calloc(v->nev + 1, sizeof *v->ev_ids);
+	v->ev_ref = calloc(v->nev + 1, sizeof *v->ev_ref);
+	v->ch_idx = calloc(a->nch + 1, sizeof *v->ch_idx);
+	v->ch_uses = calloc(a->nch + 1, sizeof *v->ch_uses);
+	v->ai = calloc(a->natt + 1, sizeof *v->ai);
+	v->att_idx = calloc(a->natt + 1, sizeof *v->att_idx);
+	v->acc = calloc(a->nacc + 1, sizeof *v->acc);
+	v->acc_ok = calloc(a->nacc + 1, sizeof *v->acc_ok);
+	v->acc_idx = calloc(a->nacc + 1, sizeof *v->acc_idx);
+	if (v->ev_idx == NULL || v->ev_ids == NULL || v->ev_ref == NULL || v->ch_idx == NULL ||
+	    v->ch_uses == NULL || v->ai == NULL || v->att_idx == NULL || v->acc == NULL ||
+	    v->acc_ok == NULL || v->acc_idx == NULL)
+		return OTA_ERR_NOMEM;
+	json_t *ev_list = json_array();
+	for (size_t i = 0; i < v->nev; i++) {
+		if (ota_json_identity(json_array_get(a->evidence, i), v->ev_ids[i], NULL) != OTA_OK) {
+			fail(r, OTA_ERR_ARCHIVE_MALFORMED, "evidence[]", "record %zu has no identity", i);
+			snprintf(v->ev_ids[i], sizeof v->ev_ids[i], "invalid:%zu", i);
+		}
+		v->ev_idx[i] = (idx_entry){v->ev_ids[i], i};
+		json_array_append_new(ev_list, json_string(v->ev_ids[i]));
+	}
+	/* the same record may appear more than once (one platform check per
+	 * segment); the receipt signs the whole list in order */
+	qsort(v->ev_idx, v->nev, sizeof *v->ev_idx, idx_cmp);
+	const json_t *want = json_object_get(v->receipt, "evidence_identities");
+	if (!json_equal(want, ev_list))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.evidence_identities",
+		     "the archive's evidence is not the list the receipt signs, in order");
+	json_decref(ev_list);
+	for (size_t i = 0; i < a->nch; i++) {
+		char id[OTA_ID_LEN + 1];
+		if (ota_challenge_identity(&a->ch[i].c, id) != OTA_OK || strcmp(id, a->ch[i].id) != 0)
+			fail(r, OTA_ERR_ARCHIVE_CHALLENGE_IDENTITY, "challenges[]",
+			     "challenge %zu: stated identity is not its content's", i);
+		v->ch_idx[i] = (idx_entry){a->ch[i].id, i};
+	}
+	qsort(v->ch_idx, a->nch, sizeof *v->ch_idx, idx_cmp);
+	for (size_t i = 1; i < a->nch; i++)
+		if (strcmp(v->ch_idx[i].id, v->ch_idx[i - 1].id) == 0)
+			fail(r, OTA_ERR_ARCHIVE_DUPLICATE, "challenges[]", "challenge %s appears twice",
+			     v->ch_idx[i].id);
+	json_t *att_list = json_array(), *ch_list = json_array();
+	for (size_t i = 0; i < a->natt; i++) {
+		v->att_idx[i] = (idx_entry){a->att[i].id, i};
+		json_array_append_new(att_list, json_string(a->att[i].id));
+		json_array_append_new(ch_list, json_string(a->att[i].chid));
+	}
+	qsort(v->att_idx, a->natt, sizeof *v->att_idx, idx_cmp);
+	for (size_t i = 1; i < a->natt; i++)
+		if (strcmp(v->att_idx[i].id, v->att_idx[i - 1].id) == 0)
+			fail(r, OTA_ERR_ARCHIVE_DUPLICATE, "attestations[]", "attestation %s appears twice",
+			     v->att_idx[i].id);
+	if (!json_equal(json_object_get(v->receipt, "attestation_identities"), att_list))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.attestation_identities",
+		     "the archive's attestations are not the list the receipt signs, in order");
+	if (!json_equal(json_object_get(v->receipt, "challenge_identities"), ch_list))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.challenge_identities",
+		     "the attestations' challenges are not the ones the receipt signs, in order");
+	json_decref(att_list);
+	json_decref(ch_list);
+	return OTA_OK;
+}
+
+/* Acceptances: each verified by a verifier key at its own acceptance time. */
+static void acceptance_checks(vctx *v)
+{
+	ota_archive *a = v->a;
+	size_t n = 0;
+	for (size_t i = 0; i < a->nacc; i++) {
+		ota_bytes cb = ota_bytes_make(a->acc[i].cose.ptr, a->acc[i].cose.len);
+		char id[OTA_ID_LEN + 1];
+		if (ota_sha256_id(cb, id) != OTA_OK || strcmp(id, a->acc[i].id) != 0) {
+			fail(v->r, OTA_ERR_ARCHIVE_ATTESTATION_IDENTITY, "acceptances[]",
+			     "acceptance %zu: stated identity is not the hash of its bytes", i);
+			continue;
+		}
+		ota_cose_sign1 m;
+		ota_error e;
+		ota_error_clear(&e);
+		int64_t at = 0;
+		ota_err rc = ota_cose_sign1_decode(cb, NULL, &m, &e);
+		if (rc == OTA_OK && !acceptance_time(m.payload, &at))
+			rc = ota_error_set(&e, OTA_ERR_ACCEPTANCE_MALFORMED, "acceptance", "no iat");
+		if (rc == OTA_OK)
+			rc = ota_acceptance_verify(cb, v->root, at, &v->acc[i], &e);
+		v->r->sigs++;
+		if (rc == OTA_OK && (v->acc[i].accepted_at != at || strcmp(v->acc[i].result, "accepted") != 0))
+			rc = ota_error_set(&e, OTA_ERR_ARCHIVE_ACCEPTANCE_MISMATCH, "acceptance",
+			                   "not an acceptance at its own time");
+		if (rc != OTA_OK) {
+			fail_e(v->r, &e, "acceptances[]");
+			continue;
+		}
+		v->acc_ok[i] = true;
+		v->acc_idx[n++] = (idx_entry){v->acc[i].attestation, i};
+	}
+	qsort(v->acc_idx, n, sizeof *v->acc_idx, idx_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v->acc_idx[i].id, v->acc_idx[i - 1].id) == 0)
+			fail(v->r, OTA_ERR_ARCHIVE_DUPLICATE, "acceptances[]",
+			     "two acceptances of attestation %s", v->acc_idx[i].id);
+	v->nacc_idx = n;
+}
+
+static bool platform_is(const ota_attestation *c, const json_t *tp)
+{
+	const char *var = sget(tp, "variant");
+	return seq(c->platform_os, sget(tp, "os")) && seq(c->platform_arch, sget(tp, "architecture")) &&
+	       seq(c->platform_variant, var != NULL ? var : "");
+}
+
+/* One attestation: identity, signature at acceptance time, bindings. */
+static void attestation_check(vctx *v, size_t i)
+{
+	ota_archive_report *r = v->r;
+	ota_archive *a = v->a;
+	att_info *ai = &v->ai[i];
+	ai->rec = SIZE_MAX;
+	char where[64];
+	snprintf(where, sizeof where, "attestations[%zu]", i);
+	ota_bytes cb = ota_bytes_make(a->att[i].cose.ptr, a->att[i].cose.len);
+	char id[OTA_ID_LEN + 1];
+	if (ota_sha256_id(cb, id) != OTA_OK || strcmp(id, a->att[i].id) != 0) {
+		fail(r, OTA_ERR_ARCHIVE_ATTESTATION_IDENTITY, where,
+		     "stated identity is not the hash of its bytes");
+		return;
+	}
+	ota_error e;
+	ota_error_clear(&e);
+	ota_cose_sign1 m;
+	ota_err rc = ota_cose_sign1_decode(cb, NULL, &m, &e);
+	if (rc == OTA_OK)
+		rc = ota_attestation_parse(m.payload, &ai->claims, &e);
+	if (rc != OTA_OK) {
+		fail_e(r, &e, where);
+		return;
+	}
+	const ota_attestation *c = &ai->claims;
+	/* its challenge */
+	size_t ci = idx_find(v->ch_idx, a->nch, a->att[i].chid);
+	const ota_challenge *ch = ci != SIZE_MAX ? &a->ch[ci].c : NULL;
+	if (ch == NULL || ch->nonce_len != c->nonce_len ||
+	    memcmp(ch->nonce, c->nonce, c->nonce_len) != 0) {
+		fail(r, OTA_ERR_ARCHIVE_CHALLENGE_UNBOUND, where,
+		     "its nonce is not the challenge the archive names for it");
+		return;
+	}
+	if (++v->ch_uses[ci] > 1)
+		fail(r, OTA_ERR_ARCHIVE_CHALLENGE_REUSED, where, "challenge %s answers twice",
+		     a->att[i].chid);
+	/* external (accepted by a verifier) or runner-owned */
+	size_t acc = idx_find(v->acc_idx, v->nacc_idx, a->att[i].id);
+	bool external = acc != SIZE_MAX;
+	int64_t judged = external ? v->acc[acc].accepted_at : ch->consumed_at;
+	const ota_key *key = NULL;
+	const ota_trust_principal *who = NULL;
+	ota_trust_scope_req scope = {NULL, NULL, c->provider};
+	rc = ota_trust_lookup(v->root, m.kid, m.alg,
+	                      external ? OTA_TRUST_ROLE_ISSUER : OTA_TRUST_ROLE_RUNNER, &scope, judged,
+	                      &key, &who, &e);
+	if (rc == OTA_OK) {
+		rc = ota_cose_sign1_check(&m, key, ota_bytes_make(NULL, 0), &e);
+		r->sigs++;
+	}
+	if (rc != OTA_OK) {
+		if (!external && rc == OTA_ERR_TRUST_ROLE_MISMATCH)
+			fail(r, OTA_ERR_ARCHIVE_ACCEPTANCE_MISSING, where,
+			     "signed by an issuer but accepted by no trusted verifier");
+		else
+			fail_e(r, &e, where);
+		return;
+	}
+	bool ok = true;
+	const char *pid = ota_trust_principal_id(who);
+	if (strcmp(c->iss, pid) != 0 || (!external && strcmp(pid, v->runner) != 0)) {
+		fail(r, OTA_ERR_ARCHIVE_ISSUER_MISMATCH, where, "iss %s, signed by %s", c->iss, pid);
+		ok = false;
+	}
+	if (strcmp(c->trust_root, v->root_id) != 0) {
+		fail(r, OTA_ERR_ARCHIVE_TRUST_ROOT_MISMATCH, where, "bound to %s", c->trust_root);
+		ok = false;
+	}
+	if (strcmp(ch->txn, c->txn) != 0 || strcmp(ch->issuer, c->iss) != 0 ||
+	    strcmp(ch->scope, c->provider) != 0) {
+		fail(r, OTA_ERR_ARCHIVE_CHALLENGE_UNBOUND, where,
+		     "the challenge is bound to another txn, issuer or scope");
+		ok = false;
+	}
+	if (judged != ch->consumed_at || judged < ch->issued_at || judged >= ch->expires_at ||
+	    c->iat < ch->issued_at - 30 || c->iat > judged + 30 || c->exp <= judged ||
+	    ch->expires_at - ch->issued_at > OTA_NONCE_MAX_TTL) {
+		fail(r, OTA_ERR_ARCHIVE_NOT_FRESH, where,
+		     "not fresh at acceptance (issued %lld, accepted %lld, iat %lld, exp %lld)",
+		     (long long)ch->issued_at, (long long)judged, (long long)c->iat, (long long)c->exp);
+		ok = false;
+	}
+	if (external) {
+		const ota_acceptance *ac = &v->acc[acc];
+		if (strcmp(ac->challenge, a->att[i].chid) != 0 || ac->nonce_len != c->nonce_len ||
+		    memcmp(ac->nonce, c->nonce, c->nonce_len) != 0 || strcmp(ac->issuer, pid) != 0 ||
+		    strcmp(ac->txn, c->txn) != 0 || strcmp(ac->boundary, c->boundary) != 0 ||
+		    strcmp(ac->trust_root, v->root_id) != 0 ||
+		    strcmp(ac->prior, c->has_prior ? c->prior : "") != 0) {
+			fail(r, OTA_ERR_ARCHIVE_ACCEPTANCE_MISMATCH, where,
+			     "the acceptance does not bind this attestation's challenge and claims");
+			ok = false;
+		}
+	}
+	const json_t *sp = v->sp;
+	if (!seq(c->txn, v->txn) || !seq(c->provider, sget(sp, "provider_target")) ||
+	    !platform_is(c, json_object_get(sp, "target_platform")) ||
+	    !seq(c->adapter, sget(sp, "provider_adapter_identity"))) {
+		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
+		     "bound to another txn, provider, adapter or platform");
+		ok = false;
+	}
+	if (!body_id(c->body, ai->record)) {
+		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_MISSING, where, "its body names no record");
+		ok = false;
+	} else {
+		ai->rec = idx_find(v->ev_idx, v->nev, ai->record);
+		if (ai->rec == SIZE_MAX) {
+			fail(r, OTA_ERR_ARCHIVE_EVIDENCE_MISSING, where, "record %s is not in the archive",
+			     ai->record);
+			ok = false;
+		} else {
+			ev_mark(v, ai->record);
+		}
+	}
+	ai->ok = ok;
+}
+
+/* ---- the structural walk over the receipt's segments ---- */
+
+typedef struct walk {
+	size_t next;                     /* next attestation expected */
+	char lane_prior[OTA_ID_LEN + 1]; /* capability or last transition attestation */
+	char prev_terminal[OTA_ID_LEN + 1];
+	size_t ntrans;
+	char lane_boundary[OTA_MAX_TXN_BYTES + 8];
+	const char *runtime;
+} walk;
+
+/* The next attestation if it has this kind; NULL otherwise (not consumed). */
+static att_info *take(vctx *v, walk *w, const char *kind)
+{
+	if (w->next >= v->a->natt)
+		return NULL;
+	att_info *ai = &v->ai[w->next];
+	if (strcmp(ai->claims.kind, kind) != 0)
+		return NULL;
+	ai->used = true;
+	w->next++;
+	return ai;
+}
+
+static const char *att_id(vctx *v, const att_info *ai)
+{
+	return v->a->att[ai - v->ai].id;
+}
+
+static bool bound_to_segment(const att_info *ai, const char *sid, const json_t *seg)
+{
+	return seq(ai->claims.segment, sid) &&
+	       seq(ai->claims.policy_canonical, sget(seg, "canonical_policy_identity")) &&
+	       seq(ai->claims.policy_effective, sget(seg, "effective_policy_identity"));
+}
+
+/* Rank of terminal states: refused > lost > unknown > not_started > enforced. */
+static int rank(const char *s)
+{
+	static const char *const names[] = {"enforced_through_completion", "not_started",
+	                                    "enforcement_unknown_after_interruption",
+	                                    "enforcement_lost", "refused"};
+	for (int i = 0; i < 5; i++)
+		if (seq(s, names[i]))
+			return i;
+	return 4;
+}
+
+/* Returns the segment's derived status ("" when no process). */
+static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, bool *started,
+                                bool *any_process)
+{
+	ota_archive_report *r = v->r;
+	char where[96];
+	const char *sid = sget(seg, "id");
+	snprintf(where, sizeof where, "receipt.sandbox_policy.segments[%zu]", j);
+	/* re-derived identities */
+	if (j >= ota_policy_segment_count(v->policy) ||
+	    !seq(sid, ota_policy_segment_id(v->policy, j)) ||
+	    !seq(sget(seg, "canonical_policy_identity"),
+	         ota_policy_segment_canonical_identity(v->policy, j)) ||
+	    !seq(sget(seg, "effective_policy_identity"),
+	         ota_policy_segment_effective_identity(v->policy, j))) {
+		fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, where,
+		     "not the re-derived segment %zu of the effective policy", j);
+		return "refused";
+	}
+	const json_t *cseg =
+		json_array_get(json_object_get(ota_policy_canonical_json(v->policy), "segments"), j);
+	bool aggregate = seq(sget(json_object_get(cseg, "execution"), "kind"), "aggregate");
+	const char *pcid = sget(seg, "platform_check_identity");
+	if (pcid != NULL) {
+		const json_t *pc = ev_get(v, pcid, "ota.platform_check/v1");
+		const json_t *tp = json_object_get(v->sp, "target_platform");
+		const json_t *decl = json_object_get(pc, "declared");
+		if (pc == NULL || !json_is_true(json_object_get(pc, "ok")) ||
+		    !seq(sget(decl, "os"), sget(tp, "os")) ||
+		    !seq(sget(decl, "architecture"), sget(tp, "architecture")))
+			fail(r, OTA_ERR_ARCHIVE_PLATFORM_MISMATCH, where,
+			     "no platform check record for the target platform");
+	}
+	if (seq(sget(seg, "status"), "no_process")) {
+		if (!aggregate)
+			fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, where,
+			     "a process segment claims to start no process");
+		return "";
+	}
+	if (aggregate)
+		fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, where, "an aggregate segment ran a process");
+	/* transition from the previous process segment */
+	if (*any_process) {
+		att_info *t = take(v, w, "transition");
+		const json_t *tr = t != NULL && t->rec != SIZE_MAX ? ev_rec(v, t->rec) : NULL;
+		const json_t *tids = json_object_get(v->sp, "transition_identities");
+		if (t == NULL || tr == NULL) {
+			fail(r, OTA_ERR_ARCHIVE_TRANSITION_MISSING, where,
+			     "no signed transition before this segment");
+		} else if (!seq(sget(tr, "kind"), "ota.application/v1") ||
+		           !seq(sget(tr, "phase"), "transition")) {
+			fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where, "the transition signs another record");
+		} else {
+			if (!seq(json_string_value(json_array_get(tids, w->ntrans)), t->record))
+				fail(r, OTA_ERR_ARCHIVE_TRANSITION_MISSING, where,
+				     "transition %zu of the receipt is not this one", w->ntrans);
+			if (!seq(sget(tr, "from"), w->prev_terminal) || !seq(sget(tr, "to_segment"), sid) ||
+			    !json_is_true(json_object_get(tr, "previous_removed")) ||
+			    !seq(sget(tr, "txn"), v->txn) || !seq(t->claims.segment, sid) ||
+			    !seq(t->claims.boundary, w->lane_boundary))
+				fail(r, OTA_ERR_ARCHIVE_TRANSITION_UNBOUND, where,
+				     "the transition does not bind the previous terminal to this segment");
+			if (!t->claims.has_prior || !seq(t->claims.prior, w->lane_prior))
+				fail(r, OTA_ERR_ARCHIVE_PRIOR_MISMATCH, where,
+				     "the transition's prior is not the previous lane record");
+			snprintf(w->lane_prior, sizeof w->lane_prior, "%s", att_id(v, t));
+		}
+		w->ntrans++;
+	}
+	*any_process = true;
+	const char *cid = sget(seg, "container_id");
+	/* initial application */
+	att_info *ia = take(v, w, "initial_application");
+	const json_t *init = ia != NULL && ia->rec != SIZE_MAX ? ev_rec(v, ia->rec) : NULL;
+	if (ia == NULL || init == NULL) {
+		fail(r, OTA_ERR_ARCHIVE_INITIAL_MISSING, where, "no signed initial application");
+		return "not_started";
+	}
+	if (!seq(sget(init, "kind"), "ota.application/v1") || !seq(sget(init, "phase"), "initial"))
+		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where, "the initial attestation signs another record");
+	if (!seq(sget(seg, "initial_attestation_identity"), att_id(v, ia)) ||
+	    !seq(sget(seg, "initial_application_identity"), ia->record))
+		fail(r, OTA_ERR_ARCHIVE_INITIAL_MISSING, where,
+		     "the receipt names another initial application");
+	if (!bound_to_segment(ia, sid, seg) || !seq(sget(init, "segment"), sid) ||
+	    !seq(sget(init, "txn"), v->txn))
+		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
+		     "the initial application is bound to another segment or policy");
+	if (ia->claims.has_prior)
+		fail(r, OTA_ERR_ARCHIVE_PRIOR_MISMATCH, where, "an initial application has no prior");
+	if (!seq(sget(init, "lease"), cid) || !seq(ia->claims.boundary, cid) ||
+	    !seq(sget(seg, "boundary_lease_identity"), cid))
+		fail(r, OTA_ERR_ARCHIVE_BOUNDARY_MISMATCH, where,
+		     "the lease of the initial application is not the segment's boundary");
+	char bid[160];
+	snprintf(bid, sizeof bid, "container:%s:%s", w->runtime != NULL ? w->runtime : "?",
+	         cid != NULL ? cid : "");
+	if (!seq(sget(seg, "boundary_identity"), bid))
+		fail(r, OTA_ERR_ARCHIVE_BOUNDARY_MISMATCH, where, "boundary_identity is not %s", bid);
+	/* rendered and applied */
+	const char *rid = sget(init, "rendered_policy");
+	const char *aid = sget(init, "applied_policy");
+	const json_t *rend = ev_get(v, rid, "ota.rendered_policy/v1");
+	const json_t *appl = ev_get(v, aid, "ota.applied_policy/v1");
+	if (rend == NULL || !seq(sget(seg, "rendered_policy_identity"), rid) ||
+	    !seq(sget(rend, "segment"), sid))
+		fail(r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
+		     "the rendered policy does not reconcile with the initial application");
+	char cfg[OTA_ID_LEN + 1] = "";
+	if (rend != NULL && ota_jcs_identity(json_object_get(rend, "config"), cfg, NULL) != OTA_OK)
+		cfg[0] = '\0';
+	if (rend != NULL && !seq(sget(rend, "config_identity"), cfg))
+		fail(r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
+		     "the rendered config does not have its stated identity");
+	if (appl == NULL || !seq(sget(seg, "applied_policy_identity"), aid) ||
+	    !seq(sget(appl, "rendered_policy"), cfg) || !seq(sget(appl, "container_id"), cid) ||
+	    !json_is_true(json_object_get(appl, "ok")))
+		fail(r, OTA_ERR_ARCHIVE_APPLIED_MISMATCH, where,
+		     "the applied policy does not reconcile with the rendered policy and the boundary");
+	/* terminal application */
+	att_info *ta = take(v, w, "terminal_application");
+	const json_t *term = ta != NULL && ta->rec != SIZE_MAX ? ev_rec(v, ta->rec) : NULL;
+	if (ta == NULL || term == NULL) {
+		fail(r, OTA_ERR_ARCHIVE_TERMINAL_MISSING, where, "no signed terminal application");
+		*started = true;
+		return "enforcement_unknown_after_interruption";
+	}
+	if (!seq(sget(term, "kind"), "ota.application/v1") || !seq(sget(term, "phase"), "terminal"))
+		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where,
+		     "the terminal attestation signs another record");
+	if (!seq(sget(seg, "terminal_attestation_identity"), att_id(v, ta)) ||
+	    !seq(sget(seg, "terminal_application_identity"), ta->record))
+		fail(r, OTA_ERR_ARCHIVE_TERMINAL_MISSING, where,
+		     "the receipt names another terminal application");
+	if (!bound_to_segment(ta, sid, seg) || !seq(sget(term, "segment"), sid) ||
+	    !seq(sget(term, "txn"), v->txn))
+		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
+		     "the terminal application is bound to another segment or policy");
+	if (!ta->claims.has_prior || !seq(ta->claims.prior, att_id(v, ia)) ||
+	    !seq(sget(term, "prior"), ia->record))
+		fail(r, OTA_ERR_ARCHIVE_PRIOR_MISMATCH, where,
+		     "the terminal application does not follow its initial application");
+	if (!seq(sget(term, "container_id"), cid) || !seq(ta->claims.boundary, cid))
+		fail(r, OTA_ERR_ARCHIVE_BOUNDARY_MISMATCH, where,
+		     "the terminal application is about another boundary");
+	snprintf(w->prev_terminal, sizeof w->prev_terminal, "%s", ta->record);
+	/* derived status of the segment */
+	const char *state = sget(term, "state");
+	const json_t *cl = json_object_get(term, "cleanup");
+	const json_t *ti = json_object_get(term, "terminal_inspection");
+	bool st = json_is_true(json_object_get(term, "started"));
+	*started = *started || st;
+	const char *derived = state != NULL ? state : "enforcement_lost";
+	if (rank(derived) == 0 &&
+	    (!st || !json_is_true(json_object_get(cl, "confirmed")) ||
+	     json_is_false(json_object_get(ti, "protected_unchanged")) || !ia->ok || !ta->ok))
+		derived = "enforcement_lost";
+	if (!seq(sget(seg, "status"), derived))
+		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where, "status %s, derived %s",
+		     sget(seg, "status") != NULL ? sget(seg, "status") : "(none)", derived);
+	if (!json_equal(json_object_get(seg, "exit_status"), json_object_get(term, "exit_status")) ||
+	    !json_equal(json_object_get(seg, "timed_out"), json_object_get(term, "timed_out")))
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, where,
+		     "exit status or timeout differs from the terminal record");
+	return derived;
+}
+
+static json_t *controls_for(const json_t *eff, bool enforced)
+{
+	const json_t *rb = json_object_get(json_array_get(json_object_get(eff, "segments"), 0),
+	                                   "runtime_boundary");
+	const char *app = enforced ? "enforced" : "not_proved";
+	json_t *c = json_array();
+	if (json_array_size(json_object_get(eff, "segments")) == 0)
+		return c;
+	json_array_append_new(c, json_pack("{s:s, s:s?, s:s}", "id", "filesystem.repo_root",
+	                                   "required",
+	                                   sget(json_object_get(rb, "filesystem"), "repo_root_mode"),
+	                                   "application", app));
+	json_array_append_new(c, json_pack("{s:s, s:s, s:s}", "id", "filesystem.writable_paths",
+	                                   "required", "declared_only", "application", app));
+	json_array_append_new(c, json_pack("{s:s, s:s, s:s}", "id", "filesystem.protected_paths",
+	                                   "required", "read_only", "application", app));
+	json_array_append_new(c, json_pack("{s:s, s:s?, s:s}", "id", "network.default", "required",
+	                                   sget(json_object_get(rb, "network"), "default"),
+	                                   "application", app));
+	return c;
+}
+
+static void structure_checks(vctx *v)
+{
+	ota_archive_report *r = v->r;
+	const json_t *sp = v->sp;
+	walk w;
+	memset(&w, 0, sizeof w);
+	snprintf(w.lane_boundary, sizeof w.lane_boundary, "lane:%s", v->txn != NULL ? v->txn : "");
+	/* capability first */
+	att_info *cap = take(v, &w, "capability");
+	const json_t *desc = cap != NULL && cap->rec != SIZE_MAX ? ev_rec(v, cap->rec) : NULL;
+	if (cap == NULL || desc == NULL) {
+		fail(r, OTA_ERR_ARCHIVE_CAPABILITY_MISMATCH, "attestations[0]",
+		     "the lane does not begin with a signed capability record");
+	} else {
+		if (!seq(sget(desc, "kind"), "ota.capability_descriptor/v1") ||
+		    !seq(cap->record, sget(sp, "provider_adapter_identity")) ||
+		    !seq(sget(desc, "provider"), sget(sp, "provider_target")))
+			fail(r, OTA_ERR_ARCHIVE_CAPABILITY_MISMATCH, "attestations[0]",
+			     "the capability record is not the receipt's adapter");
+		if (cap->claims.has_prior || !seq(cap->claims.boundary, w.lane_boundary) ||
+		    !seq(cap->claims.policy_canonical, sget(sp, "canonical_identity")) ||
+		    !seq(cap->claims.policy_effective, sget(sp, "effective_identity")))
+			fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, "attestations[0]",
+			     "the capability is bound to another lane or policy");
+		snprintf(w.lane_prior, sizeof w.lane_prior, "%s", att_id(v, cap));
+		w.runtime = sget(desc, "runtime");
+	}
+	const json_t *segs = json_object_get(sp, "segments");
+	size_t nseg = json_array_size(segs);
+	size_t want = ota_policy_segment_count(v->policy);
+	if (nseg > want || !json_is_array(segs))
+		fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, "receipt.sandbox_policy.segments",
+		     "%zu segments, the re-derived policy has %zu", nseg, want);
+	bool started = false, any_process = false;
+	const char *overall = "enforced_through_completion";
+	int exit_status = 0;
+	for (size_t j = 0; j < nseg && j < want; j++) {
+		const json_t *seg = json_array_get(segs, j);
+		const char *d = walk_segment(v, &w, j, seg, &started, &any_process);
+		if (d[0] != '\0' && rank(d) > rank(overall))
+			overall = d;
+		const json_t *es = json_object_get(seg, "exit_status");
+		if (exit_status == 0 && json_is_integer(es) && json_integer_value(es) != 0)
+			exit_status = (int)json_integer_value(es);
+		bool last = j + 1 == nseg;
+		/* a lane stops at the first segment not enforced or failing */
+		if (!last && (d[0] != '\0' && (rank(d) != 0 || exit_status != 0)))
+			fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, "receipt.sandbox_policy.segments",
+			     "segments continue after segment %zu stopped the lane", j);
+	}
+	if (w.ntrans != json_array_size(json_object_get(sp, "transition_identities")))
+		fail(r, OTA_ERR_ARCHIVE_TRANSITION_MISSING, "receipt.sandbox_policy.transition_identities",
+		     "%zu transitions signed, %zu listed", w.ntrans,
+		     json_array_size(json_object_get(sp, "transition_identities")));
+	if (w.next != v->a->natt)
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "attestations",
+		     "attestation %zu (%s) is out of place in the lane", w.next,
+		     v->ai[w.next].claims.kind);
+	bool all_ran = nseg == want;
+	if (!started && rank(overall) == 0)
+		overall = "not_started";
+	snprintf(r->status, sizeof r->status, "%s", overall);
+	if (!seq(sget(sp, "status"), overall))
+		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, "receipt.sandbox_policy.status",
+		     "claims %s, the evidence derives %s",
+		     sget(sp, "status") != NULL ? sget(sp, "status") : "(none)", overall);
+	if (json_is_true(json_object_get(v->receipt, "execution_started")) != started ||
+	    json_is_true(json_object_get(v->receipt, "all_segments_ran")) != all_ran ||
+	    json_integer_value(json_object_get(v->receipt, "exit_status")) != exit_status)
+		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, "receipt",
+		     "execution_started, all_segments_ran or exit_status differ from the evidence");
+	json_t *ctl = controls_for(ota_policy_effective_json(v->policy),
+	                           strcmp(overall, "enforced_through_completion") == 0);
+	if (!json_equal(ctl, json_object_get(sp, "runtime_controls")))
+		fail(r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, "receipt.sandbox_policy.runtime_controls",
+		     "differ from the controls of the effective policy and the derived status");
+	json_decref(ctl);
+	const json_t *att = json_object_get(sp, "attestation");
+	if (!seq(sget(att, "issuer_identity"), v->runner) ||
+	    !seq(sget(att, "verification"), "runner_owned_cose_sign1"))
+		fail(r, OTA_ERR_ARCHIVE_ISSUER_MISMATCH, "receipt.sandbox_policy.attestation",
+		     "not the runner that signed the receipt");
+	for (size_t i = 0; i < v->nev; i++)
+		if (!v->ev_ref[i])
+			fail(r, OTA_ERR_ARCHIVE_EVIDENCE_UNREFERENCED, "evidence[]",
+			     "record %s is named by nothing", v->ev_ids[i]);
+	for (size_t i = 0; i < v->a->nch; i++)
+		if (v->ch_uses[i] == 0)
+			fail(r, OTA_ERR_ARCHIVE_CHALLENGE_UNUSED, "challenges[]",
+			     "challenge %s answers no attestation", v->a->ch[i].id);
+	for (size_t i = 0; i < v->a->nacc; i++)
+		if (v->acc_ok[i] && idx_find(v->att_idx, v->a->natt, v->acc[i].attestation) == SIZE_MAX)
+			fail(r, OTA_ERR_ARCHIVE_ACCEPTANCE_MISMATCH, "acceptances[]",
+			     "acceptance of %s, which is not in the archive", v->acc[i].attestation);
+}
+
+/* Records every challenge against this archive; another archive's use is a replay. */
+static void ledger_check(vctx *v)
+{
+	sqlite3 *db = NULL;
+	ota_archive_report *r = v->r;
+	if (sqlite3_open_v2(v->o->ledger, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		fail(r, OTA_ERR_DB, "ledger", "cannot open %s", v->o->ledger);
+		sqlite3_close(db);
+		return;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	sqlite3_stmt *ins = NULL, *sel = NULL;
+	bool ok = sqlite3_exec(db,
+	                       "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+	                       "CREATE TABLE IF NOT EXISTS used_challenges(nonce BLOB PRIMARY KEY,"
+	                       " challenge TEXT NOT NULL, archive TEXT NOT NULL);"
+	                       "BEGIN IMMEDIATE;",
+	                       NULL, NULL, NULL) == SQLITE_OK &&
+	          sqlite3_prepare_v2(db,
+	                             "INSERT OR IGNORE INTO used_challenges(nonce, challenge, archive)"
+	                             " VALUES(?1, ?2, ?3)",
+	                             -1, &ins, NULL) == SQLITE_OK &&
+	          sqlite3_prepare_v2(db, "SELECT archive FROM used_challenges WHERE nonce = ?1", -1,
+	                             &sel, NULL) == SQLITE_OK;
+	bool replay = false;
+	for (size_t i = 0; ok && i < v->a->nch; i++) {
+		const ota_challenge *c = &v->a->ch[i].c;
+		sqlite3_bind_blob(ins, 1, c->nonce, (int)c->nonce_len, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 2, v->a->ch[i].id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 3, v->a->receipt_id, -1, SQLITE_STATIC);
+		ok = sqlite3_step(ins) == SQLITE_DONE;
+		sqlite3_reset(ins);
+		sqlite3_bind_blob(sel, 1, c->nonce, (int)c->nonce_len, SQLITE_STATIC);
+		if (ok && sqlite3_step(sel) == SQLITE_ROW) {
+			const char *who = (const char *)sqlite3_column_text(sel, 0);
+			if (!seq(who, v->a->receipt_id)) {
+				replay = true;
+				fail(r, OTA_ERR_ARCHIVE_LEDGER_REPLAY, "challenges[]",
+				     "challenge %s was used by archive %s", v->a->ch[i].id, who);
+			}
+		} else {
+			ok = false;
+		}
+		sqlite3_reset(sel);
+	}
+	sqlite3_finalize(ins);
+	sqlite3_finalize(sel);
+	if (!ok)
+		fail(r, OTA_ERR_DB, "ledger", "%s", sqlite3_errmsg(db));
+	sqlite3_exec(db, ok && !replay && r->nfail == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(db);
+}
+
+ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
+                           ota_archive_report **report, ota_error *err)
+{
+	*report = NULL;
+	ota_archive_report *r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return OTA_ERR_NOMEM;
+	r->failures = json_array();
+	r->checks = json_object();
+	r->ids = json_object();
+	r->max = o != NULL && o->max_failures != 0 ? o->max_failures : 64;
+	if (r->failures == NULL || r->checks == NULL || r->ids == NULL) {
+		ota_archive_report_free(r);
+		return OTA_ERR_NOMEM;
+	}
+	*report = r;
+	if (o == NULL || o->pinned.ptr == NULL) {
+		fail(r, OTA_ERR_USAGE, "trust", "a pinned trust root is required");
+		return ota_error_set(err, OTA_ERR_USAGE, "trust", "a pinned trust root is required");
+	}
+	vctx v;
+	memset(&v, 0, sizeof v);
+	v.r = r;
+	v.o = o;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_archive_parse(in, &v.a, &e);
+	if (rc != OTA_OK) {
+		fail_e(r, &e, "archive");
+		goto out;
+	}
+	if (receipt_setup(&v) != OTA_OK)
+		goto out;
+	policy_checks(&v);
+	if (v.policy == NULL)
+		goto out;
+	if (index_members(&v) != OTA_OK) {
+		fail(r, OTA_ERR_NOMEM, "archive", "out of memory");
+		goto out;
+	}
+	acceptance_checks(&v);
+	for (size_t i = 0; i < v.a->natt; i++)
+		attestation_check(&v, i);
+	structure_checks(&v);
+	if (o->require_status != NULL && !seq(r->status, o->require_status))
+		fail(r, OTA_ERR_ARCHIVE_STATUS_NOT_REQUIRED, "status", "derived %s, required %s",
+		     r->status, o->require_status);
+	if (o->ledger != NULL && r->nfail == 0)
+		ledger_check(&v);
+	json_object_set_new(r->ids, "receipt", json_string(v.a->receipt_id));
+	json_object_set_new(r->ids, "trust_root", json_string(v.root_id));
+	json_object_set_new(r->ids, "contract_snapshot", json_string(v.a->contract_snapshot));
+	json_object_set_new(r->ids, "canonical", json_string(ota_policy_canonical_identity(v.policy)));
+	json_object_set_new(r->ids, "effective", json_string(ota_policy_effective_identity(v.policy)));
+	json_object_set_new(r->ids, "runner", json_string(v.runner));
+	json_object_set_new(r->ids, "txn", json_string(v.txn));
+	json_object_set_new(r->checks, "attestations", json_integer((json_int_t)v.a->natt));
+	json_object_set_new(r->checks, "acceptances", json_integer((json_int_t)v.a->nacc));
+	json_object_set_new(r->checks, "challenges", json_integer((json_int_t)v.a->nch));
+	json_object_set_new(r->checks, "evidence", json_integer((json_int_t)v.nev));
+	json_object_set_new(r->checks, "segments",
+	                    json_integer((json_int_t)ota_policy_segment_count(v.policy)));
+	json_object_set_new(r->checks, "trust_chain", json_integer((json_int_t)v.a->nchain));
+out:
+	if (r->nfail == 0 && r->first == OTA_OK && rc == OTA_OK && v.policy == NULL)
+		fail(r, OTA_ERR_INTERNAL, "archive", "verification did not complete");
+	free(v.ev_idx);
+	free(v.ev_ids);
+	free(v.ev_ref);
+	free(v.ch_idx);
+	free(v.ch_uses);
+	free(v.ai);
+	free(v.att_idx);
+	free(v.acc);
+	free(v.acc_ok);
+	free(v.acc_idx);
+	json_decref(v.adm);
+	json_decref(v.receipt);
+	ota_policy_free(v.policy);
+	ota_contract_free(v.contract);
+	ota_trust_root_free(v.root);
+	ota_archive_free(v.a);
+	if (r->nfail != 0) {
+		const char *where = NULL, *what = NULL;
+		ota_err first = ota_archive_report_failure(r, 0, &where, &what);
+		if (first == OTA_OK)
+			first = r->first;
+		return ota_error_set(err, first, where != NULL ? where : "archive", "%s",
+		                     what != NULL ? what : "refused");
+	}
+	return OTA_OK;
+}
