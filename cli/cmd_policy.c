@@ -256,6 +256,16 @@ static int list_lanes(int argc, char **argv, ota_lane_kind kind)
 		ota_error_clear(&pe);
 		if (ota_policy_compile(c, kind, name, &po, NULL, 0, &p, &pe) == OTA_OK) {
 			json_object_set(item, "canonical_policy", (json_t *)(uintptr_t)ota_policy_canonical_json(p));
+			/* upstream's closure-wide agent posture */
+			json_t *unsafe = json_array();
+			size_t k;
+			json_t *sg;
+			json_array_foreach(json_object_get(ota_policy_canonical_json(p), "segments"), k, sg)
+				if (!json_is_true(json_object_get(sg, "safe_for_agent")))
+					json_array_append(unsafe, json_object_get(sg, "task"));
+			json_object_set_new(item, "effective_safe_for_agent",
+			                    json_boolean(json_array_size(unsafe) == 0));
+			json_object_set_new(item, "unsafe_closure_tasks", unsafe);
 			json_object_set_new(item, "authoritative_runtime_controls",
 			                    json_boolean(ota_policy_has_authoritative_controls(p)));
 		} else {
