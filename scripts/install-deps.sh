@@ -8,7 +8,7 @@ PKGS=(
   libssl-dev libcbor-dev libjansson-dev libyaml-dev libcurl4-openssl-dev
   libsqlite3-dev sqlite3 libcmocka-dev libmicrohttpd-dev
   mandoc jq curl python3 python3-cryptography python3-jsonschema nodejs
-  runc crun busybox-static skopeo umoci iproute2 util-linux debootstrap
+  runc crun busybox-static skopeo umoci iproute2 util-linux debootstrap openssl
 )
 missing=()
 for p in "${PKGS[@]}"; do
