@@ -911,7 +911,9 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 				rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
 				goto fail;
 			}
-			rc = boundary_meet(&probe, &sorted[k]->b, &p->pl, true, who, err);
+			char whok[1000];
+			snprintf(whok, sizeof whok, "%s: %s", ydoc_name(sorted[k]->doc), who);
+			rc = boundary_meet(&probe, &sorted[k]->b, &p->pl, true, whok, err);
 			boundary_free(&probe);
 			if (rc != OTA_OK)
 				goto fail;
