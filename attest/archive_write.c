@@ -106,6 +106,7 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 	const char *issuer =
 		json_string_value(json_object_get(json_object_get(sp, "attestation"), "issuer_identity"));
 	const char *scope = json_string_value(json_object_get(sp, "provider_target"));
+	json_int_t last_accept = 0; /* the receipt is signed as of the last acceptance */
 	/* attestations and their challenges, in the runner's order */
 	for (size_t i = 0; rc == OTA_OK && i < json_array_size(atts); i++) {
 		const json_t *a = json_array_get(atts, i);
@@ -123,8 +124,12 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 		                      scope != NULL ? scope : "oci_local", &chm, chid, err);
 		if (rc != OTA_OK)
 			break;
+		json_int_t used_at = json_integer_value(json_object_get(chm, "consumed_at"));
+		if (used_at > last_accept)
+			last_accept = used_at;
 		if (json_array_append_new(challenges, chm) != 0 ||
-		    json_array_append_new(ch_ids, json_string(chid)) != 0 ||
+		    json_array_append_new(ch_ids, json_pack("{s:s, s:I}", "identity", chid,
+		                                            "consumed_at", used_at)) != 0 ||
 		    json_array_append_new(att_out, json_pack("{s:s, s:s, s:s}", "identity", id,
 		                                             "challenge", chid, "cose_sign1", cose)) != 0 ||
 		    json_array_append_new(att_ids, json_string(id)) != 0)
@@ -150,11 +155,10 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 		const ota_archive_overlay_src *s = &in->overlays[i];
 		json_t *b = b64_json(s->bytes);
 		if (b == NULL || json_array_append_new(
-		                         overlays, json_pack("{s:s, s:s, s:o}", "source",
+		                         overlays, json_pack("{s:s, s:o}", "source",
 		                                             s->source == OTA_OVERLAY_ORG_POLICY
 		                                                     ? "org_policy"
 		                                                     : "file",
-		                                             "name", s->name != NULL ? s->name : "overlay",
 		                                             "bytes", b)) != 0)
 			rc = OTA_ERR_NOMEM;
 	}
@@ -182,9 +186,10 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 	if (add_new(receipt, "contract_snapshot_identity", json_string(snap)) != 0 ||
 	    add_new(receipt, "selection", json_deep_copy(selection)) != 0 ||
 	    add_new(receipt, "attestation_identities", att_ids) != 0 ||
-	    add_new(receipt, "challenge_identities", ch_ids) != 0 ||
+	    add_new(receipt, "challenges", ch_ids) != 0 ||
 	    add_new(receipt, "evidence_identities", ev_ids) != 0 ||
-	    add_new(receipt, "signed_at", json_integer(in->signed_at)) != 0) {
+	    add_new(receipt, "signed_at",
+	            json_integer(last_accept != 0 ? last_accept : in->signed_at)) != 0) {
 		att_ids = ch_ids = ev_ids = NULL;
 		json_decref(selection);
 		rc = OTA_ERR_NOMEM;
@@ -217,9 +222,8 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 		json_decref(rmember);
 		goto out;
 	}
-	json_t *contract = json_pack("{s:s, s:s, s:o}", "name",
-	                             in->contract_name != NULL ? in->contract_name : "ota.yaml",
-	                             "snapshot_identity", snap, "bytes", b64_json(in->contract));
+	json_t *contract = json_pack("{s:s, s:o}", "snapshot_identity", snap, "bytes",
+	                             b64_json(in->contract));
 	if (contract == NULL || add_new(ar, "kind", json_string(OTA_ARCHIVE_KIND)) != 0 ||
 	    add_new(ar, "contract", contract) != 0 || add_new(ar, "overlays", overlays) != 0 ||
 	    add_new(ar, "selection", selection) != 0 || add_new(ar, "trust_chain", chain) != 0 ||

@@ -265,10 +265,10 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 	if (rc != OTA_OK)
 		return rc;
 	/* contract */
-	static const char *const cn[] = {"name", "snapshot_identity", "bytes"};
+	static const char *const cn[] = {"snapshot_identity", "bytes"};
 	const json_t *c = json_object_get(d, "contract");
-	if ((rc = members(c, "contract", cn, 3, 7u, err)) != OTA_OK ||
-	    (rc = get_str(c, "name", "contract", &a->contract_name, err)) != OTA_OK ||
+	a->contract_name = "ota.yaml";
+	if ((rc = members(c, "contract", cn, 2, 3u, err)) != OTA_OK ||
 	    (rc = get_id(c, "snapshot_identity", "contract", &a->contract_snapshot, err)) != OTA_OK ||
 	    (rc = get_b64(json_object_get(c, "bytes"), "contract.bytes", OTA_MAX_YAML_BYTES,
 	                  &a->contract, err)) != OTA_OK)
@@ -281,13 +281,13 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 	if (a->ov == NULL)
 		return OTA_ERR_NOMEM;
 	for (size_t i = 0; i < json_array_size(ov); i++) {
-		static const char *const on[] = {"source", "name", "bytes"};
+		static const char *const on[] = {"source", "bytes"};
 		const json_t *o = json_array_get(ov, i);
 		const char *src = NULL;
-		if ((rc = members(o, "overlays[]", on, 3, 7u, err)) != OTA_OK ||
-		    (rc = get_str(o, "source", "overlays[]", &src, err)) != OTA_OK ||
-		    (rc = get_str(o, "name", "overlays[]", &a->ov[i].name, err)) != OTA_OK)
+		if ((rc = members(o, "overlays[]", on, 2, 3u, err)) != OTA_OK ||
+		    (rc = get_str(o, "source", "overlays[]", &src, err)) != OTA_OK)
 			return rc;
+		a->ov[i].name = "overlay";
 		if (strcmp(src, "org_policy") == 0)
 			a->ov[i].source = OTA_OVERLAY_ORG_POLICY;
 		else if (strcmp(src, "file") == 0)

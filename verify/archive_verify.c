@@ -347,6 +347,76 @@ static ota_err trust_setup(vctx *v)
 	return rc;
 }
 
+/* Exactly these members, of these JSON types (s string, o object, a array,
+ * b boolean, i integer, n null, ? any); a name prefixed with '-' is optional. */
+static bool shape_ok(ota_archive_report *r, const json_t *o, const char *where,
+                     const char *const *names, const char *types)
+{
+	if (!json_is_object(o)) {
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, where, "not an object");
+		return false;
+	}
+	size_t n = strlen(types), seen = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool opt = names[i][0] == '-';
+		const json_t *m = json_object_get(o, names[i] + (opt ? 1 : 0));
+		if (m == NULL) {
+			if (opt)
+				continue;
+			fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, where, "missing member %s", names[i]);
+			return false;
+		}
+		seen++;
+		char t = types[i];
+		bool ok = t == '?' || (t == 's' && json_is_string(m)) || (t == 'o' && json_is_object(m)) ||
+		          (t == 'a' && json_is_array(m)) || (t == 'b' && json_is_boolean(m)) ||
+		          (t == 'i' && json_is_integer(m)) || (t == 'n' && json_is_null(m));
+		if (!ok) {
+			fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, where, "member %s has the wrong type",
+			     names[i] + (opt ? 1 : 0));
+			return false;
+		}
+	}
+	if (seen != json_object_size(o)) {
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, where, "unknown members");
+		return false;
+	}
+	return true;
+}
+
+static bool receipt_shape(ota_archive_report *r, const json_t *rc)
+{
+	static const char *const top[] = {"kind", "txn", "execution_started", "all_segments_ran",
+	                                  "exit_status", "sandbox_policy", "sandbox_admission",
+	                                  "contract_snapshot_identity", "selection",
+	                                  "attestation_identities", "challenges",
+	                                  "evidence_identities", "signed_at", "-error"};
+	static const char *const sp[] = {
+		"canonical_identity", "restriction_overlay_identities", "effective_identity",
+		"target_platform", "provider_target", "provider_adapter_identity",
+		"capability_identity", "status", "segments", "transition_identities",
+		"runtime_controls", "application_obligations", "attestation"};
+	static const char *const seg[] = {
+		"id", "canonical_policy_identity", "effective_policy_identity",
+		"-platform_check_identity", "-initial_attestation_identity",
+		"-terminal_attestation_identity", "status", "-container_id", "-exit_status",
+		"-timed_out", "-rendered_policy_identity", "-applied_policy_identity",
+		"-initial_application_identity", "-terminal_application_identity",
+		"-boundary_lease_identity", "-boundary_identity", "-error"};
+	if (!shape_ok(r, rc, "receipt", top, "ssbbioosoaaaio") ||
+	    !shape_ok(r, json_object_get(rc, "sandbox_policy"), "receipt.sandbox_policy", sp,
+	              "sasossssaaaao"))
+		return false;
+	const json_t *segs = json_object_get(json_object_get(rc, "sandbox_policy"), "segments");
+	for (size_t i = 0; i < json_array_size(segs); i++) {
+		const json_t *s = json_array_get(segs, i);
+		/* values are reconciled one by one in walk_segment */
+		if (!shape_ok(r, s, "receipt.sandbox_policy.segments[]", seg, "sss????s?????????"))
+			return false;
+	}
+	return true;
+}
+
 /* Receipt: signature by a runner at signed_at, canonical payload. */
 static ota_err receipt_setup(vctx *v)
 {
@@ -387,6 +457,8 @@ static ota_err receipt_setup(vctx *v)
 		return OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL;
 	}
 	v->signed_at = json_integer_value(sa);
+	if (!receipt_shape(r, v->receipt))
+		return OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL;
 	v->sp = json_object_get(v->receipt, "sandbox_policy");
 	v->txn = sget(v->receipt, "txn");
 	if (trust_setup(v) != OTA_OK)
@@ -557,11 +629,20 @@ static ota_err index_members(vctx *v)
 			fail(r, OTA_ERR_ARCHIVE_DUPLICATE, "challenges[]", "challenge %s appears twice",
 			     v->ch_idx[i].id);
 	json_t *att_list = json_array(), *ch_list = json_array();
+	int64_t last = 0;
 	for (size_t i = 0; i < a->natt; i++) {
 		v->att_idx[i] = (idx_entry){a->att[i].id, i};
 		json_array_append_new(att_list, json_string(a->att[i].id));
-		json_array_append_new(ch_list, json_string(a->att[i].chid));
+		size_t ci = idx_find(v->ch_idx, a->nch, a->att[i].chid);
+		int64_t used = ci != SIZE_MAX ? a->ch[ci].c.consumed_at : -1;
+		if (used > last)
+			last = used;
+		json_array_append_new(ch_list, json_pack("{s:s, s:I}", "identity", a->att[i].chid,
+		                                         "consumed_at", (json_int_t)used));
 	}
+	if (a->natt > 0 && last != v->signed_at)
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, "receipt.signed_at",
+		     "the receipt is not signed as of its last acceptance (%lld)", (long long)last);
 	qsort(v->att_idx, a->natt, sizeof *v->att_idx, idx_cmp);
 	for (size_t i = 1; i < a->natt; i++)
 		if (strcmp(v->att_idx[i].id, v->att_idx[i - 1].id) == 0)
@@ -570,8 +651,8 @@ static ota_err index_members(vctx *v)
 	if (!json_equal(json_object_get(v->receipt, "attestation_identities"), att_list))
 		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.attestation_identities",
 		     "the archive's attestations are not the list the receipt signs, in order");
-	if (!json_equal(json_object_get(v->receipt, "challenge_identities"), ch_list))
-		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.challenge_identities",
+	if (!json_equal(json_object_get(v->receipt, "challenges"), ch_list))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.challenges",
 		     "the attestations' challenges are not the ones the receipt signs, in order");
 	json_decref(att_list);
 	json_decref(ch_list);
@@ -818,7 +899,7 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 		json_array_get(json_object_get(ota_policy_canonical_json(v->policy), "segments"), j);
 	bool aggregate = seq(sget(json_object_get(cseg, "execution"), "kind"), "aggregate");
 	const char *pcid = sget(seg, "platform_check_identity");
-	if (pcid != NULL) {
+	if (pcid != NULL || !aggregate) {
 		const json_t *pc = ev_get(v, pcid, "ota.platform_check/v1");
 		const json_t *tp = json_object_get(v->sp, "target_platform");
 		const json_t *decl = json_object_get(pc, "declared");
@@ -1061,9 +1142,11 @@ static void structure_checks(vctx *v)
 		fail(r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, "receipt.sandbox_policy.runtime_controls",
 		     "differ from the controls of the effective policy and the derived status");
 	json_decref(ctl);
-	const json_t *att = json_object_get(sp, "attestation");
-	if (!seq(sget(att, "issuer_identity"), v->runner) ||
-	    !seq(sget(att, "verification"), "runner_owned_cose_sign1"))
+	json_t *att = json_pack("{s:s, s:n, s:s}", "issuer_identity", v->runner,
+	                        "challenge_identity", "verification", "runner_owned_cose_sign1");
+	bool att_ok = json_equal(att, json_object_get(sp, "attestation"));
+	json_decref(att);
+	if (!att_ok)
 		fail(r, OTA_ERR_ARCHIVE_ISSUER_MISMATCH, "receipt.sandbox_policy.attestation",
 		     "not the runner that signed the receipt");
 	for (size_t i = 0; i < v->nev; i++)
