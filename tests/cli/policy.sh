@@ -79,6 +79,14 @@ check "task outside the workflow closure exits 1" test "$(rc_of "$OTA" policy sh
 
 # dry-run admission
 OCI=$EX/reference/enforced-oci-sandbox/ota.yaml
+if [ "$(uname -m)" != x86_64 ]; then
+	# the example declares linux/amd64 and oci_local never emulates
+	check "foreign platform refused" test "$(rc_of "$OTA" run verify --agent --dry-run --json -f "$OCI")" = 1
+	check "refused on execution.target_platform" test "$(jq -r '[.sandbox_admission.refusals[].control] | join(",")' "$T/out")" = execution.target_platform
+	echo "$fails failure(s)"
+	[ "$fails" = 0 ]
+	exit
+fi
 check "agent run auto-resolves oci_local" test "$(rc_of "$OTA" run verify --agent --dry-run --json -f "$OCI")" = 0
 check "admitted decision" test "$(jq -r .sandbox_admission.decision "$T/out")" = admitted
 check "automatic resolution" test "$(jq -r .sandbox_admission.resolution "$T/out")" = automatic
