@@ -10,6 +10,7 @@
 #include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/nonce.h"
+#include "ota/trust.h"
 
 static json_t *b64_json(ota_bytes b)
 {
@@ -91,12 +92,14 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 	json_t *challenges = json_array(), *att_out = json_array(), *acc_out = json_array();
 	json_t *att_ids = json_array(), *ev_ids = json_array(), *ch_ids = json_array();
 	json_t *overlays = json_array(), *chain = json_array(), *evidence = json_array();
+	json_t *acc_ids = json_array(), *trust_ids = json_array();
 	char *jcs = NULL, *text = NULL;
 	uint8_t *msg = NULL;
 	size_t jl = 0, ml = 0;
 	if (ar == NULL || receipt == NULL || challenges == NULL || att_out == NULL ||
 	    acc_out == NULL || att_ids == NULL || ev_ids == NULL || ch_ids == NULL ||
-	    overlays == NULL || chain == NULL || evidence == NULL) {
+	    overlays == NULL || chain == NULL || evidence == NULL || acc_ids == NULL ||
+	    trust_ids == NULL) {
 		rc = OTA_ERR_NOMEM;
 		goto out;
 	}
@@ -148,7 +151,8 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 		json_t *b = b64_json(in->acceptances[i]);
 		rc = ota_sha256_id(in->acceptances[i], id);
 		if (rc == OTA_OK && (b == NULL || json_array_append_new(acc_out, json_pack("{s:s, s:o}",
-		                                  "identity", id, "cose_sign1", b)) != 0))
+		                                  "identity", id, "cose_sign1", b)) != 0 ||
+		                     json_array_append_new(acc_ids, json_string(id)) != 0))
 			rc = OTA_ERR_NOMEM;
 	}
 	for (size_t i = 0; rc == OTA_OK && i < in->noverlays; i++) {
@@ -164,8 +168,15 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 	}
 	for (size_t i = 0; rc == OTA_OK && i < in->ntrust; i++) {
 		json_t *b = b64_json(in->trust_chain[i]);
-		if (b == NULL || json_array_append_new(chain, b) != 0)
+		ota_trust_root *tr = NULL;
+		rc = ota_trust_root_parse(in->trust_chain[i], &tr, err);
+		if (rc == OTA_OK &&
+		    (b == NULL || json_array_append_new(chain, b) != 0 ||
+		     json_array_append_new(trust_ids, json_string(ota_trust_root_identity(tr))) != 0))
 			rc = OTA_ERR_NOMEM;
+		else if (rc != OTA_OK)
+			json_decref(b);
+		ota_trust_root_free(tr);
 	}
 	if (rc != OTA_OK)
 		goto out;
@@ -187,15 +198,17 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 	    add_new(receipt, "selection", json_deep_copy(selection)) != 0 ||
 	    add_new(receipt, "attestation_identities", att_ids) != 0 ||
 	    add_new(receipt, "challenges", ch_ids) != 0 ||
+	    add_new(receipt, "acceptance_identities", acc_ids) != 0 ||
+	    add_new(receipt, "trust_chain_identities", trust_ids) != 0 ||
 	    add_new(receipt, "evidence_identities", ev_ids) != 0 ||
 	    add_new(receipt, "signed_at",
 	            json_integer(last_accept != 0 ? last_accept : in->signed_at)) != 0) {
-		att_ids = ch_ids = ev_ids = NULL;
+		att_ids = ch_ids = ev_ids = acc_ids = trust_ids = NULL;
 		json_decref(selection);
 		rc = OTA_ERR_NOMEM;
 		goto out;
 	}
-	att_ids = ch_ids = ev_ids = NULL;
+	att_ids = ch_ids = ev_ids = acc_ids = trust_ids = NULL;
 	rc = ota_jcs_serialize(receipt, &jcs, &jl, err);
 	if (rc == OTA_OK && in->runner_key != NULL) {
 		ota_cose_sign_opts so;
@@ -255,6 +268,8 @@ out:
 	json_decref(att_ids);
 	json_decref(ev_ids);
 	json_decref(ch_ids);
+	json_decref(acc_ids);
+	json_decref(trust_ids);
 	json_decref(overlays);
 	json_decref(chain);
 	json_decref(evidence);

@@ -314,6 +314,8 @@ static ota_err trust_setup(vctx *v)
 		ota_trust_root_free(pinned);
 		return OTA_ERR_NOMEM;
 	}
+	json_t *ids = json_array();
+	int64_t prev_version = 0;
 	for (size_t i = 0; rc == OTA_OK && i < v->a->nchain; i++) {
 		ota_trust_root *s = NULL;
 		ota_bytes b = ota_bytes_make(v->a->chain[i].ptr, v->a->chain[i].len);
@@ -323,7 +325,14 @@ static ota_err trust_setup(vctx *v)
 			break;
 		}
 		int64_t ver = ota_trust_root_version(s);
-		if (ver == pv && strcmp(ota_trust_root_identity(s), ota_trust_root_identity(pinned)) != 0) {
+		json_array_append_new(ids, json_string(ota_trust_root_identity(s)));
+		if (ver <= prev_version) {
+			rc = OTA_ERR_ARCHIVE_TRUST_UNPINNED;
+			fail(r, rc, "trust_chain", "versions are not strictly ascending");
+		}
+		prev_version = ver;
+		if (rc != OTA_OK) {
+		} else if (ver == pv && strcmp(ota_trust_root_identity(s), ota_trust_root_identity(pinned)) != 0) {
 			rc = OTA_ERR_ARCHIVE_TRUST_UNPINNED;
 			fail(r, rc, "trust_chain", "version %lld differs from the pinned snapshot",
 			     (long long)ver);
@@ -333,6 +342,11 @@ static ota_err trust_setup(vctx *v)
 		ota_trust_root_free(s);
 	}
 	ota_trust_root_free(pinned);
+	if (rc == OTA_OK && !json_equal(ids, json_object_get(v->receipt, "trust_chain_identities"))) {
+		rc = OTA_ERR_ARCHIVE_TRUST_UNPINNED;
+		fail(r, rc, "trust_chain", "the embedded chain is not the one the receipt signs");
+	}
+	json_decref(ids);
 	if (rc == OTA_OK) {
 		ota_trust_verify_opts to;
 		memset(&to, 0, sizeof to);
@@ -390,7 +404,8 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 	                                  "exit_status", "sandbox_policy", "sandbox_admission",
 	                                  "contract_snapshot_identity", "selection",
 	                                  "attestation_identities", "challenges",
-	                                  "evidence_identities", "signed_at", "-error"};
+	                                  "evidence_identities", "signed_at", "acceptance_identities",
+	                                  "trust_chain_identities", "-error"};
 	static const char *const sp[] = {
 		"canonical_identity", "restriction_overlay_identities", "effective_identity",
 		"target_platform", "provider_target", "provider_adapter_identity",
@@ -403,7 +418,7 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 		"-timed_out", "-rendered_policy_identity", "-applied_policy_identity",
 		"-initial_application_identity", "-terminal_application_identity",
 		"-boundary_lease_identity", "-boundary_identity", "-error"};
-	if (!shape_ok(r, rc, "receipt", top, "ssbbioosoaaaio") ||
+	if (!shape_ok(r, rc, "receipt", top, "ssbbioosoaaaiaao") ||
 	    !shape_ok(r, json_object_get(rc, "sandbox_policy"), "receipt.sandbox_policy", sp,
 	              "sasossssaaaao"))
 		return false;
@@ -640,6 +655,12 @@ static ota_err index_members(vctx *v)
 		json_array_append_new(ch_list, json_pack("{s:s, s:I}", "identity", a->att[i].chid,
 		                                         "consumed_at", (json_int_t)used));
 	}
+	for (size_t i = 0; i < a->nch; i++)
+		if (i >= a->natt || strcmp(a->ch[i].id, a->att[i].chid) != 0) {
+			fail(r, OTA_ERR_ARCHIVE_ORDER, "challenges",
+			     "challenge %zu is not the challenge of attestation %zu", i, i);
+			break;
+		}
 	if (a->natt > 0 && last != v->signed_at)
 		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, "receipt.signed_at",
 		     "the receipt is not signed as of its last acceptance (%lld)", (long long)last);
@@ -656,6 +677,13 @@ static ota_err index_members(vctx *v)
 		     "the attestations' challenges are not the ones the receipt signs, in order");
 	json_decref(att_list);
 	json_decref(ch_list);
+	json_t *acc_list = json_array();
+	for (size_t i = 0; i < a->nacc; i++)
+		json_array_append_new(acc_list, json_string(a->acc[i].id));
+	if (!json_equal(json_object_get(v->receipt, "acceptance_identities"), acc_list))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.acceptance_identities",
+		     "the archive's acceptances are not the ones the receipt signs, in order");
+	json_decref(acc_list);
 	return OTA_OK;
 }
 

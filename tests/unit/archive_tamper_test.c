@@ -1,0 +1,789 @@
+/*
+ * The generated tamper suite of ota.archive/v1 (root, runc): two real runs of
+ * a two-segment workflow under oci_local (an org-policy overlay, trust roots
+ * of two domains), then, in memory, for every member of the archive and of
+ * the signed receipt: flip, drop, swap with the same member of the other
+ * archive, reorder. Receipt mutations are re-signed with the runner key (an
+ * attacker holding it still cannot make an edited receipt reconcile). Every
+ * mutation must be rejected; counts are printed per kind. Plus named cases:
+ * edited status, dropped / reordered / unbound transitions, a replaced
+ * boundary, an attestation from another archive, a swapped trust-root
+ * snapshot, an acceptance from an untrusted verifier, a ledger replay.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ota/acceptance.h"
+#include "ota/admission.h"
+#include "ota/archive.h"
+#include "ota/cose.h"
+#include "ota/json.h"
+#include "ota/key.h"
+
+typedef struct fixture {
+	char *dir;
+	json_t *a, *b;        /* the two archives */
+	json_t *ra, *rb;      /* their signed receipts (payloads) */
+	uint8_t *pin_a, *pin_b;
+	size_t pin_a_len, pin_b_len;
+	ota_key *runner_a;
+} fixture;
+
+static fixture fx;
+static bool have_fixture;
+
+static int sh(const char *fmt, ...) OTA_PRINTF(1, 2);
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static json_t *load_json(const char *path)
+{
+	uint8_t *b = NULL;
+	size_t n = 0;
+	if (ota_file_read(path, OTA_MAX_ARCHIVE_BYTES, &b, &n, NULL) != OTA_OK)
+		return NULL;
+	json_t *j = json_loadb((const char *)b, n, JSON_REJECT_DUPLICATES, NULL);
+	free(b);
+	return j;
+}
+
+static json_t *receipt_of(const json_t *ar)
+{
+	const char *b64 = json_string_value(json_object_get(json_object_get(ar, "receipt"), "cose_sign1"));
+	uint8_t *m = NULL;
+	size_t ml = 0;
+	if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &m, &ml) != OTA_OK)
+		return NULL;
+	ota_cose_sign1 d;
+	json_t *r = NULL;
+	if (ota_cose_sign1_decode(ota_bytes_make(m, ml), NULL, &d, NULL) == OTA_OK)
+		r = json_loadb((const char *)d.payload.ptr, d.payload.len, 0, NULL);
+	free(m);
+	return r;
+}
+
+static const char *cli(void)
+{
+	const char *c = getenv("OTA_CLI");
+	return c != NULL ? c : OTA_BINARY_DIR "/cli/ota";
+}
+
+static bool make_trust(const char *dir, const char *domain)
+{
+	const char *o = cli();
+	return sh("'%s' trust init --domain %s --dir %s --root-keys 1 --threshold 1 >/dev/null && "
+	          "'%s' trust add-principal --dir %s --id ci-runner --role runner --repo '*' "
+	          "--lane '*' --provider-target oci_local --sign %s/keys/root-1.pem >/dev/null && "
+	          "'%s' trust add-key --dir %s --principal ci-runner --generate %s/keys/runner.pem "
+	          "--sign %s/keys/root-1.pem >/dev/null",
+	          o, domain, dir, o, dir, dir, o, dir, dir, dir) == 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (geteuid() != 0 || sh("command -v runc >/dev/null") != 0) {
+		fprintf(stderr, "SKIP: needs root and runc\n");
+		return 0;
+	}
+	memset(&fx, 0, sizeof fx);
+	fx.dir = test_tmpdir();
+	char os[16] = "linux", arch[16] = "amd64";
+	FILE *u = popen("uname -m", "r");
+	if (u != NULL) {
+		char m[32] = "";
+		if (fgets(m, sizeof m, u) != NULL && strncmp(m, "aarch64", 7) == 0)
+			snprintf(arch, sizeof arch, "arm64");
+		pclose(u);
+	}
+	const char *d = fx.dir;
+	if (sh("OTA_CACHE=%s/cache bash %s/scripts/make-test-rootfs.sh busybox-image %s/img bb:1 "
+	       ">/dev/null 2>&1",
+	       d, OTA_SOURCE_DIR, d) != 0)
+		return -1;
+	char w[4096];
+	snprintf(w, sizeof w, "%s/w", d);
+	if (sh("mkdir -p %s/reports %s/.ota && cat > %s/ota.yaml <<'EOF'\n"
+	       "version: 1\nproject:\n  name: tamper\nexecution:\n  supported: [container]\n"
+	       "  default_context: box\n  lifecycle: ephemeral\n  backends:\n    container:\n"
+	       "      image: bb:1\n      platform: %s/%s\n      engines: [docker]\n"
+	       "  contexts:\n    box:\n      backend: container\n      lifecycle: ephemeral\n"
+	       "tasks:\n  build:\n    context: box\n    run: \"echo built > reports/build.txt\"\n"
+	       "    runtime_boundary:\n      filesystem: {repo_root_mode: read_only, writable_paths: "
+	       "[reports], protected_paths: [ota.yaml]}\n      network: {default: deny}\n"
+	       "    safe_for_agent: true\n  check:\n    context: box\n"
+	       "    run: \"test -s reports/build.txt && echo checked > reports/check.txt\"\n"
+	       "    runtime_boundary:\n      filesystem: {repo_root_mode: read_only, writable_paths: "
+	       "[reports], protected_paths: [ota.yaml]}\n      network: {default: deny}\n"
+	       "    safe_for_agent: true\nworkflows:\n  default: ci\n  ci:\n    setup: {task: build}\n"
+	       "    run: {task: check}\nagent:\n  safe_tasks: [build, check]\nEOF\n"
+	       "cat > %s/.ota/org-policy.yaml <<'EOF'\npolicies:\n  sandbox:\n"
+	       "    network: {default: deny}\nEOF\n",
+	       w, w, w, os, arch, w) != 0)
+		return -1;
+	char ta[2048], tb[2048];
+	snprintf(ta, sizeof ta, "%s/ta", d);
+	snprintf(tb, sizeof tb, "%s/tb", d);
+	if (!make_trust(ta, "a.test") || !make_trust(tb, "b.test"))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		const char *t = i == 0 ? ta : tb;
+		if (sh("cd %s && '%s' up --workflow ci --agent --runtime-root /run/ota/tamper-%d "
+		       "--lease-db %s/leases.db --state-dir %s/state --image-store %s/img "
+		       "--key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
+		       "--archive %s/%c.json >/dev/null 2>%s/err-%d",
+		       w, cli(), (int)getpid(), d, d, d, t, d, t, d, i == 0 ? 'a' : 'b', d, i) != 0) {
+			sh("cat %s/err-%d >&2", d, i);
+			return -1;
+		}
+	}
+	char p[4096];
+	snprintf(p, sizeof p, "%s/a.json", d);
+	fx.a = load_json(p);
+	snprintf(p, sizeof p, "%s/b.json", d);
+	fx.b = load_json(p);
+	fx.ra = receipt_of(fx.a);
+	fx.rb = receipt_of(fx.b);
+	snprintf(p, sizeof p, "%s/versions/1.root.json", ta);
+	if (ota_file_read(p, OTA_MAX_TRUST_ROOT_BYTES, &fx.pin_a, &fx.pin_a_len, NULL) != OTA_OK)
+		return -1;
+	snprintf(p, sizeof p, "%s/versions/1.root.json", tb);
+	if (ota_file_read(p, OTA_MAX_TRUST_ROOT_BYTES, &fx.pin_b, &fx.pin_b_len, NULL) != OTA_OK)
+		return -1;
+	snprintf(p, sizeof p, "%s/keys/runner.pem", ta);
+	if (ota_key_load_file(p, &fx.runner_a, NULL) != OTA_OK)
+		return -1;
+	if (fx.a == NULL || fx.b == NULL || fx.ra == NULL || fx.rb == NULL)
+		return -1;
+	have_fixture = true;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (fx.dir != NULL) {
+		sh("runc --root /run/ota/tamper-%d list -q 2>/dev/null | xargs -r -n1 runc --root "
+		   "/run/ota/tamper-%d delete -f 2>/dev/null; rm -rf /run/ota/tamper-%d",
+		   (int)getpid(), (int)getpid(), (int)getpid());
+		test_rmtree(fx.dir);
+		free(fx.dir);
+	}
+	json_decref(fx.a);
+	json_decref(fx.b);
+	json_decref(fx.ra);
+	json_decref(fx.rb);
+	free(fx.pin_a);
+	free(fx.pin_b);
+	ota_key_free(fx.runner_a);
+	return 0;
+}
+
+/* ---- verification of a candidate ---- */
+
+static ota_err verify_doc(const json_t *doc, const uint8_t *pin, size_t pin_len, const char *ledger,
+                          ota_err *first)
+{
+	char *text = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(text);
+	ota_archive_verify_opts o;
+	memset(&o, 0, sizeof o);
+	o.pinned = ota_bytes_make(pin, pin_len);
+	o.ledger = ledger;
+	ota_archive_report *r = NULL;
+	ota_err rc = ota_archive_verify(ota_bytes_make(text, strlen(text)), &o, &r, NULL);
+	if (first != NULL)
+		*first = ota_archive_report_failure(r, 0, NULL, NULL);
+	ota_archive_report_free(r);
+	free(text);
+	return rc;
+}
+
+/* Re-signs receipt rc with the runner key into archive ar (in place). */
+static void resign(json_t *ar, const json_t *rc)
+{
+	char *jcs = NULL;
+	size_t jl = 0;
+	assert_ota(ota_jcs_serialize(rc, &jcs, &jl, NULL), OTA_OK);
+	ota_cose_sign_opts so;
+	memset(&so, 0, sizeof so);
+	so.include_kid = true;
+	uint8_t *m = NULL;
+	size_t ml = 0;
+	assert_ota(ota_cose_sign1_sign(fx.runner_a, ota_bytes_make(jcs, jl), &so, &m, &ml, NULL),
+	           OTA_OK);
+	char id[OTA_ID_LEN + 1], *b64 = NULL;
+	assert_ota(ota_sha256_id(ota_bytes_make(m, ml), id), OTA_OK);
+	assert_ota(ota_base64_encode(ota_bytes_make(m, ml), &b64), OTA_OK);
+	json_object_set_new(ar, "receipt", json_pack("{s:s, s:s}", "identity", id, "cose_sign1", b64));
+	free(b64);
+	free(m);
+	free(jcs);
+}
+
+/* ---- paths and mutations ---- */
+
+typedef struct pseg {
+	const char *key; /* NULL: index */
+	size_t idx;
+} pseg;
+
+typedef struct path {
+	pseg s[48];
+	size_t n;
+} path;
+
+static json_t *child(json_t *v, const pseg *s)
+{
+	return s->key != NULL ? json_object_get(v, s->key) : json_array_get(v, s->idx);
+}
+
+static json_t *at(json_t *root, const path *p, size_t upto)
+{
+	json_t *v = root;
+	for (size_t i = 0; v != NULL && i < upto; i++)
+		v = child(v, &p->s[i]);
+	return v;
+}
+
+static void path_str(const path *p, char *out, size_t cap)
+{
+	size_t off = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < p->n && off < cap; i++) {
+		int w = p->s[i].key != NULL ? snprintf(out + off, cap - off, "/%s", p->s[i].key)
+		                            : snprintf(out + off, cap - off, "/%zu", p->s[i].idx);
+		off += w > 0 ? (size_t)w : 0;
+	}
+}
+
+enum { M_FLIP, M_DROP, M_SWAP, M_REORDER, M_KINDS };
+static const char *const kind_name[M_KINDS] = {"flip", "drop", "swap", "reorder"};
+
+static char flip_char(char c)
+{
+	if (c >= '0' && c <= '8')
+		return (char)(c + 1);
+	if (c == '9')
+		return '0';
+	if (c >= 'a' && c <= 'e')
+		return (char)(c + 1);
+	if (c == 'f')
+		return 'a';
+	if (c >= 'g' && c < 'z')
+		return (char)(c + 1);
+	if (c >= 'A' && c < 'Z')
+		return (char)(c + 1);
+	return c == 'x' ? 'y' : 'x';
+}
+
+static json_t *flipped(const json_t *v)
+{
+	if (json_is_string(v)) {
+		size_t n = json_string_length(v);
+		if (n == 0)
+			return json_string("x");
+		char *s = strdup(json_string_value(v));
+		s[n / 2] = flip_char(s[n / 2]);
+		json_t *r = json_stringn(s, n);
+		free(s);
+		return r;
+	}
+	if (json_is_integer(v))
+		return json_integer(json_integer_value(v) + 1);
+	if (json_is_boolean(v))
+		return json_boolean(!json_is_true(v));
+	if (json_is_null(v))
+		return json_string("x");
+	return NULL;
+}
+
+/* Applies mutation k at p inside root; false when not applicable. */
+static bool mutate(json_t *root, const path *p, int k, json_t *other)
+{
+	if (p->n == 0)
+		return false;
+	json_t *parent = at(root, p, p->n - 1);
+	const pseg *last = &p->s[p->n - 1];
+	json_t *node = child(parent, last);
+	if (node == NULL)
+		return false;
+	json_t *repl = NULL;
+	switch (k) {
+	case M_FLIP:
+		repl = flipped(node);
+		break;
+	case M_DROP:
+		return last->key != NULL ? json_object_del(parent, last->key) == 0
+		                         : json_array_remove(parent, last->idx) == 0;
+	case M_SWAP: {
+		json_t *o = at(other, p, p->n);
+		if (o == NULL || json_equal(o, node))
+			return false;
+		repl = json_deep_copy(o);
+		break;
+	}
+	case M_REORDER: {
+		size_t n = json_array_size(node);
+		for (size_t i = 0; i + 1 < n; i++) {
+			json_t *x = json_array_get(node, i), *y = json_array_get(node, i + 1);
+			if (!json_equal(x, y)) {
+				json_incref(x);
+				json_array_set(node, i, y);
+				json_array_set_new(node, i + 1, x);
+				return true;
+			}
+		}
+		return false;
+	}
+	default:
+		return false;
+	}
+	if (repl == NULL)
+		return false;
+	return last->key != NULL ? json_object_set_new(parent, last->key, repl) == 0
+	                         : json_array_set_new(parent, last->idx, repl) == 0;
+}
+
+typedef struct tally {
+	size_t tried[M_KINDS], rejected[M_KINDS];
+	size_t accepted_shown;
+	json_t *codes; /* code -> count */
+} tally;
+
+typedef struct walker {
+	bool receipt;   /* mutate the receipt (re-signed) or the archive */
+	tally *t;
+	size_t budget;  /* leaves left in the current sampled subtree */
+	bool sampling;
+} walker;
+
+static void count_code(tally *t, ota_err c)
+{
+	const char *n = ota_err_name(c);
+	json_t *v = json_object_get(t->codes, n);
+	json_object_set_new(t->codes, n, json_integer(json_integer_value(v) + 1));
+}
+
+static void try_all(walker *w, const path *p, const json_t *node)
+{
+	for (int k = 0; k < M_KINDS; k++) {
+		if (k == M_REORDER && !json_is_array(node))
+			continue;
+		if (k == M_FLIP && (json_is_array(node) || json_is_object(node)))
+			continue;
+		json_t *root = json_deep_copy(w->receipt ? fx.ra : fx.a);
+		bool applied = mutate(root, p, k, w->receipt ? fx.rb : fx.b);
+		if (!applied) {
+			json_decref(root);
+			continue;
+		}
+		json_t *doc = root;
+		if (w->receipt) {
+			doc = json_deep_copy(fx.a);
+			resign(doc, root);
+			json_decref(root);
+		}
+		ota_err first = OTA_OK;
+		ota_err rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		json_decref(doc);
+		w->t->tried[k]++;
+		if (rc != OTA_OK) {
+			w->t->rejected[k]++;
+			count_code(w->t, first != OTA_OK ? first : rc);
+		} else if (w->t->accepted_shown++ < 20) {
+			char ps[1024];
+			path_str(p, ps, sizeof ps);
+			fprintf(stderr, "ACCEPTED: %s %s %s\n", w->receipt ? "receipt" : "archive",
+			        kind_name[k], ps);
+		}
+	}
+}
+
+/* Subtrees whose leaves are sampled (they only feed one identity each). */
+static bool sampled_subtree(const walker *w, const path *p)
+{
+	if (w->receipt)
+		return p->n == 1 && strcmp(p->s[0].key != NULL ? p->s[0].key : "", "sandbox_admission") == 0;
+	return p->n == 2 && p->s[0].key != NULL && strcmp(p->s[0].key, "evidence") == 0;
+}
+
+static void walk(walker *w, path *p, const json_t *node)
+{
+	bool entered = false;
+	if (!w->sampling && sampled_subtree(w, p)) {
+		w->sampling = true;
+		w->budget = 12;
+		entered = true;
+	}
+	bool leaf = !json_is_object(node) && !json_is_array(node);
+	if (!w->sampling || w->budget > 0 || p->n <= 2 + (w->receipt ? 0u : 1u)) {
+		if (w->sampling && leaf && w->budget > 0)
+			w->budget--;
+		if (!w->sampling || !leaf || w->budget > 0 || p->n <= 3)
+			try_all(w, p, node);
+	}
+	if (p->n < 47) {
+		if (json_is_object(node)) {
+			const char *k;
+			json_t *m;
+			json_object_foreach((json_t *)(uintptr_t)node, k, m) {
+				p->s[p->n].key = k;
+				p->n++;
+				walk(w, p, m);
+				p->n--;
+			}
+		} else if (json_is_array(node)) {
+			for (size_t i = 0; i < json_array_size(node); i++) {
+				p->s[p->n].key = NULL;
+				p->s[p->n].idx = i;
+				p->n++;
+				walk(w, p, json_array_get(node, i));
+				p->n--;
+			}
+		}
+	}
+	if (entered)
+		w->sampling = false;
+}
+
+static void report(const char *what, const tally *t)
+{
+	size_t tried = 0, rej = 0;
+	for (int k = 0; k < M_KINDS; k++) {
+		tried += t->tried[k];
+		rej += t->rejected[k];
+		fprintf(stderr, "  %s %-8s %5zu tried %5zu rejected\n", what, kind_name[k], t->tried[k],
+		        t->rejected[k]);
+	}
+	char *codes = json_dumps(t->codes, JSON_COMPACT | JSON_SORT_KEYS);
+	fprintf(stderr, "  %s total %zu/%zu rejected (%.1f%%); first refusal by code: %s\n", what, rej,
+	        tried, tried ? 100.0 * (double)rej / (double)tried : 0.0, codes);
+	free(codes);
+}
+
+static void test_baseline(void **state)
+{
+	(void)state;
+	if (!have_fixture)
+		skip();
+	assert_ota(verify_doc(fx.a, fx.pin_a, fx.pin_a_len, NULL, NULL), OTA_OK);
+	assert_ota(verify_doc(fx.b, fx.pin_b, fx.pin_b_len, NULL, NULL), OTA_OK);
+	/* the other domain's pinned root does not verify this archive */
+	assert_int_not_equal(verify_doc(fx.a, fx.pin_b, fx.pin_b_len, NULL, NULL), OTA_OK);
+	/* the overlay is really there */
+	assert_int_equal(json_array_size(json_object_get(fx.a, "overlays")), 1);
+	assert_int_equal(json_array_size(json_object_get(
+				 json_object_get(fx.ra, "sandbox_policy"), "restriction_overlay_identities")),
+	                 1);
+}
+
+static void test_generated_archive(void **state)
+{
+	(void)state;
+	if (!have_fixture)
+		skip();
+	tally t;
+	memset(&t, 0, sizeof t);
+	t.codes = json_object();
+	walker w = {false, &t, 0, false};
+	path p;
+	memset(&p, 0, sizeof p);
+	walk(&w, &p, fx.a);
+	report("archive", &t);
+	size_t tried = 0, rej = 0;
+	for (int k = 0; k < M_KINDS; k++) {
+		tried += t.tried[k];
+		rej += t.rejected[k];
+		assert_true(t.tried[k] > 0);
+	}
+	json_decref(t.codes);
+	assert_true(tried > 300);
+	assert_int_equal(rej, tried);
+}
+
+static void test_generated_receipt(void **state)
+{
+	(void)state;
+	if (!have_fixture)
+		skip();
+	tally t;
+	memset(&t, 0, sizeof t);
+	t.codes = json_object();
+	walker w = {true, &t, 0, false};
+	path p;
+	memset(&p, 0, sizeof p);
+	walk(&w, &p, fx.ra);
+	report("receipt", &t);
+	size_t tried = 0, rej = 0;
+	for (int k = 0; k < M_KINDS; k++) {
+		tried += t.tried[k];
+		rej += t.rejected[k];
+		assert_true(t.tried[k] > 0);
+	}
+	json_decref(t.codes);
+	assert_true(tried > 200);
+	assert_int_equal(rej, tried);
+}
+
+/* Receipt edited at a path (JSON pointer-ish "a/b/0") to v, re-signed. */
+static ota_err receipt_edit(const char *const *keys, size_t n, json_t *v, ota_err *first)
+{
+	json_t *r = json_deep_copy(fx.ra);
+	json_t *parent = r;
+	for (size_t i = 0; i + 1 < n; i++) {
+		char *end = NULL;
+		unsigned long ix = strtoul(keys[i], &end, 10);
+		parent = *end == '\0' ? json_array_get(parent, ix) : json_object_get(parent, keys[i]);
+	}
+	char *end = NULL;
+	unsigned long ix = strtoul(keys[n - 1], &end, 10);
+	if (*end == '\0')
+		json_array_set_new(parent, ix, v);
+	else
+		json_object_set_new(parent, keys[n - 1], v);
+	json_t *doc = json_deep_copy(fx.a);
+	resign(doc, r);
+	ota_err rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, first);
+	json_decref(doc);
+	json_decref(r);
+	return rc;
+}
+
+/* Recomputes the receipt's lists from the archive (a consistent forgery). */
+static void resign_consistent(json_t *doc)
+{
+	json_t *r = json_deep_copy(fx.ra);
+	json_t *att = json_array(), *chs = json_array(), *ev = json_array(), *acc = json_array();
+	const json_t *a = json_object_get(doc, "attestations");
+	json_int_t last = 0;
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		const json_t *x = json_array_get(a, i);
+		json_array_append(att, json_object_get(x, "identity"));
+		const char *chid = json_string_value(json_object_get(x, "challenge"));
+		json_int_t used = -1;
+		const json_t *cl = json_object_get(doc, "challenges");
+		for (size_t j = 0; j < json_array_size(cl); j++)
+			if (strcmp(json_string_value(json_object_get(json_array_get(cl, j), "identity")),
+			           chid) == 0)
+				used = json_integer_value(json_object_get(json_array_get(cl, j), "consumed_at"));
+		if (used > last)
+			last = used;
+		json_array_append_new(chs, json_pack("{s:s, s:I}", "identity", chid, "consumed_at", used));
+	}
+	const json_t *e = json_object_get(doc, "evidence");
+	for (size_t i = 0; i < json_array_size(e); i++) {
+		char id[OTA_ID_LEN + 1];
+		assert_ota(ota_json_identity(json_array_get(e, i), id, NULL), OTA_OK);
+		json_array_append_new(ev, json_string(id));
+	}
+	const json_t *ac = json_object_get(doc, "acceptances");
+	for (size_t i = 0; i < json_array_size(ac); i++)
+		json_array_append(acc, json_object_get(json_array_get(ac, i), "identity"));
+	json_object_set_new(r, "attestation_identities", att);
+	json_object_set_new(r, "challenges", chs);
+	json_object_set_new(r, "evidence_identities", ev);
+	json_object_set_new(r, "acceptance_identities", acc);
+	json_object_set_new(r, "signed_at", json_integer(last));
+	resign(doc, r);
+	json_decref(r);
+}
+
+static void expect_refused(const char *name, ota_err rc, ota_err first)
+{
+	fprintf(stderr, "  named %-44s -> %s\n", name, rc == OTA_OK ? "ACCEPTED" : ota_err_name(first));
+	assert_int_not_equal(rc, OTA_OK);
+}
+
+static void test_named(void **state)
+{
+	(void)state;
+	if (!have_fixture)
+		skip();
+	ota_err first = OTA_OK, rc;
+	/* edited status, at lane and segment level, to every other value */
+	static const char *const st[] = {"enforcement_lost", "not_started", "refused",
+	                                 "enforcement_unknown_after_interruption"};
+	for (size_t i = 0; i < 4; i++) {
+		const char *k1[] = {"sandbox_policy", "status"};
+		rc = receipt_edit(k1, 2, json_string(st[i]), &first);
+		expect_refused("edited lane status", rc, first);
+		const char *k2[] = {"sandbox_policy", "segments", "1", "status"};
+		rc = receipt_edit(k2, 4, json_string(st[i]), &first);
+		expect_refused("edited segment status", rc, first);
+	}
+	/* every identity of the receipt replaced with the other archive's */
+	static const char *const ids[] = {"capability_identity", "effective_identity",
+	                                  "canonical_identity", "provider_adapter_identity"};
+	for (size_t i = 0; i < 4; i++) {
+		const char *k[] = {"sandbox_policy", ids[i]};
+		rc = receipt_edit(k, 2, json_string("sha256:0000000000000000000000000000000000000000000000000000000000000000"), &first);
+		expect_refused(ids[i], rc, first);
+	}
+	{
+		const char *k[] = {"sandbox_policy", "restriction_overlay_identities"};
+		rc = receipt_edit(k, 2, json_array(), &first);
+		expect_refused("overlay identities dropped", rc, first);
+	}
+	static const char *const segids[] = {"rendered_policy_identity", "applied_policy_identity",
+	                                     "initial_application_identity",
+	                                     "terminal_application_identity", "boundary_identity",
+	                                     "boundary_lease_identity"};
+	for (size_t i = 0; i < 6; i++) {
+		const char *k[] = {"sandbox_policy", "segments", "0", segids[i]};
+		json_t *other = json_object_get(json_array_get(json_object_get(json_object_get(fx.rb,
+		                         "sandbox_policy"), "segments"), 0), segids[i]);
+		json_t *mine = json_object_get(json_array_get(json_object_get(json_object_get(fx.ra,
+		                        "sandbox_policy"), "segments"), 0), segids[i]);
+		/* identical across runs (the same rendered config): flip one character */
+		json_t *v = json_equal(mine, other) ? json_string("sha256:1111111111111111111111111111111111111111111111111111111111111111")
+		                                    : json_deep_copy(other);
+		rc = receipt_edit(k, 4, v, &first);
+		expect_refused(segids[i], rc, first);
+	}
+	{
+		const char *k[] = {"sandbox_policy", "transition_identities"};
+		rc = receipt_edit(k, 2, json_array(), &first);
+		expect_refused("transition identities emptied", rc, first);
+		json_t *o = json_object_get(json_object_get(fx.rb, "sandbox_policy"), "transition_identities");
+		rc = receipt_edit(k, 2, json_deep_copy(o), &first);
+		expect_refused("transition from another run", rc, first);
+	}
+	/* a missing transition, consistently re-signed */
+	{
+		json_t *doc = json_deep_copy(fx.a);
+		json_t *atts = json_object_get(doc, "attestations");
+		size_t ti = 0;
+		for (size_t i = 0; i < json_array_size(atts); i++) {
+			const char *b64 = json_string_value(json_object_get(json_array_get(atts, i), "cose_sign1"));
+			uint8_t *m = NULL;
+			size_t ml = 0;
+			assert_ota(ota_base64_decode(b64, strlen(b64), &m, &ml), OTA_OK);
+			ota_cose_sign1 d;
+			ota_attestation c;
+			assert_ota(ota_cose_sign1_decode(ota_bytes_make(m, ml), NULL, &d, NULL), OTA_OK);
+			assert_ota(ota_attestation_parse(d.payload, &c, NULL), OTA_OK);
+			if (strcmp(c.kind, "transition") == 0)
+				ti = i;
+			free(m);
+		}
+		assert_true(ti > 0);
+		json_array_remove(atts, ti);
+		resign_consistent(doc);
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		expect_refused("transition dropped (consistent receipt)", rc, first);
+		json_decref(doc);
+		/* reordered: initial and terminal of the first segment swapped */
+		doc = json_deep_copy(fx.a);
+		atts = json_object_get(doc, "attestations");
+		json_t *x = json_incref(json_array_get(atts, 1));
+		json_array_set(atts, 1, json_array_get(atts, 2));
+		json_array_set_new(atts, 2, x);
+		resign_consistent(doc);
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		expect_refused("attestations reordered (consistent receipt)", rc, first);
+		json_decref(doc);
+		/* an attestation and its challenge from another archive */
+		doc = json_deep_copy(fx.a);
+		atts = json_object_get(doc, "attestations");
+		json_array_set(atts, 1, json_array_get(json_object_get(fx.b, "attestations"), 1));
+		json_array_append(json_object_get(doc, "challenges"),
+		                  json_array_get(json_object_get(fx.b, "challenges"), 1));
+		resign_consistent(doc);
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		expect_refused("attestation from another archive", rc, first);
+		json_decref(doc);
+		/* the transition record unbound: evidence of the other run */
+		doc = json_deep_copy(fx.a);
+		json_object_set(doc, "trust_chain", json_object_get(fx.b, "trust_chain"));
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		expect_refused("swapped trust-root snapshot chain", rc, first);
+		json_decref(doc);
+	}
+	/* an acceptance from an untrusted verifier */
+	{
+		json_t *doc = json_deep_copy(fx.a);
+		const char *b64 = json_string_value(json_object_get(
+			json_array_get(json_object_get(doc, "attestations"), 0), "cose_sign1"));
+		uint8_t *m = NULL;
+		size_t ml = 0;
+		assert_ota(ota_base64_decode(b64, strlen(b64), &m, &ml), OTA_OK);
+		ota_cose_sign1 d;
+		ota_admission adm;
+		memset(&adm, 0, sizeof adm);
+		assert_ota(ota_cose_sign1_decode(ota_bytes_make(m, ml), NULL, &d, NULL), OTA_OK);
+		assert_ota(ota_attestation_parse(d.payload, &adm.claims, NULL), OTA_OK);
+		assert_ota(ota_sha256_id(ota_bytes_make(m, ml), adm.record_id), OTA_OK);
+		snprintf(adm.challenge_id, sizeof adm.challenge_id, "%s",
+		         json_string_value(json_object_get(json_array_get(json_object_get(doc, "attestations"), 0), "challenge")));
+		memcpy(adm.trust_root_id, adm.claims.trust_root, OTA_ID_LEN);
+		adm.trust_root_id[OTA_ID_LEN] = '\0';
+		snprintf(adm.issuer_principal, sizeof adm.issuer_principal, "%s", adm.claims.iss);
+		adm.judged_at = json_integer_value(json_object_get(json_array_get(json_object_get(doc, "challenges"), 0), "consumed_at"));
+		ota_key *rogue = NULL;
+		assert_ota(ota_key_generate(OTA_ALG_ES256, &rogue), OTA_OK);
+		ota_acceptance_signer sg = {rogue, "rogue-verifier"};
+		uint8_t *acc = NULL;
+		size_t al = 0;
+		assert_ota(ota_acceptance_build(&sg, &adm, &acc, &al, NULL), OTA_OK);
+		char id[OTA_ID_LEN + 1], *ab = NULL;
+		assert_ota(ota_sha256_id(ota_bytes_make(acc, al), id), OTA_OK);
+		assert_ota(ota_base64_encode(ota_bytes_make(acc, al), &ab), OTA_OK);
+		json_array_append_new(json_object_get(doc, "acceptances"),
+		                      json_pack("{s:s, s:s}", "identity", id, "cose_sign1", ab));
+		resign_consistent(doc);
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		expect_refused("acceptance from an untrusted verifier", rc, first);
+		assert_int_equal(first, OTA_ERR_TRUST_KEY_UNKNOWN);
+		free(ab);
+		free(acc);
+		free(m);
+		ota_key_free(rogue);
+		json_decref(doc);
+	}
+	/* the ledger: the same archive twice is fine, a replayed challenge is not */
+	{
+		char ledger[4096];
+		snprintf(ledger, sizeof ledger, "%s/ledger.db", fx.dir);
+		assert_ota(verify_doc(fx.a, fx.pin_a, fx.pin_a_len, ledger, NULL), OTA_OK);
+		assert_ota(verify_doc(fx.a, fx.pin_a, fx.pin_a_len, ledger, NULL), OTA_OK);
+		/* another archive (re-signed receipt, same challenges) replays them */
+		json_t *doc = json_deep_copy(fx.a);
+		json_t *r = json_deep_copy(fx.ra);
+		json_object_set_new(r, "exit_status", json_integer(0));
+		json_object_set_new(r, "txn", json_string(json_string_value(json_object_get(fx.ra, "txn"))));
+		/* same content, new signature: a distinct archive identity (ECDSA is randomized) */
+		resign(doc, r);
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		assert_ota(rc, OTA_OK);
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, ledger, &first);
+		expect_refused("challenges replayed across archives (ledger)", rc, first);
+		assert_int_equal(first, OTA_ERR_ARCHIVE_LEDGER_REPLAY);
+		json_decref(r);
+		json_decref(doc);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_baseline),
+		cmocka_unit_test(test_generated_archive),
+		cmocka_unit_test(test_generated_receipt),
+		cmocka_unit_test(test_named),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
