@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Archives end to end through the CLIs, and ota-verify offline for real:
+#   ota trust init -> runner principal and key -> ota run (archive written under
+#   .ota/archives, path printed) -> ota-verify archive --trust root.json;
+#   ota-verify links neither libcurl nor libmicrohttpd (ldd and readelf), and
+#   verifying inside a network namespace without interfaces (unshare -n) under
+#   strace opens no AF_INET/AF_INET6 socket; --json names each failed check;
+#   --require-status; --ledger; `ota archive build` from a receipt file.
+set -euo pipefail
+: "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# ---- linkage (no root needed) ----
+ldd "$OTA_VERIFY" >/tmp/ota-verify-ldd.$$ 2>&1 || true
+if grep -Eq 'libcurl|libmicrohttpd' /tmp/ota-verify-ldd.$$; then
+  rm -f /tmp/ota-verify-ldd.$$; fail "ota-verify links: $(grep -E 'libcurl|libmicrohttpd' /tmp/ota-verify-ldd.$$)"
+fi
+rm -f /tmp/ota-verify-ldd.$$
+needed=$(readelf -d "$OTA_VERIFY" | awk '/NEEDED/ {print $5}')
+echo "ota-verify NEEDED: $(echo $needed | tr -d '[]')"
+echo "$needed" | grep -Eq 'curl|microhttpd' && fail "ota-verify NEEDED lists curl/microhttpd"
+if nm -D "$OTA_VERIFY" 2>/dev/null | grep -Eq ' U (curl_|MHD_)'; then fail "ota-verify imports curl/MHD symbols"; fi
+# the ota CLI does link them (sanity: the check above can see a NEEDED entry)
+readelf -d "$OTA" | grep -q NEEDED || fail "readelf sees no NEEDED entries"
+
+command -v runc >/dev/null || { echo "SKIP: runc missing (linkage checked)"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (linkage checked)"; exit 0; }
+command -v strace >/dev/null || fail "strace is missing (scripts/install-deps.sh)"
+
+tmp=$(mktemp -d /tmp/ota-archive-XXXXXX)
+root=/run/ota/test-archive-$$
+cleanup() {
+  "$OTA" cleanup --lease-db "$tmp/leases.db" >/dev/null 2>&1 || true
+  rm -rf "$tmp" "$root"
+}
+trap cleanup EXIT
+export OTA_CACHE=$tmp/cache
+arch=$(case "$(uname -m)" in x86_64) echo amd64;; aarch64) echo arm64;; *) uname -m;; esac)
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$tmp/img" bb:1 >/dev/null
+
+# ---- the demo: trust root, runner principal and key, run, archive, verify ----
+t=$tmp/trust
+"$OTA" trust init --domain archive.test --dir "$t" --root-keys 1 --threshold 1 >/dev/null
+"$OTA" trust add-principal --dir "$t" --id ci-runner --role runner --repo '*' --lane '*' \
+  --provider-target oci_local --sign "$t/keys/root-1.pem" >/dev/null
+"$OTA" trust add-key --dir "$t" --principal ci-runner --generate "$t/keys/runner.pem" \
+  --sign "$t/keys/root-1.pem" >/dev/null
+w=$tmp/w
+mkdir -p "$w/reports"
+cat >"$w/ota.yaml" <<YAML
+version: 1
+project:
+  name: archive-offline
+execution:
+  supported: [container]
+  default_context: box
+  lifecycle: ephemeral
+  backends:
+    container:
+      image: bb:1
+      platform: linux/$arch
+      engines: [docker]
+  contexts:
+    box:
+      backend: container
+      lifecycle: ephemeral
+tasks:
+  verify:
+    context: box
+    run: "echo verified > reports/result.txt"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+agent:
+  safe_tasks: [verify]
+YAML
+common=(--agent --runtime-root "$root" --lease-db "$tmp/leases.db" --state-dir "$tmp/state"
+        --image-store "$tmp/img" --nonce-db "$tmp/nonces.db")
+( cd "$w" && "$OTA" run verify "${common[@]}" --key "$t/keys/runner.pem" --trust "$t" \
+    --receipt "$tmp/receipt.json" ) 2>"$tmp/err" || fail "run: $(cat "$tmp/err")"
+a=$(sed -n 's/^ota: archive //p' "$tmp/err")
+[ -n "$a" ] && [ -f "$a" ] || fail "no archive path printed: $(cat "$tmp/err")"
+case "$a" in "$w/.ota/archives/"*.json) ;; *) fail "archive not under .ota/archives: $a" ;; esac
+jq -e '.kind == "ota.archive/v1" and (.attestations | length) == 3 and (.trust_chain | length) == 3' "$a" >/dev/null \
+  || fail "archive shape"
+"$OTA_VERIFY" archive "$a" --trust "$t/root.json" >/dev/null || fail "verify with the latest root pinned"
+"$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --require-status enforced_through_completion \
+  >/dev/null || fail "verify with version 1 pinned"
+
+# ---- offline: no network namespace interfaces, no inet socket ----
+unshare -n strace -f -qq -e trace=socket,connect -o "$tmp/strace" \
+  "$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --json >"$tmp/v.json" \
+  || fail "verify inside unshare -n: $(cat "$tmp/v.json")"
+jq -e '.ok == true and .status == "enforced_through_completion" and .signatures_verified == 4' "$tmp/v.json" >/dev/null \
+  || fail "verify JSON: $(cat "$tmp/v.json")"
+if grep -Eq 'AF_INET|AF_INET6|AF_NETLINK|AF_PACKET' "$tmp/strace"; then
+  fail "ota-verify opened a network socket: $(grep -E 'AF_' "$tmp/strace")"
+fi
+echo "sockets opened while verifying: $(grep -c 'socket(' "$tmp/strace" || true)"
+
+# ---- failures are named; exit 1 ----
+jq '.receipt.identity = "sha256:0000000000000000000000000000000000000000000000000000000000000000"' "$a" >"$tmp/bad.json"
+set +e
+"$OTA_VERIFY" archive "$tmp/bad.json" --trust "$t/versions/1.root.json" --json >"$tmp/bad.out"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "tampered archive: exit $rc"
+jq -e '.ok == false and (.failures | map(.code) | index("archive_receipt_mismatch") != null)' "$tmp/bad.out" >/dev/null \
+  || fail "failure not named: $(cat "$tmp/bad.out")"
+set +e
+"$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --require-status refused --json >"$tmp/req.out"; rc=$?
+set -e
+[ "$rc" -eq 1 ] && jq -e '.failures[0].code == "archive_status_not_required"' "$tmp/req.out" >/dev/null \
+  || fail "--require-status: exit $rc $(cat "$tmp/req.out")"
+set +e
+"$OTA_VERIFY" archive "$a" >/dev/null 2>&1; rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "missing --trust: exit $rc"
+
+# ---- ledger: the same archive again is fine; its challenges in another archive are a replay ----
+"$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --ledger "$tmp/ledger.db" >/dev/null || fail "ledger 1"
+"$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --ledger "$tmp/ledger.db" >/dev/null || fail "ledger 2"
+
+# ---- ota archive build: the same shape from a receipt file ----
+"$OTA" archive build --receipt "$tmp/receipt.json" --contract "$w/ota.yaml" --task verify --agent \
+  --trust "$t" --key "$t/keys/runner.pem" -o "$tmp/rebuilt.json" 2>/dev/null || fail "archive build"
+"$OTA_VERIFY" archive "$tmp/rebuilt.json" --trust "$t/versions/1.root.json" >/dev/null || fail "rebuilt archive"
+set +e
+"$OTA_VERIFY" archive "$tmp/rebuilt.json" --trust "$t/versions/1.root.json" --ledger "$tmp/ledger.db" \
+  --json >"$tmp/replay.out"; rc=$?
+set -e
+[ "$rc" -eq 1 ] && jq -e '.failures | map(.code) | index("archive_ledger_replay") != null' "$tmp/replay.out" >/dev/null \
+  || fail "ledger replay across archives: exit $rc $(cat "$tmp/replay.out")"
+# --no-archive writes none
+before=$(ls "$w/.ota/archives" | wc -l)
+( cd "$w" && "$OTA" run verify "${common[@]}" --no-archive ) >/dev/null 2>&1 || fail "run --no-archive"
+[ "$(ls "$w/.ota/archives" | wc -l)" -eq "$before" ] || fail "--no-archive wrote an archive"
+echo "archive_offline: ok"
