@@ -111,7 +111,7 @@ has_archive=false
 
 common=(--agent --image-store "$store" --lease-db "$work/leases.db" --state-dir "$work/state"
         --runtime-root "$rtroot" --key "$work/runner.pem" --nonce-db "$work/nonces.db"
-        --issuer runner:examples --trust-root "$trust_id")
+        --trust "$trust")
 doctor_common=(--image-store "$store" --lease-db "$work/leases.db" --runtime-root "$rtroot"
                --descriptor "$work/descriptor.json")
 
@@ -125,7 +125,7 @@ fingerprint() { # DIR CARVEOUT...
    done)
 }
 fp_equal() { diff "$1" "$2"; }
-fp_build_output() { fingerprint . build coverage; sha256sum coverage/baseline.txt; }
+fp_build_output() { fingerprint . build coverage .ota; sha256sum coverage/baseline.txt; }
 no_containers() { [ "$(runc --root "$rtroot" list -q 2>/dev/null | grep -c .)" -eq 0 ]; }
 
 # Verifies every signed record of a receipt with the runner key from the
@@ -151,26 +151,44 @@ tampered_refused() { # COSE
     dd of="$t" bs=1 seek="$off" conv=notrunc status=none
   rc_is 1 "$OTA_VERIFY" cose --key "$work/runner.pub.pem" "$t"
 }
-archive_checks() { # RECEIPT-JSON-OUTPUT RUN-STDERR
-  local runerr=$1 a
+archive_checks() { # RUN-STDERR DRY-RUN-JSON
+  local runerr=$1 dry=$2 a v
   if ! $has_archive; then
     todo "archive: this ota-verify has no 'archive' command yet; the signed records were verified with ota-verify cose (the check switches on by itself)"
     return
   fi
-  a=$(grep -o '[^ ]*\.ota/archives/[^ ]*' "$runerr" | tail -n1)
-  [ -n "$a" ] || a=$(ls -t "$repo"/.ota/archives/* 2>/dev/null | head -n1)
-  check "archive written by ota run ($a)" test -f "$a"
+  a=$(sed -n 's/^ota: archive //p' "$runerr" | tail -n1)
+  [ -n "$a" ] || a=$(ls -t .ota/archives/*.json 2>/dev/null | head -n1)
+  check "archive written by ota run (${a:-none})" test -f "$a"
   [ -f "$a" ] || return
   cp "$a" "$evid/archive.json"
-  check "ota-verify archive --trust (exit 0)" rc_is 0 "$OTA_VERIFY" archive "$evid/archive.json" \
-    --trust "$trust/versions/1.root.json" --json
-  "$OTA_VERIFY" archive "$evid/archive.json" --trust "$trust/versions/1.root.json" --json \
-    >"$evid/archive.verify.json" 2>&1
-  check "ota version $version recorded in the archive" grep -q "\"$version\"" "$evid/archive.json"
-  jq '.receipt.status = "tampered"' "$evid/archive.json" >"$evid/archive.tampered.json" 2>/dev/null ||
-    sed 's/enforced_through_completion/enforcement_lost/' "$evid/archive.json" >"$evid/archive.tampered.json"
-  check "tampered archive refused (exit 1)" rc_is 1 "$OTA_VERIFY" archive "$evid/archive.tampered.json" \
-    --trust "$trust/versions/1.root.json"
+  a=$evid/archive.json
+  v=$evid/archive.verify.json
+  local pinned=$trust/versions/1.root.json
+  "$OTA_VERIFY" archive "$a" --trust "$pinned" --require-status enforced_through_completion --json >"$v" 2>&1
+  check "ota-verify archive --trust PINNED --require-status enforced_through_completion (exit 0)" test $? -eq 0
+  check "archive verdict: ok, no failure, status derived enforced_through_completion" jqf '.ok and .failures == []
+    and .status == "enforced_through_completion" and .identities.runner == "runner:examples"' "$v"
+  check "archive canonical identity = dry-run's" test "$(jq -r .identities.canonical "$v")" = \
+    "$(jq -r .sandbox_admission.canonical_policy_identity "$dry")"
+  check "ota version $version recorded in the archive" jqv '[.evidence[] |
+    select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] | length > 0 and all' "$a"
+  # tampering: each variant must be refused
+  jq 'del(.attestations[1])' "$a" >"$evid/archive.t-drop.json"
+  check "tampered archive (an attestation dropped) refused (exit 1)" rc_is 1 "$OTA_VERIFY" archive \
+    "$evid/archive.t-drop.json" --trust "$pinned"
+  jq --arg b "$(jq -r .contract.bytes "$a" | base64 -d | sed 's/repo_root_mode: read_only/repo_root_mode: writable/' |
+    base64 -w0)" '.contract.bytes = $b' "$a" >"$evid/archive.t-contract.json"
+  check "tampered archive (embedded contract made writable) refused (exit 1)" rc_is 1 "$OTA_VERIFY" archive \
+    "$evid/archive.t-contract.json" --trust "$pinned"
+  jq '.evidence[0].adapter_version = "9.9.9"' "$a" >"$evid/archive.t-evidence.json"
+  check "tampered archive (evidence edited) refused (exit 1)" rc_is 1 "$OTA_VERIFY" archive \
+    "$evid/archive.t-evidence.json" --trust "$pinned"
+  if [ ! -f "$work/other-trust/root.json" ]; then
+    "$OTA" trust init --domain other.ota.local --dir "$work/other-trust" >/dev/null
+  fi
+  check "archive against another pinned trust root refused (exit 1)" rc_is 1 "$OTA_VERIFY" archive "$a" \
+    --trust "$work/other-trust/root.json"
 }
 
 # ---------------------------------------------------------------- build-output
@@ -252,7 +270,7 @@ example_build_output() {
   check "exact ota version $version in the evidence" jqv \
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] | length > 0 and all' \
     "$evid/receipt.ci.json"
-  archive_checks "$evid/run.ci.err"
+  archive_checks "$evid/run.ci.err" "$evid/dry-run.json"
   check "no container left" no_containers
 }
 
@@ -295,7 +313,7 @@ example_offline_tests() {
     and .sandbox_admission.supported_alternatives == [{"target": "egress_gateway", "command": "--sandbox-target"}]' \
     "$evid/dry-run.fetch.alternatives.json"
 
-  fingerprint . test-results incoming >"$evid/before.fp"
+  fingerprint . test-results incoming .ota >"$evid/before.fp"
   "$OTA" run fetch-fixtures "${common[@]}" --json >"$evid/run.fetch.json" 2>"$evid/run.fetch.err"
   check "real run of fetch-fixtures refused (exit 1) before anything ran" test $? -eq 1
   check "refused run: execution_started false" jqf '.execution_started == false and .ok == false' "$evid/run.fetch.json"
@@ -321,7 +339,7 @@ example_offline_tests() {
       "PASS connect-denied:$host_ip:$port" test-results/hermetic.txt
   fi
   check "loopback inside the sandbox works" grep -qx "PASS loopback-works" test-results/hermetic.txt
-  fingerprint . test-results incoming >"$evid/after.fp"
+  fingerprint . test-results incoming .ota >"$evid/after.fp"
   check "rest of the worktree unchanged (host-side hashes)" fp_equal "$evid/before.fp" "$evid/after.fp"
   check "receipt: enforced_through_completion" jqf '.sandbox_policy.status == "enforced_through_completion"
     and .sandbox_policy.provider_target == "oci_local"' "$r"
@@ -332,7 +350,7 @@ example_offline_tests() {
   check "ota-verify cose: a tampered record refused (exit 1)" tampered_refused "$evid/att1.cose"
   check "exact ota version $version in the evidence" jqv \
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] == [true]' "$r"
-  archive_checks "$evid/run.test.err"
+  archive_checks "$evid/run.test.err" "$evid/dry-run.test.json"
   check "no container left" no_containers
 }
 
