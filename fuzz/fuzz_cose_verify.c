@@ -8,11 +8,15 @@
  *   bit 1  external AAD = 11 aa 22 bb (the AAD of the public vectors)
  *   bit 2  detached payload "This is the content." supplied
  *   bits 3-4  key: 0 P-256, 1 P-384, 2 P-521, 3 Ed25519
+ *   bit 5  also verify through a key set (ota_cose_sign1_verify_with) whose
+ *          lookup returns that key for a kid of "11" (the public vectors'
+ *          kid) or the key's own 32-byte kid
  *
  * Asserts: decode and verify agree (same refusal, or both accept); on
  * failure outputs are zeroed and the error is named; on success every span
  * points into the message (or the detached payload), the alg fits the key
- * and decode + check give the same answer as verify.
+ * and decode + check give the same answer as verify; the key-set path never
+ * accepts what the single-key path refuses.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +58,21 @@ static const ota_key *key_for(unsigned i)
 		check(rc == OTA_OK && keys[i] != NULL);
 	}
 	return keys[i];
+}
+
+static ota_err lookup(void *ctx, ota_bytes kid, ota_alg alg, const ota_key **out, ota_error *err)
+{
+	const ota_key *key = ctx;
+	uint8_t own[32];
+	(void)alg;
+	*out = NULL;
+	check(ota_key_kid(key, own) == OTA_OK);
+	if ((kid.len == 2 && memcmp(kid.ptr, "11", 2) == 0) ||
+	    (kid.len == 32 && memcmp(kid.ptr, own, 32) == 0)) {
+		*out = key;
+		return OTA_OK;
+	}
+	return ota_error_set(err, OTA_ERR_COSE_KID_UNKNOWN, "kid", "not in the fuzz key set");
 }
 
 static int inside(ota_bytes span, ota_bytes whole)
@@ -106,6 +125,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ota_err rd = ota_cose_sign1_decode(msg, &o, &dec, &e1);
 	ota_err rv = ota_cose_sign1_verify(msg, key, &o, &ver, &e2);
 
+	if (opt & 0x20) {
+		ota_cose_sign1 ks;
+		ota_error e4;
+		ota_error_clear(&e4);
+		memset(&ks, 0xa5, sizeof ks);
+		ota_err rk = ota_cose_sign1_verify_with(msg, lookup, (void *)(uintptr_t)key, &o, &ks,
+		                                        &e4);
+		if (rk == OTA_OK)
+			check(rv == OTA_OK && ks.alg == ver.alg && ks.payload.ptr == ver.payload.ptr &&
+			      ks.payload.len == ver.payload.len);
+		else
+			check(e4.code == rk && is_zero(&ks, sizeof ks));
+		if (rd != OTA_OK)
+			check(rk == rd);
+	}
 	if (rd != OTA_OK) {
 		/* a structural refusal: verify must refuse the same way */
 		check(rv == rd);

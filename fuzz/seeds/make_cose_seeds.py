@@ -6,7 +6,8 @@ message bytes:
   vectors/cose/<case>/input.cbor.hex      -> cose_<case>.bin
   sign1-vectors.json (public examples)    -> pub_<name>.bin, with the option
       byte chosen so that the fuzzer's fixed key is the vector's key, its
-      external AAD is supplied and untagged messages are allowed when needed.
+      external AAD is supplied and untagged messages are allowed when needed,
+      and pubkeyset_<name>.bin, the same through the key-set path.
 
   make_cose_seeds.py [PATH/TO/sign1-vectors.json]
 (default: ../shared/vectors/cose/sign1-vectors.json beside the checkout).
@@ -57,7 +58,8 @@ def main(argv):
             if v.get('external_aad_hex') == AAD:
                 opt |= 2
             put('pub_' + v['name'], opt, v['cbor_hex'])
-            n += 1
+            put('pubkeyset_' + v['name'], opt | 0x20, v['cbor_hex'])  # bit 5: key set too
+            n += 2
     print('%d seeds in %s' % (n, OUT))
     return 0 if n > 0 else 1
 
