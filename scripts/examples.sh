@@ -13,9 +13,11 @@
 # refused (probes inside, hashes on the host), external network denied
 # (probes inside, the applied-policy evidence, a host listener that must see
 # no connection), refused lanes with their supported alternatives, the
-# signed records verified with ota-verify (and a tampered one refused), the
-# archive verified with `ota-verify archive` when this build has it, and the
-# exact ota version in the evidence. Evidence and a checks.txt per example
+# signed records verified with ota-verify cose (and a tampered one refused),
+# the archive written by ota run verified with `ota-verify archive` (pinned
+# trust root, required status, ledger replay, tampered variants refused; a
+# TODO instead when this ota-verify has no archive command), and the exact
+# ota version in the evidence. Evidence and a checks.txt per example
 # go to DIR (default build/examples-evidence).
 #
 # Needs root, runc, busybox-static and umoci (scripts/install-deps.sh).
@@ -151,8 +153,10 @@ tampered_refused() { # COSE
     dd of="$t" bs=1 seek="$off" conv=notrunc status=none
   rc_is 1 "$OTA_VERIFY" cose --key "$work/runner.pub.pem" "$t"
 }
-archive_checks() { # RUN-STDERR DRY-RUN-JSON
-  local runerr=$1 dry=$2 a v
+archive_checks() { # RUN-STDERR DRY-RUN-JSON RECEIPT LANE-ARGS...
+  local runerr=$1 dry=$2 receipt=$3 a v
+  shift 3
+  local lane_args=("$@")
   if ! $has_archive; then
     todo "archive: this ota-verify has no 'archive' command yet; the signed records were verified with ota-verify cose (the check switches on by itself)"
     return
@@ -173,6 +177,18 @@ archive_checks() { # RUN-STDERR DRY-RUN-JSON
     "$(jq -r .sandbox_admission.canonical_policy_identity "$dry")"
   check "ota version $version recorded in the archive" jqv '[.evidence[] |
     select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] | length > 0 and all' "$a"
+  check "ledger: first verification records the archive's challenges (exit 0)" rc_is 0 "$OTA_VERIFY" archive "$a" \
+    --trust "$pinned" --ledger "$work/ledger.db"
+  check "ledger: re-verifying the same archive is idempotent (exit 0)" rc_is 0 "$OTA_VERIFY" archive "$a" \
+    --trust "$pinned" --ledger "$work/ledger.db"
+  # a second, validly signed archive built later from the same receipt reuses its challenges
+  sleep 1
+  "$OTA" archive build --receipt "$receipt" --contract ota.yaml "${lane_args[@]}" --agent --trust "$trust" \
+    --key "$work/runner.pem" -o "$evid/archive.second.json" >>"$evid/log.txt" 2>&1
+  check "ledger: a second archive reusing the challenges verifies alone (exit 0)" rc_is 0 "$OTA_VERIFY" archive \
+    "$evid/archive.second.json" --trust "$pinned"
+  check "ledger: ... and is refused as a replay across archives (exit 1)" rc_is 1 "$OTA_VERIFY" archive \
+    "$evid/archive.second.json" --trust "$pinned" --ledger "$work/ledger.db"
   # tampering: each variant must be refused
   jq 'del(.attestations[1])' "$a" >"$evid/archive.t-drop.json"
   check "tampered archive (an attestation dropped) refused (exit 1)" rc_is 1 "$OTA_VERIFY" archive \
@@ -270,7 +286,7 @@ example_build_output() {
   check "exact ota version $version in the evidence" jqv \
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] | length > 0 and all' \
     "$evid/receipt.ci.json"
-  archive_checks "$evid/run.ci.err" "$evid/dry-run.json"
+  archive_checks "$evid/run.ci.err" "$evid/dry-run.json" "$evid/receipt.ci.json" --workflow ci
   check "no container left" no_containers
 }
 
@@ -350,7 +366,7 @@ example_offline_tests() {
   check "ota-verify cose: a tampered record refused (exit 1)" tampered_refused "$evid/att1.cose"
   check "exact ota version $version in the evidence" jqv \
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] == [true]' "$r"
-  archive_checks "$evid/run.test.err" "$evid/dry-run.test.json"
+  archive_checks "$evid/run.test.err" "$evid/dry-run.test.json" "$evid/receipt.test.json" --task test
   check "no container left" no_containers
 }
 
