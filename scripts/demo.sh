@@ -1,19 +1,38 @@
 #!/usr/bin/env bash
 # The main job (README "Run the demo"): installs what it needs, builds the
-# release preset, then shows the evidence flow on the embedded defaults.
-# Idempotent: every run works in a fresh directory under .ota/demo/.
+# release preset, then shows the evidence flow on the embedded defaults:
+#   1-4. COSE_Sign1: a runner key, a signed attestation, offline
+#        verification, a tampered copy refused;
+#   5.   a local trust root (ota trust init) with a runner principal;
+#   6.   ota doctor: what this machine can really enforce;
+#   7.   a real run of an example lane (examples/build-output, workflow ci)
+#        on oci_local with the default image store, lease database and
+#        nonce store under /var/lib/ota; every record signed by the runner
+#        against a single-use challenge; the receipt and the archive;
+#   8.   ota-verify archive against the pinned trust root (and a tampered
+#        archive refused).
+# Idempotent: each run works in a fresh directory under .ota/demo/; the
+# demo's trust root (.ota/demo/trust) is created once and reused.
+# Environment: OTA_BIN_DIR (skip the build, use these CLIs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-cmake --preset release -G Ninja >/dev/null
-cmake --build --preset release -j "$(nproc)" >/dev/null
-bin=build/release/cli
+# OTA_BIN_DIR: use already built CLIs (a directory holding ota and ota-verify)
+if [ -n "${OTA_BIN_DIR:-}" ]; then
+  bin=$(realpath "$OTA_BIN_DIR")
+else
+  cmake --preset release -G Ninja >/dev/null
+  cmake --build --preset release -j "$(nproc)" >/dev/null
+  bin=$PWD/build/release/cli
+fi
 OTA=$bin/ota
 VERIFY=$bin/ota-verify
 
 demo=.ota/demo/$(date -u +%Y%m%dT%H%M%SZ)-$$
 mkdir -p "$demo"
+demo=$(realpath "$demo")
 echo "demo directory: $demo"
+echo "$("$OTA" version), $("$VERIFY" --version 2>/dev/null || echo ota-verify)"
 
 step() { printf '\n== %s ==\n' "$*"; }
 
@@ -51,4 +70,61 @@ if [ "$rc" -ne 1 ]; then
   exit 1
 fi
 echo "tampered copy refused (exit 1), as it must be"
-printf '\ndemo finished: evidence in %s\n' "$demo"
+
+step "5. a local trust root with a runner principal (created once, reused)"
+trust=$(realpath .ota/demo)/trust
+if [ ! -f "$trust/root.json" ] || [ ! -f "$trust/runner.pem" ]; then
+  rm -rf "$trust"
+  "$OTA" trust init --domain demo.ota.local --dir "$trust"
+  "$OTA" trust add-principal --dir "$trust" --id runner:demo --role runner --provider-target oci_local
+  "$OTA" trust add-key --dir "$trust" --principal runner:demo --generate "$trust/runner.pem"
+  "$OTA" trust sign --dir "$trust" --key "$trust/keys/root-1.pem"
+fi
+"$OTA" trust show --dir "$trust"
+pinned=$trust/versions/1.root.json
+
+arch=$(case "$(uname -m)" in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) uname -m ;; esac)
+if [ "$arch" != amd64 ]; then
+  echo "the example repositories declare linux/amd64 and this host is linux/$arch: stopping before the run"
+  exit 0
+fi
+
+step "6. ota doctor: what this machine can enforce for the example (real probes)"
+store=/var/lib/ota/images
+./scripts/make-test-rootfs.sh busybox-image "$store" busybox:ota-examples >/dev/null
+repo=$demo/build-output
+cp -a examples/build-output "$repo"
+(cd "$repo" && "$OTA" doctor --workflow ci --image-store "$store") || {
+  echo "demo: ota doctor found problems: this machine cannot enforce the example's boundary" >&2
+  exit 1
+}
+
+step "7. a real run: ota up --workflow ci --agent (oci_local, embedded defaults)"
+receipt=$demo/receipt.json
+(cd "$repo" && "$OTA" up --workflow ci --agent --image-store "$store" \
+   --trust "$trust" --key "$trust/runner.pem" --receipt "$receipt") 2>&1 | tee "$demo/run.log"
+archive=$(sed -n 's/^ota: archive //p' "$demo/run.log" | tail -n1)
+[ -n "$archive" ] && [ -f "$archive" ] || { echo "demo: FAILED: no archive was written" >&2; exit 1; }
+echo
+echo "generated output (the lane's writable paths):"
+ls "$repo/build/bin" "$repo/coverage/summary.txt"
+echo "receipt: $receipt (status $(jq -r .sandbox_policy.status "$receipt"))"
+echo "archive: $archive"
+
+step "8. verify the archive offline against the pinned trust root"
+cmd=("$VERIFY" archive "$archive" --trust "$pinned" --require-status enforced_through_completion)
+echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion"
+"${cmd[@]}"
+jq '.evidence[0].adapter_version = "0.0.0-tampered"' "$archive" >"$demo/archive.tampered.json"
+set +e
+"$VERIFY" archive "$demo/archive.tampered.json" --trust "$pinned" >/dev/null 2>"$demo/tampered.err"
+rc=$?
+set -e
+if [ "$rc" -ne 1 ]; then
+  echo "demo: FAILED: a tampered archive was not refused (exit $rc)" >&2
+  exit 1
+fi
+echo "a tampered archive is refused (exit 1): $(head -n1 "$demo/tampered.err")"
+
+printf '\ndemo finished.\n  receipt: %s\n  archive: %s\n  check:   %s archive %s --trust %s\n' \
+  "$receipt" "$archive" "$VERIFY" "$archive" "$pinned"
