@@ -4,6 +4,7 @@
  * cgroup2 mount is detached (research/sandbox-anchors-report.md section 0);
  * the runner's own namespace is never changed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -108,6 +110,7 @@ ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int er
 		return ota_error_set(err, OTA_ERR_IO, "pipe", "%s", strerror(errno));
 	}
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -122,7 +125,11 @@ ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int er
 		return ota_error_set(err, OTA_ERR_IO, "fork", "%s", strerror(e));
 	}
 	if (pid == 0) {
-		/* child: only async-signal-safe calls until exec */
+		/* child: only async-signal-safe calls until exec. A runtime command
+		 * never outlives the runner: a killed runner must not leave a
+		 * `create` running on that later makes a container no lease covers. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(125);
 		int o = out_fd >= 0 ? out_fd : po[1] >= 0 ? po[1] : devnull;
 		int e = err_fd >= 0 ? err_fd : pe[1] >= 0 ? pe[1] : devnull;
 		if (dup2(devnull, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
@@ -255,12 +262,46 @@ void oci_bundle_remove(const char *bundle)
 {
 	if (bundle == NULL || bundle[0] == '\0')
 		return;
-	char p[1024];
-	snprintf(p, sizeof p, "%s/config.json", bundle);
-	unlink(p);
-	snprintf(p, sizeof p, "%s/pid", bundle);
-	unlink(p);
+	/* Our own directory: config.json, the pid file and whatever a killed
+	 * runtime left half-written (runc writes the pid file through a
+	 * temporary name). Entries are unlinked, never followed. */
+	int fd = open(bundle, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		DIR *d = fdopendir(fd);
+		if (d != NULL) {
+			struct dirent *de;
+			while ((de = readdir(d)) != NULL)
+				if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+					(void)unlinkat(dirfd(d), de->d_name, 0);
+			closedir(d);
+		} else {
+			close(fd);
+		}
+	}
 	rmdir(bundle);
+}
+
+/* true when pid no longer runs: gone, or a zombie its new parent has not
+ * reaped yet (an exited process holds no namespace, mount or socket). */
+static bool pid_exited(long pid)
+{
+	if (pid <= 0)
+		return true;
+	(void)waitpid((pid_t)pid, NULL, WNOHANG); /* ours when we are its subreaper */
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+		return true;
+	char p[64], buf[512];
+	snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')');
+	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
 ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
@@ -287,10 +328,8 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 		if (oci_rt_cmd(rt, kargs, -1, -1, NULL, 0, er, sizeof er, &st, err) == OTA_OK && st == 0)
 			killed = true;
 		/* wait for the init to go away (bounded) */
-		for (int i = 0; i < 200 && cur_pid > 0 && kill((pid_t)cur_pid, 0) == 0; i++) {
-			(void)waitpid((pid_t)cur_pid, NULL, WNOHANG);
+		for (int i = 0; i < 200 && !pid_exited(cur_pid); i++)
 			usleep(10000);
-		}
 	}
 	if (exists) {
 		const char *dargs_f[] = {"delete", "--force", id, NULL};
@@ -308,9 +347,7 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 	struct stat sb;
 	bool dir_absent = lstat(dir, &sb) != 0 && errno == ENOENT;
 	long p = pid > 0 ? pid : cur_pid;
-	if (p > 0)
-		(void)waitpid((pid_t)p, NULL, WNOHANG);
-	bool pid_gone = p <= 0 || (kill((pid_t)p, 0) != 0 && errno == ESRCH);
+	bool pid_gone = pid_exited(p);
 	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "existed", exists, "killed",
 	                         killed, "deleted", deleted || !exists, "runtime_forgot", !still,
 	                         "state_dir_absent", dir_absent, "pid_gone", pid_gone, "confirmed",

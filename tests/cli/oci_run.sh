@@ -206,6 +206,20 @@ set +e; wait "$pid"; set -e
 "$OTA" cleanup --lease-db "$tmp/leases.db" --json | jq -e '(.finalized | length) == 1 and .finalized[0].confirmed
   and .finalized[0].state == "enforcement_unknown_after_interruption"' >/dev/null || fail "cleanup after SIGKILL"
 no_containers
+# ---- chaos: SIGKILL of the runner at assorted points, then one cleanup ----
+for d in 0 0.005 0.01 0.02 0.03 0.05 0.08 0.12 0.2 0.3; do
+  "$OTA" run slow "${common[@]}" --image-store "$img" >/dev/null 2>&1 &
+  pid=$!
+  sleep "$d"
+  kill -9 "$pid" 2>/dev/null || true
+  set +e; wait "$pid" 2>/dev/null; set -e
+done
+sleep 0.3
+"$OTA" cleanup --lease-db "$tmp/leases.db" --json >"$tmp/chaos.json" || fail "chaos cleanup: $(cat "$tmp/chaos.json")"
+jq -e '.finalized | all(.confirmed)' "$tmp/chaos.json" >/dev/null || fail "chaos: unconfirmed cleanup"
+no_containers
+[ -z "$(ls -A "$tmp/state/bundles" 2>/dev/null)" ] || fail "chaos: bundles left: $(ls "$tmp/state/bundles")"
+if pgrep -f -- "--root $root" >/dev/null; then fail "chaos: runtime processes left"; fi
 terms=$("$OTA" cleanup --lease-db "$tmp/leases.db" --list --all --json | jq -r '[.[].terminal] | map(select(. == null)) | length')
 [ "$terms" -eq 0 ] || fail "$terms lease(s) not finalized"
 echo "oci_run: ok"
