@@ -1,0 +1,483 @@
+/*
+ * bench_archive: ota-verify archive time for archives of about 10, 100,
+ * 1,000 and 10,000 attestations, against the raw verification of the same
+ * signatures in the same run.
+ *
+ * Each archive is generated in memory the way the runner writes one: a
+ * contract whose task chain (t1 <- t2 <- ... <- tS, depends_on) compiles to S
+ * segments, admitted by policy/ for oci_local; per segment a platform check,
+ * rendered and applied policy, initial and terminal application records, a
+ * transition between segments; every record signed (ES256, kid) by a runner
+ * principal of a trust root over a payload bound to a single-use challenge;
+ * the receipt built in the runner's shape and written by ota_archive_build
+ * (3S attestations: 9, 99, 999, 9,999). It is verified first (must pass).
+ *
+ * Figures (thread CPU time, median of ROUNDS interleaved rounds):
+ *   archive_verify_N: ota_archive_verify of the whole archive, ms.
+ *   baseline raw_cose_verify_N: ota_cose_sign1_verify of the same N + 1
+ *   messages (attestations and receipt) with the runner key, ms.
+ *   ratio = ours / raw; "time beyond the signatures" = ratio - 1.
+ *
+ *   bench_archive [ROUNDS] [--max N] [--write-seed PATH]   default 3 rounds
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "ota/admission.h"
+#include "ota/archive.h"
+#include "ota/cose.h"
+#include "ota/json.h"
+#include "ota/key.h"
+#include "ota/policy.h"
+#include "ota/trust.h"
+
+#define T0 1800000000LL
+
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void die(const char *what, ota_err rc, const ota_error *e)
+{
+	fprintf(stderr, "bench_archive: %s: %s %s %s\n", what, ota_err_name(rc),
+	        e != NULL ? e->where : "", e != NULL ? e->what : "");
+	exit(1);
+}
+
+static json_t *idj(const json_t *v)
+{
+	char id[OTA_ID_LEN + 1];
+	if (ota_json_identity(v, id, NULL) != OTA_OK)
+		die("identity", OTA_ERR_INTERNAL, NULL);
+	return json_string(id);
+}
+
+typedef struct gen {
+	const ota_key *key;
+	const char *root_id;
+	const char *txn;
+	char adapter[OTA_ID_LEN + 1];
+	const char *canon, *eff, *segment;
+	json_t *atts;
+	json_t *msgs; /* raw COSE bytes (as base64) for the baseline */
+	int64_t t;
+} gen;
+
+/* Signs record as kind on boundary with prior; appends the runner's entry. */
+static void sign_rec(gen *g, const char *kind, const json_t *record, const char *boundary,
+                     const char *prior, char out[OTA_ID_LEN + 1])
+{
+	char rid[OTA_ID_LEN + 1];
+	ota_err rc = ota_json_identity(record, rid, NULL);
+	if (rc != OTA_OK)
+		die("record identity", rc, NULL);
+	ota_attestation a;
+	memset(&a, 0, sizeof a);
+	snprintf(a.iss, sizeof a.iss, "ci-runner");
+	a.iat = g->t;
+	a.exp = g->t + 300;
+	a.nonce_len = 32;
+	for (size_t i = 0; i < 32; i++)
+		a.nonce[i] = (uint8_t)rand();
+	snprintf(a.kind, sizeof a.kind, "%s", kind);
+	snprintf(a.txn, sizeof a.txn, "%s", g->txn);
+	snprintf(a.trust_root, sizeof a.trust_root, "%s", g->root_id);
+	snprintf(a.provider, sizeof a.provider, "oci_local");
+	snprintf(a.adapter, sizeof a.adapter, "%s", g->adapter);
+	snprintf(a.platform_os, sizeof a.platform_os, "linux");
+	snprintf(a.platform_arch, sizeof a.platform_arch, "amd64");
+	if (g->segment != NULL)
+		snprintf(a.segment, sizeof a.segment, "%s", g->segment);
+	snprintf(a.policy_canonical, sizeof a.policy_canonical, "%s", g->canon);
+	snprintf(a.policy_effective, sizeof a.policy_effective, "%s", g->eff);
+	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
+	if (prior != NULL && prior[0] != '\0') {
+		snprintf(a.prior, sizeof a.prior, "%s", prior);
+		a.has_prior = true;
+	}
+	uint8_t body[2 + OTA_ID_LEN];
+	body[0] = 0x78;
+	body[1] = OTA_ID_LEN;
+	memcpy(body + 2, rid, OTA_ID_LEN);
+	a.body = ota_bytes_make(body, sizeof body);
+	uint8_t *pl = NULL, *msg = NULL;
+	size_t pn = 0, mn = 0;
+	if ((rc = ota_attestation_encode(&a, &pl, &pn)) != OTA_OK)
+		die("encode", rc, NULL);
+	ota_cose_sign_opts so;
+	memset(&so, 0, sizeof so);
+	so.include_kid = true;
+	if ((rc = ota_cose_sign1_sign(g->key, ota_bytes_make(pl, pn), &so, &msg, &mn, NULL)) != OTA_OK)
+		die("sign", rc, NULL);
+	free(pl);
+	if (ota_sha256_id(ota_bytes_make(msg, mn), out) != OTA_OK)
+		die("id", OTA_ERR_INTERNAL, NULL);
+	char *cb = NULL, *nb = NULL;
+	if (ota_base64_encode(ota_bytes_make(msg, mn), &cb) != OTA_OK ||
+	    ota_base64_encode(ota_bytes_make(a.nonce, a.nonce_len), &nb) != OTA_OK)
+		die("base64", OTA_ERR_NOMEM, NULL);
+	free(msg);
+	json_array_append_new(g->atts, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:{s:s, s:I, s:I, s:I, s:I}}",
+	                                         "kind", kind, "identity", out, "record_identity", rid,
+	                                         "boundary", boundary, "cose_sign1", cb, "prior",
+	                                         a.has_prior ? a.prior : NULL, "challenge", "nonce", nb,
+	                                         "epoch", (json_int_t)1, "issued_at", (json_int_t)g->t,
+	                                         "expires_at", (json_int_t)(g->t + 300), "consumed_at",
+	                                         (json_int_t)g->t));
+	json_array_append_new(g->msgs, json_string(cb));
+	free(cb);
+	free(nb);
+}
+
+typedef struct built {
+	char *archive;
+	size_t len;
+	json_t *msgs;
+	size_t natt;
+} built;
+
+static built generate(size_t segs, const ota_key *runner, const char *root_bytes, size_t root_len,
+                      const char *root_id)
+{
+	/* the contract: a depends_on chain of segs tasks */
+	size_t cap = 512 + segs * 320;
+	char *y = malloc(cap);
+	size_t off = (size_t)snprintf(y, cap,
+	                              "version: 1\nproject:\n  name: bench\nexecution:\n"
+	                              "  supported: [container]\n  default_context: box\n"
+	                              "  lifecycle: ephemeral\n  backends:\n    container:\n"
+	                              "      image: bb:1\n      platform: linux/amd64\n"
+	                              "      engines: [docker]\n  contexts:\n    box:\n"
+	                              "      backend: container\n      lifecycle: ephemeral\ntasks:\n");
+	for (size_t i = 1; i <= segs; i++) {
+		off += (size_t)snprintf(y + off, cap - off,
+		                        "  t%zu:\n    context: box\n    run: \"echo %zu\"\n%s"
+		                        "    runtime_boundary:\n      filesystem: {repo_root_mode: "
+		                        "read_only, writable_paths: [out%zu]}\n      network: {default: "
+		                        "deny}\n    safe_for_agent: true\n",
+		                        i, i, i > 1 ? "" : "", i);
+		if (i > 1)
+			off += (size_t)snprintf(y + off, cap - off, "    depends_on: [t%zu]\n", i - 1);
+	}
+	off += (size_t)snprintf(y + off, cap - off, "agent:\n  safe_tasks: [");
+	for (size_t i = 1; i <= segs; i++)
+		off += (size_t)snprintf(y + off, cap - off, "%st%zu", i > 1 ? ", " : "", i);
+	off += (size_t)snprintf(y + off, cap - off, "]\n");
+	ota_error e;
+	ota_error_clear(&e);
+	ota_contract *c = NULL;
+	ota_err rc = ota_contract_load(ota_bytes_make(y, off), "ota.yaml", &c, &e);
+	if (rc != OTA_OK)
+		die("contract", rc, &e);
+	char last[32];
+	snprintf(last, sizeof last, "t%zu", segs);
+	ota_policy_options po;
+	memset(&po, 0, sizeof po);
+	snprintf(po.native_platform.os, sizeof po.native_platform.os, "linux");
+	snprintf(po.native_platform.architecture, sizeof po.native_platform.architecture, "amd64");
+	ota_policy *p = NULL;
+	if ((rc = ota_policy_compile(c, OTA_LANE_TASK, last, &po, NULL, 0, &p, &e)) != OTA_OK)
+		die("compile", rc, &e);
+	const char *txt = ota_policy_builtin_descriptor("oci_local");
+	ota_capability_descriptor d;
+	if ((rc = ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)), &po.native_platform,
+	                                          &d, &e)) != OTA_OK)
+		die("descriptor", rc, &e);
+	ota_admission_request req = {true, NULL, &d, 1};
+	json_t *adm = NULL;
+	bool admitted = false;
+	if ((rc = ota_policy_admit(p, &req, &adm, &admitted, &e)) != OTA_OK || !admitted)
+		die("admit", rc, &e);
+	const json_t *eff = ota_policy_effective_json(p);
+	size_t n = ota_policy_segment_count(p);
+	gen g;
+	memset(&g, 0, sizeof g);
+	g.key = runner;
+	g.root_id = root_id;
+	g.txn = "txn-bench";
+	g.t = T0;
+	g.atts = json_array();
+	g.msgs = json_array();
+	g.canon = ota_policy_canonical_identity(p);
+	g.eff = ota_policy_effective_identity(p);
+	json_t *evidence = json_array(), *segments = json_array(), *transitions = json_array();
+	json_t *cap_desc = json_pack("{s:s, s:s, s:s, s:s}", "kind", "ota.capability_descriptor/v1",
+	                             "provider", "oci_local", "runtime", "runc", "adapter_version",
+	                             "0.1.0");
+	char capid[OTA_ID_LEN + 1], lane_prior[OTA_ID_LEN + 1];
+	json_t *cid = idj(cap_desc);
+	snprintf(g.adapter, sizeof g.adapter, "%s", json_string_value(cid));
+	json_decref(cid);
+	json_array_append(evidence, cap_desc);
+	sign_rec(&g, "capability", cap_desc, "lane:txn-bench", NULL, capid);
+	memcpy(lane_prior, capid, sizeof capid);
+	json_t *pcheck = json_pack("{s:s, s:{s:s, s:s, s:s}, s:b}", "kind", "ota.platform_check/v1",
+	                           "declared", "os", "linux", "architecture", "amd64", "variant", "",
+	                           "ok", 1);
+	json_t *prev_term = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *sid = ota_policy_segment_id(p, i);
+		char cont[64];
+		snprintf(cont, sizeof cont, "ota-bench-%06zu", i);
+		g.segment = sid;
+		if (prev_term != NULL) {
+			json_t *tr = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:I}", "kind",
+			                       "ota.application/v1", "phase", "transition", "provider",
+			                       "oci_local", "txn", g.txn, "from", idj(prev_term), "to_segment",
+			                       sid, "previous_removed", 1, "at", (json_int_t)g.t);
+			json_array_append(evidence, tr);
+			json_array_append_new(transitions, idj(tr));
+			char tid[OTA_ID_LEN + 1];
+			g.canon = ota_policy_canonical_identity(p);
+			g.eff = ota_policy_effective_identity(p);
+			sign_rec(&g, "transition", tr, "lane:txn-bench", lane_prior, tid);
+			memcpy(lane_prior, tid, sizeof tid);
+			json_decref(tr);
+			json_decref(prev_term);
+		}
+		g.canon = ota_policy_segment_canonical_identity(p, i);
+		g.eff = ota_policy_segment_effective_identity(p, i);
+		json_t *config = json_pack("{s:s, s:{s:[s]}, s:s}", "ociVersion", "1.0.2", "process",
+		                           "args", "sh", "hostname", cont);
+		char cfgid[OTA_ID_LEN + 1];
+		if (ota_jcs_identity(config, cfgid, NULL) != OTA_OK)
+			die("config", OTA_ERR_INTERNAL, NULL);
+		json_t *rend = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "kind", "ota.rendered_policy/v1",
+		                         "provider", "oci_local", "runtime", "runc", "segment", sid,
+		                         "config_identity", cfgid, "config", config);
+		json_t *appl = json_pack("{s:s, s:s, s:s, s:b}", "kind", "ota.applied_policy/v1",
+		                         "rendered_policy", cfgid, "container_id", cont, "ok", 1);
+		json_t *init = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "kind",
+		                         "ota.application/v1", "phase", "initial", "provider", "oci_local",
+		                         "txn", g.txn, "segment", sid, "lease", cont, "rendered_policy",
+		                         idj(rend), "applied_policy", idj(appl), "at", (json_int_t)g.t);
+		char iatt[OTA_ID_LEN + 1], tatt[OTA_ID_LEN + 1];
+		sign_rec(&g, "initial_application", init, cont, NULL, iatt);
+		json_t *term = json_pack(
+			"{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:i, s:o, s:I, s:{s:b}, s:{s:b}}",
+			"kind", "ota.application/v1", "phase", "terminal", "provider", "oci_local", "txn",
+			g.txn, "segment", sid, "container_id", cont, "state", "enforced_through_completion",
+			"started", 1, "timed_out", 0, "interrupted", 0, "exit_status", 0, "prior", idj(init),
+			"at", (json_int_t)g.t, "terminal_inspection", "protected_unchanged", 1, "cleanup",
+			"confirmed", 1);
+		sign_rec(&g, "terminal_application", term, cont, iatt, tatt);
+		json_array_append(evidence, pcheck);
+		json_array_append(evidence, rend);
+		json_array_append(evidence, appl);
+		json_array_append(evidence, init);
+		json_array_append(evidence, term);
+		char bid[128];
+		snprintf(bid, sizeof bid, "container:runc:%s", cont);
+		json_array_append_new(
+			segments,
+			json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:s, s:s, s:i, s:b, s:o, s:o, s:o, s:o, s:s, s:s}",
+			          "id", sid, "canonical_policy_identity", g.canon, "effective_policy_identity",
+			          g.eff, "platform_check_identity", idj(pcheck),
+			          "initial_attestation_identity", iatt, "terminal_attestation_identity", tatt,
+			          "status", "enforced_through_completion", "container_id", cont,
+			          "exit_status", 0, "timed_out", 0, "rendered_policy_identity", idj(rend),
+			          "applied_policy_identity", idj(appl), "initial_application_identity",
+			          idj(init), "terminal_application_identity", idj(term),
+			          "boundary_lease_identity", cont, "boundary_identity", bid));
+		prev_term = term;
+		json_decref(rend);
+		json_decref(appl);
+		json_decref(init);
+	}
+	json_decref(prev_term);
+	json_decref(pcheck);
+	const json_t *rb = json_object_get(json_array_get(json_object_get(eff, "segments"), 0),
+	                                   "runtime_boundary");
+	json_t *ctl = json_pack("[{s:s, s:s?, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s?, s:s}]",
+	                        "id", "filesystem.repo_root", "required",
+	                        json_string_value(json_object_get(json_object_get(rb, "filesystem"),
+	                                                          "repo_root_mode")),
+	                        "application", "enforced", "id", "filesystem.writable_paths",
+	                        "required", "declared_only", "application", "enforced", "id",
+	                        "filesystem.protected_paths", "required", "read_only", "application",
+	                        "enforced", "id", "network.default", "required",
+	                        json_string_value(json_object_get(json_object_get(rb, "network"),
+	                                                          "default")),
+	                        "application", "enforced");
+	json_t *sp = json_pack(
+		"{s:s, s:O, s:s, s:O, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:O, s:{s:s, s:n, s:s}}",
+		"canonical_identity", ota_policy_canonical_identity(p), "restriction_overlay_identities",
+		json_object_get(eff, "restriction_overlay_identities"), "effective_identity",
+		ota_policy_effective_identity(p), "target_platform", json_object_get(eff, "target_platform"),
+		"provider_target", "oci_local", "provider_adapter_identity", g.adapter,
+		"capability_identity",
+		json_string_value(json_object_get(json_object_get(adm, "provider_evaluation"),
+		                                  "capability_identity")),
+		"status", "enforced_through_completion", "segments", segments, "transition_identities",
+		transitions, "runtime_controls", ctl, "application_obligations",
+		json_object_get(adm, "application_obligations"), "attestation", "issuer_identity",
+		"ci-runner", "challenge_identity", "verification", "runner_owned_cose_sign1");
+	json_t *receipt = json_pack("{s:s, s:s, s:b, s:b, s:i, s:o, s:o, s:o, s:O}", "kind",
+	                            "ota.receipt/v1", "txn", g.txn, "execution_started", 1,
+	                            "all_segments_ran", 1, "exit_status", 0, "sandbox_policy", sp,
+	                            "evidence", evidence, "attestations", g.atts, "sandbox_admission",
+	                            adm);
+	if (sp == NULL || receipt == NULL)
+		die("receipt", OTA_ERR_NOMEM, NULL);
+	ota_bytes chain = ota_bytes_make(root_bytes, root_len);
+	ota_archive_input in;
+	memset(&in, 0, sizeof in);
+	in.contract = ota_bytes_make(y, off);
+	in.lane_kind = OTA_LANE_TASK;
+	in.lane = last;
+	in.agent = true;
+	in.native_platform = po.native_platform;
+	in.trust_chain = &chain;
+	in.ntrust = 1;
+	in.receipt = receipt;
+	in.runner_key = runner;
+	in.signed_at = g.t;
+	built b;
+	memset(&b, 0, sizeof b);
+	if ((rc = ota_archive_build(&in, &b.archive, &b.len, &e)) != OTA_OK)
+		die("archive build", rc, &e);
+	b.msgs = g.msgs;
+	b.natt = json_array_size(json_object_get(receipt, "attestations"));
+	/* the receipt's signature is part of the baseline too */
+	json_t *doc = json_loadb(b.archive, b.len, 0, NULL);
+	json_array_append(b.msgs, json_object_get(json_object_get(doc, "receipt"), "cose_sign1"));
+	json_decref(doc);
+	json_decref(receipt);
+	json_decref(adm);
+	ota_policy_free(p);
+	ota_contract_free(c);
+	free(y);
+	return b;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = 3;
+	size_t max = 10000;
+	const char *seed = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
+			max = (size_t)strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--write-seed") == 0 && i + 1 < argc)
+			seed = argv[++i];
+		else
+			rounds = atoi(argv[i]) > 0 ? atoi(argv[i]) : 3;
+	}
+	srand(7);
+	/* trust root: one root key, principal ci-runner (runner) with the runner key */
+	ota_key *rootk = NULL, *runner = NULL;
+	ota_err rc;
+	if ((rc = ota_key_generate(OTA_ALG_ES256, &rootk)) != OTA_OK ||
+	    (rc = ota_key_generate(OTA_ALG_ES256, &runner)) != OTA_OK)
+		die("keygen", rc, NULL);
+	ota_trust_draft *d = NULL;
+	ota_trust_root *root = NULL;
+	const ota_key *rk[1] = {rootk};
+	const char *star[1] = {"*"}, *oci[1] = {"oci_local"};
+	if ((rc = ota_trust_draft_new("bench.test", rk, 1, 1, T0 - 1000, T0 + 100000000, &d, NULL)) !=
+	            OTA_OK ||
+	    (rc = ota_trust_draft_add_principal(d, "ci-runner", OTA_TRUST_ROLE_RUNNER, star, 1, star, 1,
+	                                        oci, 1, NULL)) != OTA_OK ||
+	    (rc = ota_trust_draft_add_key(d, "ci-runner", runner, OTA_ALG_NONE, T0 - 1000, 0, NULL)) !=
+	            OTA_OK ||
+	    (rc = ota_trust_draft_finish(d, &root, NULL)) != OTA_OK ||
+	    (rc = ota_trust_root_sign(root, rootk, NULL, NULL)) != OTA_OK)
+		die("trust root", rc, NULL);
+	char *rtext = NULL;
+	size_t rlen = 0;
+	if ((rc = ota_trust_root_serialize(root, &rtext, &rlen, NULL)) != OTA_OK)
+		die("serialize", rc, NULL);
+	if (seed != NULL) {
+		char sp[4096];
+		snprintf(sp, sizeof sp, "%s.root.json", seed);
+		FILE *f = fopen(sp, "w");
+		if (f != NULL) {
+			fwrite(rtext, 1, rlen, f);
+			fclose(f);
+		}
+	}
+	static const size_t sizes[] = {3, 33, 333, 3333};
+	for (size_t s = 0; s < 4; s++) {
+		if (sizes[s] * 3 > max)
+			break;
+		built b = generate(sizes[s], runner, rtext, rlen, ota_trust_root_identity(root));
+		if (seed != NULL) {
+			char sp[4096];
+			snprintf(sp, sizeof sp, s == 0 ? "%s" : "%s.%zu", seed, b.natt);
+			FILE *f = fopen(sp, "w");
+			if (f != NULL) {
+				fwrite(b.archive, 1, b.len, f);
+				fclose(f);
+			}
+		}
+		/* decoded messages for the baseline */
+		size_t nm = json_array_size(b.msgs);
+		uint8_t **m = calloc(nm, sizeof *m);
+		size_t *ml = calloc(nm, sizeof *ml);
+		for (size_t i = 0; i < nm; i++) {
+			const char *t = json_string_value(json_array_get(b.msgs, i));
+			if (ota_base64_decode(t, strlen(t), &m[i], &ml[i]) != OTA_OK)
+				die("base64", OTA_ERR_INTERNAL, NULL);
+		}
+		ota_archive_verify_opts o;
+		memset(&o, 0, sizeof o);
+		o.pinned = ota_bytes_make(rtext, rlen);
+		double *ours = calloc((size_t)rounds, sizeof *ours), *raw = calloc((size_t)rounds, sizeof *raw);
+		for (int r = 0; r < rounds; r++) {
+			double t0 = cpu_ms();
+			ota_archive_report *rep = NULL;
+			ota_error e;
+			ota_error_clear(&e);
+			rc = ota_archive_verify(ota_bytes_make(b.archive, b.len), &o, &rep, &e);
+			double t1 = cpu_ms();
+			if (rc != OTA_OK)
+				die("verify", rc, &e);
+			ota_archive_report_free(rep);
+			for (size_t i = 0; i < nm; i++)
+				if ((rc = ota_cose_sign1_verify(ota_bytes_make(m[i], ml[i]), runner, NULL, NULL,
+				                                NULL)) != OTA_OK)
+					die("raw verify", rc, NULL);
+			double t2 = cpu_ms();
+			ours[r] = t1 - t0;
+			raw[r] = t2 - t1;
+		}
+		qsort(ours, (size_t)rounds, sizeof *ours, cmp_d);
+		qsort(raw, (size_t)rounds, sizeof *raw, cmp_d);
+		char name[64], base[64];
+		snprintf(name, sizeof name, "archive_verify_%zu_attestations", b.natt);
+		snprintf(base, sizeof base, "raw_cose_verify_%zu_signatures", nm);
+		double v = ours[rounds / 2], bv = raw[rounds / 2];
+		printf("{\"bench\": \"%s\", \"value\": %.3f, \"unit\": \"ms\", \"baseline\": \"%s\", "
+		       "\"baseline_value\": %.3f, \"ratio\": %.3f, \"beyond_signatures\": %.3f, "
+		       "\"archive_bytes\": %zu}\n",
+		       name, v, base, bv, bv > 0 ? v / bv : 0.0, bv > 0 ? (v - bv) / bv : 0.0, b.len);
+		fflush(stdout);
+		for (size_t i = 0; i < nm; i++)
+			free(m[i]);
+		free(m);
+		free(ml);
+		free(ours);
+		free(raw);
+		json_decref(b.msgs);
+		free(b.archive);
+	}
+	free(rtext);
+	ota_trust_root_free(root);
+	ota_trust_draft_free(d);
+	ota_key_free(rootk);
+	ota_key_free(runner);
+	return 0;
+}
