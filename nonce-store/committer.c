@@ -14,6 +14,7 @@ typedef struct pending {
 	ota_nonce_op *op;
 	struct pending *next;
 	bool done;
+	pthread_cond_t cv; /* its own: a batch wakes exactly its callers */
 } pending;
 
 struct ota_nonce_committer {
@@ -24,7 +25,6 @@ struct ota_nonce_committer {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t work;  /* queue not empty or stopping */
-	pthread_cond_t done;  /* some batch finished */
 	pending *head, *tail;
 	bool stop;
 	uint64_t batches, ops;
@@ -59,10 +59,10 @@ static void *committer_main(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			*c->batch_pend[i]->op = c->batch_ops[i];
 			c->batch_pend[i]->done = true;
+			pthread_cond_signal(&c->batch_pend[i]->cv);
 		}
 		c->batches++;
 		c->ops += n;
-		pthread_cond_broadcast(&c->done);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -96,10 +96,8 @@ ota_err ota_nonce_committer_new(ota_nonce_store *s, size_t max_batch, const ota_
 	if (pthread_mutex_init(&c->mu, NULL) != 0)
 		goto out_free;
 	pthread_cond_init(&c->work, NULL);
-	pthread_cond_init(&c->done, NULL);
 	if (pthread_create(&c->thread, NULL, committer_main, c) != 0) {
 		pthread_cond_destroy(&c->work);
-		pthread_cond_destroy(&c->done);
 		pthread_mutex_destroy(&c->mu);
 		goto out_free;
 	}
@@ -122,7 +120,6 @@ void ota_nonce_committer_free(ota_nonce_committer *c)
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
 	pthread_cond_destroy(&c->work);
-	pthread_cond_destroy(&c->done);
 	pthread_mutex_destroy(&c->mu);
 	free(c->batch_ops);
 	free(c->batch_pend);
@@ -133,10 +130,18 @@ ota_err ota_nonce_committer_run(ota_nonce_committer *c, ota_nonce_op *op)
 {
 	if (c == NULL || op == NULL)
 		return OTA_ERR_USAGE;
-	pending p = {op, NULL, false};
+	pending p;
+	p.op = op;
+	p.next = NULL;
+	p.done = false;
+	if (pthread_cond_init(&p.cv, NULL) != 0) {
+		op->result = OTA_ERR_INTERNAL;
+		return op->result;
+	}
 	pthread_mutex_lock(&c->mu);
 	if (c->stop) {
 		pthread_mutex_unlock(&c->mu);
+		pthread_cond_destroy(&p.cv);
 		op->result = OTA_ERR_HTTP_UNAVAILABLE;
 		return op->result;
 	}
@@ -147,8 +152,9 @@ ota_err ota_nonce_committer_run(ota_nonce_committer *c, ota_nonce_op *op)
 	c->tail = &p;
 	pthread_cond_signal(&c->work);
 	while (!p.done)
-		pthread_cond_wait(&c->done, &c->mu);
+		pthread_cond_wait(&p.cv, &c->mu);
 	pthread_mutex_unlock(&c->mu);
+	pthread_cond_destroy(&p.cv);
 	return op->result;
 }
 

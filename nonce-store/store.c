@@ -19,10 +19,13 @@
 
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS ota_meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS challenges("
-	" nonce BLOB PRIMARY KEY, epoch INTEGER NOT NULL, txn TEXT NOT NULL,"
+	/* Rows live in issue order (rowid), found through the nonce index:
+	 * a consume rewrites a table page near its neighbours in time (few
+	 * WAL pages per batch), never the index. */
+	"CREATE TABLE IF NOT EXISTS challenges(id INTEGER PRIMARY KEY,"
+	" nonce BLOB NOT NULL UNIQUE, epoch INTEGER NOT NULL, txn TEXT NOT NULL,"
 	" issuer TEXT NOT NULL, scope TEXT NOT NULL, issued_at INTEGER NOT NULL,"
-	" expires_at INTEGER NOT NULL, consumed_at INTEGER) WITHOUT ROWID;"
+	" expires_at INTEGER NOT NULL, consumed_at INTEGER);"
 	"CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges(expires_at);"
 	"CREATE TABLE IF NOT EXISTS heads(txn TEXT NOT NULL, boundary TEXT NOT NULL,"
 	" head TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
@@ -76,7 +79,7 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_ACC_INSERT] = "INSERT INTO acceptances(record_id, txn, boundary, prior, nonce, accepted_at,"
 			  " attestation, acceptance) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_ACC_GET] = "SELECT attestation, acceptance FROM acceptances WHERE record_id = ?1",
-	[ST_PURGE] = "DELETE FROM challenges WHERE expires_at + ?2 <= ?1",
+	[ST_PURGE] = "DELETE FROM challenges WHERE expires_at <= ?1 - ?2",
 };
 
 struct ota_nonce_store {
@@ -409,7 +412,7 @@ static ota_err do_issue(ota_nonce_store *s, const ota_nonce_binding *b, size_t n
 		sqlite3_bind_int64(st, 7, now + ttl);
 		int rc = step_done(st);
 		sqlite3_clear_bindings(st);
-		if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+		if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
 			continue; /* 2^-128 at least; draw again */
 		if (rc != SQLITE_OK)
 			return db_err(s, rc, err, "issue");
@@ -661,7 +664,10 @@ static ota_err commit_locked(ota_nonce_store *s, ota_nonce_op *ops, size_t n, in
 		ota_error local;
 		ota_error *oe = errs != NULL ? &errs[i] : &local;
 		ota_error_clear(oe);
-		if (n > 1 && (rc = step_done(s->st[ST_SAVEPOINT])) != SQLITE_OK) {
+		/* A refused ISSUE or CONSUME changed nothing (one statement that
+		 * matched no row, or failed); only ADMIT needs a savepoint. */
+		bool sp = n > 1 && ops[i].kind == OTA_NONCE_OP_ADMIT;
+		if (sp && (rc = step_done(s->st[ST_SAVEPOINT])) != SQLITE_OK) {
 			e = db_err(s, rc, err, "savepoint");
 			goto out_rollback;
 		}
@@ -673,7 +679,7 @@ static ota_err commit_locked(ota_nonce_store *s, ota_nonce_op *ops, size_t n, in
 			ota_error_set(err, e, oe->where, "%s", oe->what);
 			goto out_rollback;
 		}
-		if (n > 1) {
+		if (sp) {
 			if (ops[i].result != OTA_OK &&
 			    (rc = step_done(s->st[ST_ROLLBACK_TO])) != SQLITE_OK) {
 				e = db_err(s, rc, err, "rollback to");
@@ -683,7 +689,7 @@ static ota_err commit_locked(ota_nonce_store *s, ota_nonce_op *ops, size_t n, in
 				e = db_err(s, rc, err, "release");
 				goto out_rollback;
 			}
-		} else if (ops[i].result != OTA_OK) {
+		} else if (n == 1 && ops[i].result != OTA_OK) {
 			/* single refused op: nothing to keep */
 			step_done(s->st[ST_ROLLBACK]);
 			return OTA_OK;
