@@ -171,6 +171,13 @@ jq -e '
   and ([.lanes[] | select(.name == "ok") | .enforceable_here] == [true])
   and ([.lanes[] | select(.name == "curl") | .authoritative] == [false])' "$tmp/out" >/dev/null ||
   fail "lane findings: $(jq -c '[.findings[] | {code, lane}]' "$tmp/out")"
+# the report follows its JSON Schema (when python3-jsonschema is installed)
+if python3 -c 'import jsonschema' 2>/dev/null; then
+  python3 - "$OTA_SOURCE_DIR/docs/schemas/doctor-report.schema.json" "$tmp/out" <<'PY' || fail "doctor JSON schema"
+import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))
+PY
+fi
 # restricted to one lane: ready again
 [ "$(rc_of "$OTA" doctor "${d[@]}" --task ok)" -eq 0 ] || fail "--task ok: $(cat "$tmp/out")"
 [ "$(rc_of "$OTA" doctor "${d[@]}" --task nosuch --json)" -eq 1 ] || fail "--task nosuch"
