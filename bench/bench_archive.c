@@ -453,6 +453,18 @@ int main(int argc, char **argv)
 			double t2 = cpu_ms();
 			ours[r] = t1 - t0;
 			raw[r] = t2 - t1;
+			if (getenv("BENCH_ARCHIVE_PHASES") != NULL) {
+				double p0 = cpu_ms();
+				json_t *j = json_loadb(b.archive, b.len, JSON_REJECT_DUPLICATES, NULL);
+				double p1 = cpu_ms();
+				ota_archive *pa = NULL;
+				(void)ota_archive_parse(ota_bytes_make(b.archive, b.len), &pa, NULL);
+				double p2 = cpu_ms();
+				ota_archive_free(pa);
+				json_decref(j);
+				fprintf(stderr, "phases: json_loadb %.1f ms, ota_archive_parse %.1f ms\n",
+				        p1 - p0, p2 - p1);
+			}
 		}
 		qsort(ours, (size_t)rounds, sizeof *ours, cmp_d);
 		qsort(raw, (size_t)rounds, sizeof *raw, cmp_d);

@@ -100,7 +100,25 @@ static ota_err get_int(const json_t *o, const char *k, const char *where, int64_
 	return OTA_OK;
 }
 
-/* Canonical standard base64 (padded) of at most max decoded bytes. */
+static int8_t b64v(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return (int8_t)(c - 'A');
+	if (c >= 'a' && c <= 'z')
+		return (int8_t)(c - 'a' + 26);
+	if (c >= '0' && c <= '9')
+		return (int8_t)(c - '0' + 52);
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * Canonical standard base64 (padded, the standard alphabet, '=' only at the
+ * end, unused bits zero) of at most max decoded bytes, in one pass.
+ */
 static ota_err get_b64(const json_t *v, const char *where, size_t max, arc_blob *out,
                        ota_error *err)
 {
@@ -108,29 +126,42 @@ static ota_err get_b64(const json_t *v, const char *where, size_t max, arc_blob 
 	out->len = 0;
 	if (!json_is_string(v))
 		return bad(err, where, "not a base64 string");
-	const char *s = json_string_value(v);
+	const unsigned char *s = (const unsigned char *)json_string_value(v);
 	size_t sl = json_string_length(v);
 	if (sl / 4 * 3 > max)
 		return ota_error_set(err, OTA_ERR_ARCHIVE_TOO_LARGE, where, "too large");
-	if (sl % 4 != 0 || strchr(s, '-') != NULL || strchr(s, '_') != NULL)
+	if (sl % 4 != 0)
 		return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not padded standard base64");
-	uint8_t *b = NULL;
-	size_t bl = 0;
-	if (ota_base64_decode(s, sl, &b, &bl) != OTA_OK)
-		return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not base64");
-	char *re = NULL;
-	if (ota_base64_encode(ota_bytes_make(b, bl), &re) != OTA_OK) {
-		free(b);
+	size_t pad = sl >= 1 && s[sl - 1] == '=' ? (sl >= 2 && s[sl - 2] == '=' ? 2u : 1u) : 0u;
+	uint8_t *b = malloc(sl / 4 * 3 + 1);
+	if (b == NULL)
 		return OTA_ERR_NOMEM;
-	}
-	bool same = strlen(re) == sl && memcmp(re, s, sl) == 0;
-	free(re);
-	if (!same) {
-		free(b);
-		return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not canonical base64");
+	size_t o = 0;
+	for (size_t i = 0; i < sl; i += 4) {
+		bool last = i + 4 == sl;
+		int8_t q[4];
+		for (size_t j = 0; j < 4; j++) {
+			bool padded = last && j >= 4 - pad;
+			q[j] = padded ? 0 : b64v(s[i + j]);
+			if (q[j] < 0) {
+				free(b);
+				return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not base64");
+			}
+		}
+		uint32_t w = (uint32_t)q[0] << 18 | (uint32_t)q[1] << 12 | (uint32_t)q[2] << 6 |
+		             (uint32_t)q[3];
+		b[o++] = (uint8_t)(w >> 16);
+		if (!last || pad < 2)
+			b[o++] = (uint8_t)(w >> 8);
+		if (!last || pad < 1)
+			b[o++] = (uint8_t)w;
+		if (last && ((pad == 1 && (w & 0xffu) != 0) || (pad == 2 && (w & 0xffffu) != 0))) {
+			free(b);
+			return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not canonical base64");
+		}
 	}
 	out->ptr = b;
-	out->len = bl;
+	out->len = o;
 	return OTA_OK;
 }
 
