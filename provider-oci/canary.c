@@ -11,7 +11,8 @@
  *   absent:PATH    PATH does not exist
  *   loopback       a TCP listener on 127.0.0.1 accepts a local connection
  *   status         reports NoNewPrivs, Seccomp and capability sets
- *   syscalls       mount, ptrace, user namespaces, io_uring and AF_VSOCK fail
+ *   syscalls       mount, ptrace, user namespaces, io_uring, AF_VSOCK, raw and
+ *                  packet sockets fail
  * Exit status 0 when every check held, 1 otherwise. No jansson: static libc only.
  */
 #include <arpa/inet.h>
@@ -22,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#ifndef AF_PACKET
+#define AF_PACKET 17
+#endif
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -81,6 +85,12 @@ static int check_deny(const char *path)
 			return report("deny", path, 0, 0);
 		}
 		int e = errno;
+		/* FS-15: an unnamed file in the directory is refused too */
+		int t = open(path, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+		if (t >= 0) {
+			close(t);
+			return report("deny", path, 0, 0);
+		}
 		return report("deny", path, write_denied(e), e);
 	}
 	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
@@ -259,6 +269,17 @@ static int check_syscalls(void)
 	if (s >= 0)
 		close(s);
 	all &= report("syscall", "af_vsock", s < 0, e);
+	/* NET-08: raw and packet sockets need CAP_NET_RAW, which is not granted */
+	s = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+	e = s < 0 ? errno : 0;
+	if (s >= 0)
+		close(s);
+	all &= report("syscall", "raw_socket", s < 0, e);
+	s = socket(AF_PACKET, SOCK_RAW, 0);
+	e = s < 0 ? errno : 0;
+	if (s >= 0)
+		close(s);
+	all &= report("syscall", "packet_socket", s < 0, e);
 	return all;
 }
 

@@ -263,7 +263,8 @@ static ota_err run_canaries(const oci_rt *rt, const char *id, const ota_oci_admi
 	}
 	static const char *const fixed[] = {
 		"tcp:192.0.2.1:80", "tcp:[2001:db8::1]:80", "udp:192.0.2.1:53",
-		"udp:[2001:db8::1]:53", "tcp:10.255.255.53:53", "absent:/var/run/docker.sock",
+		"udp:[2001:db8::1]:53", "tcp:10.255.255.53:53", "udp:10.255.255.53:53",
+		"absent:/var/run/docker.sock",
 		"absent:/run/docker.sock", "absent:/run/containerd/containerd.sock",
 		"absent:/run/podman/podman.sock", "absent:/run/runc", "absent:/run/crun",
 		"absent:/run/ota", "absent:/var/run/crio/crio.sock",
@@ -274,7 +275,7 @@ static ota_err run_canaries(const oci_rt *rt, const char *id, const ota_oci_admi
 	snprintf(rootabs, sizeof rootabs, "absent:%s", rt->root);
 	args[n++] = rootabs;
 	args[n] = NULL;
-	size_t expected = n - first + 2 + 6; /* status, loopback, 6 syscall checks */
+	size_t expected = n - first + 2 + 8; /* status, loopback, 8 syscall checks */
 	char *buf = malloc(OTA_OCI_MAX_CANARY_BYTES);
 	char er[2048];
 	int st = 0;

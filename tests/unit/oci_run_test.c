@@ -340,6 +340,7 @@ static const char escape_script[] =
 	"t PROC-05 test -t 1\n"
 	"t PROC-09 sh -c 'cat /proc/*/environ | tr \"\\\\0\" \"\\\\n\" | grep -q SSH_AUTH_SOCK'\n"
 	"ls /proc | grep -c '^[0-9]' > /workspace/work/nprocs\n"
+	"sh -c 'ls /proc/$$/fd; true' > /workspace/work/fdlist\n"
 	"kill -9 -1 2>/dev/null; echo done >> $R\n";
 
 static void escape_catalogue(ota_oci_runtime_kind kind)
@@ -412,6 +413,12 @@ static void escape_catalogue(ota_oci_runtime_kind kind)
 	assert_non_null(np);
 	assert_true(strtol(np, NULL, 10) <= 4); /* PROC-09: host pids invisible */
 	free(np);
+	snprintf(path, sizeof path, "%s/work/fdlist", f->repo);
+	char *nf = slurp(path);
+	assert_non_null(nf);
+	if (strcmp(nf, "0\n1\n2\n") != 0) /* NET-14: nothing above 0-2 inherited */
+		fail_msg("task fds: %s", nf);
+	free(nf);
 	free(before);
 	free(after);
 	assert_int_equal(umount2(sub, MNT_DETACH), 0);
