@@ -56,7 +56,7 @@ listener=
 cleanup() {
   [ -n "$listener" ] && kill "$listener" 2>/dev/null
   "$OTA" cleanup --lease-db "$work/leases.db" --state-dir "$work/state" >/dev/null 2>&1
-  rm -rf "$work" "$rtroot"
+  rm -rf "$work" "$rtroot" "$rtroot-crun"
 }
 trap cleanup EXIT
 mkdir -p "$out"
@@ -207,6 +207,24 @@ archive_checks() { # RUN-STDERR DRY-RUN-JSON RECEIPT LANE-ARGS...
     --trust "$work/other-trust/root.json"
 }
 
+# The same lane again on crun (the second supported runtime), when installed.
+crun_checks() { # TASK
+  if ! command -v crun >/dev/null; then
+    todo "crun: not installed; only runc was exercised"
+    return
+  fi
+  local r=$evid/receipt.crun.json
+  check "ota doctor --runtime crun: ready" rc_is 0 "$OTA" doctor "${doctor_common[@]}" --runtime crun --task "$1"
+  "$OTA" run "$1" "${common[@]}" --runtime crun --runtime-root "$rtroot-crun" --receipt "$r" --no-archive \
+    >"$evid/run.crun.out" 2>"$evid/run.crun.err"
+  check "the same lane on crun: exit 0" test $? -eq 0
+  check "crun receipt: enforced_through_completion, runtime crun witnessed" jqf '
+    .sandbox_policy.status == "enforced_through_completion"
+    and ([.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .runtime] == ["crun"])
+    and ([.evidence[] | select(.kind == "ota.applied_policy/v1") | .network.loopback_only] | all)' "$r"
+  check "no crun container left" sh -c "[ \"\$(crun --root '$rtroot-crun' list -q 2>/dev/null | grep -c .)\" -eq 0 ]"
+}
+
 # ---------------------------------------------------------------- build-output
 example_build_output() {
   local r
@@ -287,6 +305,8 @@ example_build_output() {
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] | length > 0 and all' \
     "$evid/receipt.ci.json"
   archive_checks "$evid/run.ci.err" "$evid/dry-run.json" "$evid/receipt.ci.json" --workflow ci
+  crun_checks boundary-check
+  check "crun: boundary probes all passed" sh -c '! grep -q "^FAIL" build/boundary.txt && grep -q "^PASS write-denied ota.yaml" build/boundary.txt'
   check "no container left" no_containers
 }
 
@@ -367,6 +387,9 @@ example_offline_tests() {
   check "exact ota version $version in the evidence" jqv \
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] == [true]' "$r"
   archive_checks "$evid/run.test.err" "$evid/dry-run.test.json" "$evid/receipt.test.json" --task test
+  crun_checks test
+  check "crun: test suite and hermetic checks all ok" sh -c '! grep -q "^not ok" test-results/results.tap &&
+    grep -qx "PASS interfaces-lo-only" test-results/hermetic.txt'
   check "no container left" no_containers
 }
 
