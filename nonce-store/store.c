@@ -83,9 +83,14 @@ static const char *const stmt_sql[ST_COUNT_] = {
 };
 
 struct ota_nonce_store {
-	sqlite3 *db;
+	sqlite3 *db;                 /* the writer: every transaction (mu) */
 	sqlite3_stmt *st[ST_COUNT_];
 	pthread_mutex_t mu;
+	/* A second connection for reads (peek, lookups, counts): in WAL mode
+	 * it never waits for the writer's fsync. */
+	sqlite3 *rdb;
+	sqlite3_stmt *rst[ST_COUNT_];
+	pthread_mutex_t rmu;
 	ota_nonce_opts opts;
 	int64_t epoch;
 	int64_t min_epoch;
@@ -250,6 +255,11 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 		free(s);
 		return ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
 	}
+	if (pthread_mutex_init(&s->rmu, NULL) != 0) {
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+		return ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
+	}
 	int rc = sqlite3_open_v2(path, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 	                         NULL);
@@ -285,6 +295,22 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 			goto out_close;
 		}
 	}
+	rc = sqlite3_open_v2(path, &s->rdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		e = db_err(s, rc, err, "open reader");
+		goto out_close;
+	}
+	sqlite3_extended_result_codes(s->rdb, 1);
+	sqlite3_busy_timeout(s->rdb, s->opts.busy_timeout_ms);
+	static const int reads[] = {ST_GET, ST_HEAD_GET, ST_ACC_GET};
+	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+		rc = sqlite3_prepare_v3(s->rdb, stmt_sql[reads[i]], -1, SQLITE_PREPARE_PERSISTENT,
+		                        &s->rst[reads[i]], NULL);
+		if (rc != SQLITE_OK) {
+			e = db_err(s, rc, err, stmt_sql[reads[i]]);
+			goto out_close;
+		}
+	}
 	*out = s;
 	return OTA_OK;
 out_close:
@@ -296,9 +322,13 @@ void ota_nonce_store_close(ota_nonce_store *s)
 {
 	if (s == NULL)
 		return;
-	for (int i = 0; i < ST_COUNT_; i++)
+	for (int i = 0; i < ST_COUNT_; i++) {
 		sqlite3_finalize(s->st[i]);
+		sqlite3_finalize(s->rst[i]);
+	}
+	sqlite3_close(s->rdb);
 	sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->rmu);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
@@ -456,9 +486,9 @@ static ota_err judge(ota_nonce_store *s, const ota_challenge *rec, const ota_non
 	return OTA_OK;
 }
 
-static ota_err do_get(ota_nonce_store *s, ota_bytes nonce, ota_challenge *rec, ota_error *err)
+static ota_err do_get(ota_nonce_store *s, sqlite3_stmt *st, ota_bytes nonce, ota_challenge *rec,
+                      ota_error *err)
 {
-	sqlite3_stmt *st = s->st[ST_GET];
 	sqlite3_bind_blob(st, 1, nonce.ptr, (int)nonce.len, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	ota_err e = OTA_OK;
@@ -515,7 +545,7 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 	/* Not consumed: say why, from the row as it stands in this same
 	 * transaction (this read decides nothing). */
 	ota_challenge rec;
-	if ((e = do_get(s, nonce, &rec, err)) != OTA_OK)
+	if ((e = do_get(s, s->st[ST_GET], nonce, &rec, err)) != OTA_OK)
 		return e;
 	e = judge(s, &rec, expect, now, err);
 	if (e == OTA_OK) /* cannot happen: the UPDATE would have matched */
@@ -523,10 +553,9 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 	return e;
 }
 
-static ota_err head_get(ota_nonce_store *s, const char *txn, const char *boundary, char *out,
-                        size_t cap, bool *found, ota_error *err)
+static ota_err head_get(ota_nonce_store *s, sqlite3_stmt *st, const char *txn,
+                        const char *boundary, char *out, size_t cap, bool *found, ota_error *err)
 {
-	sqlite3_stmt *st = s->st[ST_HEAD_GET];
 	sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, boundary, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
@@ -566,7 +595,8 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	const char *prior = op->prior != NULL ? op->prior : "";
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
 	bool found;
-	if ((e = head_get(s, txn, op->boundary, head, sizeof head, &found, err)) != OTA_OK)
+	if ((e = head_get(s, s->st[ST_HEAD_GET], txn, op->boundary, head, sizeof head, &found, err)) !=
+	    OTA_OK)
 		return e;
 	int rc;
 	if (!found) {
@@ -795,9 +825,9 @@ ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now, o
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store");
 	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
 		return e;
-	pthread_mutex_lock(&s->mu);
-	e = do_get(s, nonce, &rec, err);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&s->rmu);
+	e = do_get(s, s->rst[ST_GET], nonce, &rec, err);
+	pthread_mutex_unlock(&s->rmu);
 	if (e != OTA_OK)
 		return e;
 	if ((e = judge(s, &rec, NULL, now, err)) != OTA_OK)
@@ -842,8 +872,8 @@ ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *record_id
 		*acc_len = 0;
 	if (s == NULL || record_id == NULL)
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store or id");
-	pthread_mutex_lock(&s->mu);
-	sqlite3_stmt *st = s->st[ST_ACC_GET];
+	pthread_mutex_lock(&s->rmu);
+	sqlite3_stmt *st = s->rst[ST_ACC_GET];
 	sqlite3_bind_text(st, 1, record_id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	ota_err e = OTA_OK;
@@ -873,7 +903,7 @@ ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *record_id
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->rmu);
 	if (e != OTA_OK) {
 		if (attestation != NULL) {
 			free(*attestation);
@@ -897,9 +927,9 @@ ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn, const char
 	if (s == NULL || txn == NULL || boundary == NULL || out == NULL || out_cap == 0)
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "bad arguments");
 	bool found;
-	pthread_mutex_lock(&s->mu);
-	ota_err e = head_get(s, txn, boundary, out, out_cap, &found, err);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&s->rmu);
+	ota_err e = head_get(s, s->rst[ST_HEAD_GET], txn, boundary, out, out_cap, &found, err);
+	pthread_mutex_unlock(&s->rmu);
 	return e;
 }
 
@@ -915,19 +945,19 @@ ota_err ota_nonce_store_counts(ota_nonce_store *s, uint64_t *live, uint64_t *con
 	};
 	uint64_t *outs[3] = {live, consumed, accepted};
 	ota_err e = OTA_OK;
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&s->rmu);
 	for (int i = 0; i < 3 && e == OTA_OK; i++) {
 		if (outs[i] == NULL)
 			continue;
 		*outs[i] = 0;
 		sqlite3_stmt *st = NULL;
-		int rc = sqlite3_prepare_v2(s->db, q[i], -1, &st, NULL);
+		int rc = sqlite3_prepare_v2(s->rdb, q[i], -1, &st, NULL);
 		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
 			*outs[i] = (uint64_t)sqlite3_column_int64(st, 0);
 		else
 			e = db_err(s, rc, err, "count");
 		sqlite3_finalize(st);
 	}
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->rmu);
 	return e;
 }

@@ -17,8 +17,8 @@ static ota_err malformed(ota_error *err, const char *where, const char *what)
 static ota_err parse_payload(ota_bytes p, ota_acceptance *a, ota_error *err)
 {
 	rd r = {p.ptr, p.len, 0};
-	unsigned mt;
-	uint64_t n, kv;
+	unsigned mt = 0;
+	uint64_t n = 0, kv = 0;
 	ota_error sub;
 	ota_error_clear(&sub);
 	if (rd_head(&r, &mt, &n, &sub) != OTA_OK || mt != 5 || n != 13)
@@ -32,7 +32,7 @@ static ota_err parse_payload(ota_bytes p, ota_acceptance *a, ota_error *err)
 		if (mt == 0) {
 			k = kv == 1 ? 0 : kv == 6 ? 1 : kv == 10 ? 2 : -1;
 		} else if (mt == 3) {
-			ota_bytes t;
+			ota_bytes t = {NULL, 0};
 			if (rd_span(&r, kv, &t, &sub) != OTA_OK || t.len >= sizeof key)
 				return malformed(err, "acceptance", "claim key");
 			memcpy(key, t.ptr, t.len);
@@ -74,7 +74,7 @@ static ota_err parse_payload(ota_bytes p, ota_acceptance *a, ota_error *err)
 			break;
 		case 11: e = rd_id(&r, "trust_root", a->trust_root, sizeof a->trust_root, &sub); break;
 		case 12: {
-			uint64_t m;
+			uint64_t m = 0;
 			if (rd_head(&r, &mt, &m, &sub) != OTA_OK || mt != 5 || m != 3)
 				return malformed(err, "verifier", "must be a map of id, version, kid");
 			char id[OTA_ATT_TEXT_MAX + 1];

@@ -107,12 +107,12 @@ ota_err rd_skip(rd *r, unsigned depth, ota_error *err)
 {
 	if (depth > OTA_MAX_ATTESTATION_DEPTH)
 		return bad(err, OTA_ERR_TOO_DEEP, r, "body nests too deep");
-	unsigned mt;
-	uint64_t v;
+	unsigned mt = 0;
+	uint64_t v = 0;
 	ota_err e = rd_head(r, &mt, &v, err);
 	if (e != OTA_OK)
 		return e;
-	ota_bytes s;
+	ota_bytes s = {NULL, 0};
 	switch (mt) {
 	case 0:
 	case 1:
@@ -143,9 +143,9 @@ ota_err rd_skip(rd *r, unsigned depth, ota_error *err)
 ota_err rd_text(rd *r, const char *claim, char *out, size_t cap, bool printable,
                        ota_error *err)
 {
-	unsigned mt;
-	uint64_t v;
-	ota_bytes s;
+	unsigned mt = 0;
+	uint64_t v = 0;
+	ota_bytes s = {NULL, 0};
 	ota_err e = rd_head(r, &mt, &v, err);
 	if (e != OTA_OK)
 		return e;
@@ -168,8 +168,8 @@ ota_err rd_text(rd *r, const char *claim, char *out, size_t cap, bool printable,
 
 ota_err rd_uint(rd *r, const char *claim, int64_t *out, ota_error *err)
 {
-	unsigned mt;
-	uint64_t v;
+	unsigned mt = 0;
+	uint64_t v = 0;
 	ota_err e = rd_head(r, &mt, &v, err);
 	if (e != OTA_OK)
 		return e;
@@ -183,9 +183,9 @@ ota_err rd_uint(rd *r, const char *claim, int64_t *out, ota_error *err)
 ota_err rd_bstr(rd *r, const char *claim, uint8_t *out, size_t min, size_t max,
                        size_t *out_len, ota_error *err)
 {
-	unsigned mt;
-	uint64_t v;
-	ota_bytes s;
+	unsigned mt = 0;
+	uint64_t v = 0;
+	ota_bytes s = {NULL, 0};
 	ota_err e = rd_head(r, &mt, &v, err);
 	if (e != OTA_OK)
 		return e;
@@ -214,8 +214,8 @@ ota_err rd_id(rd *r, const char *claim, char *out, size_t cap, ota_error *err)
 static ota_err rd_submap(rd *r, const char *claim, const char *const *names, char **outs,
                          const size_t *caps, size_t n, bool ids, ota_error *err)
 {
-	unsigned mt;
-	uint64_t v;
+	unsigned mt = 0;
+	uint64_t v = 0;
 	ota_err e = rd_head(r, &mt, &v, err);
 	if (e != OTA_OK)
 		return e;
@@ -356,8 +356,8 @@ ota_err ota_attestation_parse(ota_bytes payload, ota_attestation *out, ota_error
 		return ota_error_set(err, OTA_ERR_ATT_TOO_LARGE, W, "%zu bytes, limit %u", payload.len,
 		                     OTA_MAX_ATTESTATION_BYTES);
 	rd r = {payload.ptr, payload.len, 0};
-	unsigned mt;
-	uint64_t n;
+	unsigned mt = 0;
+	uint64_t n = 0;
 	if ((e = rd_head(&r, &mt, &n, err)) != OTA_OK)
 		goto out_clear;
 	if (mt != 5) {
@@ -370,7 +370,7 @@ ota_err ota_attestation_parse(ota_bytes payload, ota_attestation *out, ota_error
 	}
 	uint32_t seen = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t kv;
+		uint64_t kv = 0;
 		if ((e = rd_head(&r, &mt, &kv, err)) != OTA_OK)
 			goto out_clear;
 		int c = -1;
@@ -389,7 +389,7 @@ ota_err ota_attestation_parse(ota_bytes payload, ota_attestation *out, ota_error
 				goto out_clear;
 			}
 		} else if (mt == 3) {
-			ota_bytes k;
+			ota_bytes k = {NULL, 0};
 			if ((e = rd_span(&r, kv, &k, err)) != OTA_OK)
 				goto out_clear;
 			for (int j = C_KIND; j < C_COUNT_; j++)
