@@ -192,20 +192,71 @@ static ota_err resolve_one(int repo_fd, const char *repo, const char *raw, bool 
 		return ota_error_set(err, S_ISSOCK(st.st_mode) ? OTA_ERR_OCI_RUNTIME_SOCKET
 		                                              : OTA_ERR_OCI_PLAN_INVALID,
 		                     p->rel, "declared path is neither a directory nor a regular file");
-	if (writable && S_ISREG(st.st_mode) && st.st_nlink > 1)
-		return ota_error_set(err, OTA_ERR_OCI_HARDLINK_ALIAS, p->rel,
-		                     "writable file has %lu links", (unsigned long)st.st_nlink);
-	return OTA_OK;
+	return OTA_OK; /* hardlinks of writable files: the scan decides */
 }
 
 /* ---- tree scan: sockets anywhere, hardlinks under writable regions ---- */
+
+/* A multiply linked regular file seen under a writable path. */
+typedef struct link_seen {
+	dev_t dev;
+	ino_t ino;
+	nlink_t nlink;
+	char *rel;
+} link_seen;
 
 typedef struct scan_ctx {
 	const ota_oci_admitted *a;
 	size_t entries;
 	bool rootfs; /* scanning the rootfs: only sockets matter */
 	ota_error *err;
+	link_seen *links;
+	size_t nlinks, cap;
 } scan_ctx;
+
+static int cmp_link(const void *x, const void *y)
+{
+	const link_seen *a = x, *b = y;
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	if (a->ino != b->ino)
+		return a->ino < b->ino ? -1 : 1;
+	return 0;
+}
+
+/*
+ * FS-05: a file under a writable path whose inode has links elsewhere (in a
+ * protected or read-only part of the repo, or outside the repo) would make
+ * that other name writable. Every link of such an inode must lie under the
+ * writable paths, so the task's own hardlinks stay allowed.
+ */
+static ota_err check_links(scan_ctx *c)
+{
+	if (c->nlinks == 0)
+		return OTA_OK;
+	qsort(c->links, c->nlinks, sizeof *c->links, cmp_link);
+	for (size_t i = 0; i < c->nlinks;) {
+		size_t j = i;
+		while (j < c->nlinks && cmp_link(&c->links[i], &c->links[j]) == 0)
+			j++;
+		if ((nlink_t)(j - i) < c->links[i].nlink)
+			return ota_error_set(c->err, OTA_ERR_OCI_HARDLINK_ALIAS, c->links[i].rel,
+			                     "file under a writable path has %lu links, %zu of them "
+			                     "under writable paths (an alias of other content)",
+			                     (unsigned long)c->links[i].nlink, j - i);
+		i = j;
+	}
+	return OTA_OK;
+}
+
+static void scan_free(scan_ctx *c)
+{
+	for (size_t i = 0; i < c->nlinks; i++)
+		free(c->links[i].rel);
+	free(c->links);
+	c->links = NULL;
+	c->nlinks = c->cap = 0;
+}
 
 static bool rel_in_list(const char *rel, const oci_path *v, size_t n)
 {
@@ -266,10 +317,26 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 		bool w = in_writable || rel_in_list(sub, c->a->writable, c->a->n_writable);
 		bool prot = rel_in_list(sub, c->a->prot, c->a->n_prot);
 		if (S_ISREG(st.st_mode) && w && !prot && st.st_nlink > 1) {
-			rc = ota_error_set(c->err, OTA_ERR_OCI_HARDLINK_ALIAS, sub,
-			                   "file under a writable path has %lu links",
-			                   (unsigned long)st.st_nlink);
-			break;
+			if (c->nlinks == c->cap) {
+				size_t ncap = c->cap ? c->cap * 2 : 64;
+				link_seen *nl = realloc(c->links, ncap * sizeof *nl);
+				if (nl == NULL) {
+					rc = OTA_ERR_NOMEM;
+					break;
+				}
+				c->links = nl;
+				c->cap = ncap;
+			}
+			link_seen *l = &c->links[c->nlinks];
+			l->dev = st.st_dev;
+			l->ino = st.st_ino;
+			l->nlink = st.st_nlink;
+			l->rel = strdup(sub);
+			if (l->rel == NULL) {
+				rc = OTA_ERR_NOMEM;
+				break;
+			}
+			c->nlinks++;
 		}
 		if (S_ISDIR(st.st_mode)) {
 			int fd = openat(dirfd(d), de->d_name,
@@ -466,13 +533,16 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 	rc = check_host_mounts(a, err);
 	if (rc != OTA_OK)
 		goto out_fail;
-	scan_ctx c = {a, 0, false, err};
+	scan_ctx c = {a, 0, false, err, NULL, 0, 0};
 	int fd = open(a->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = ota_error_set(err, OTA_ERR_IO, a->repo, "open: %s", strerror(errno));
 		goto out_fail;
 	}
 	rc = scan_dir(&c, fd, "", a->repo_writable, 0);
+	if (rc == OTA_OK)
+		rc = check_links(&c);
+	scan_free(&c);
 	if (rc != OTA_OK)
 		goto out_fail;
 	c.rootfs = true;

@@ -27,6 +27,18 @@ static void sh(const char *cmd)
 		fail_msg("command failed: %s", cmd);
 }
 
+static void shf(const char *fmt, ...) OTA_PRINTF(1, 2);
+static void shf(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	assert_true(n > 0 && (size_t)n < sizeof cmd);
+	sh(cmd);
+}
+
 static fx *fx_new(void)
 {
 	fx *f = calloc(1, sizeof *f);
@@ -145,7 +157,8 @@ static void test_admit_paths(void **state)
 	pl = plan_of(f, w_dup, 2, NULL, 0);
 	assert_ota(admit(&pl), OTA_ERR_OCI_PLAN_INVALID);
 
-	/* FS-05: a hardlink under a carve-out; a hardlinked writable file */
+	/* FS-05: a hardlink under a carve-out to protected content; a
+	 * hardlinked writable file; a link to a file outside the repo */
 	snprintf(cmd, sizeof cmd, "ln %s/.git/config %s/out/prehl", f->repo, f->repo);
 	sh(cmd);
 	pl = plan_of(f, w, 1, p, 2);
@@ -153,8 +166,19 @@ static void test_admit_paths(void **state)
 	const char *w_file[] = {".git/config"};
 	pl = plan_of(f, w_file, 1, NULL, 0);
 	assert_ota(admit(&pl), OTA_ERR_OCI_HARDLINK_ALIAS);
-	snprintf(cmd, sizeof cmd, "rm %s/out/prehl", f->repo);
-	sh(cmd);
+	shf("rm %s/out/prehl && echo h > %s/host-secret && ln %s/host-secret %s/out/hl", f->repo,
+	    f->tmp, f->tmp, f->repo);
+	pl = plan_of(f, w, 1, NULL, 0);
+	assert_ota(admit(&pl), OTA_ERR_OCI_HARDLINK_ALIAS);
+	/* links that all live under writable paths are the task's own: allowed */
+	shf("rm %s/out/hl && echo a > %s/out/a && ln %s/out/a %s/out/b", f->repo, f->repo, f->repo,
+	    f->repo);
+	assert_ota(admit(&pl), OTA_OK);
+	/* ... unless one of them sits in a protected path below the carve-out */
+	const char *p_out[] = {"out/b"};
+	pl = plan_of(f, w, 1, p_out, 1);
+	assert_ota(admit(&pl), OTA_ERR_OCI_HARDLINK_ALIAS);
+	shf("rm %s/out/a %s/out/b", f->repo, f->repo);
 
 	/* runtime state and the host root are never the repository or rootfs */
 	pl = plan_of(f, w, 1, NULL, 0);
