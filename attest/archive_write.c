@@ -193,14 +193,34 @@ ota_err ota_archive_build(const ota_archive_input *in, char **out, size_t *out_l
 		rc = OTA_ERR_NOMEM;
 		goto out;
 	}
-	/* the signed receipt: the runner's, with the moved members by identity */
+	/* the signed receipt: the runner's, with the moved members bound by the
+	 * identity (JCS digest) of their lists, in order */
+	char dg[5][OTA_ID_LEN + 1];
+	const json_t *lists[5] = {att_ids, ch_ids, acc_ids, ev_ids,
+	                          json_object_get(in->receipt, "sandbox_admission")};
+	for (int i = 0; i < 5; i++)
+		if (rc == OTA_OK)
+			rc = lists[i] != NULL ? ota_jcs_identity(lists[i], dg[i], err)
+			                      : ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, "receipt",
+			                                      "no sandbox_admission");
+	if (rc != OTA_OK) {
+		json_decref(selection);
+		goto out;
+	}
+	json_object_del(receipt, "sandbox_admission");
+	json_decref(att_ids);
+	json_decref(ch_ids);
+	json_decref(acc_ids);
+	json_decref(ev_ids);
+	att_ids = ch_ids = acc_ids = ev_ids = NULL;
 	if (add_new(receipt, "contract_snapshot_identity", json_string(snap)) != 0 ||
 	    add_new(receipt, "selection", json_deep_copy(selection)) != 0 ||
-	    add_new(receipt, "attestation_identities", att_ids) != 0 ||
-	    add_new(receipt, "challenges", ch_ids) != 0 ||
-	    add_new(receipt, "acceptance_identities", acc_ids) != 0 ||
+	    add_new(receipt, "attestations_digest", json_string(dg[0])) != 0 ||
+	    add_new(receipt, "challenges_digest", json_string(dg[1])) != 0 ||
+	    add_new(receipt, "acceptances_digest", json_string(dg[2])) != 0 ||
+	    add_new(receipt, "evidence_digest", json_string(dg[3])) != 0 ||
+	    add_new(receipt, "sandbox_admission_identity", json_string(dg[4])) != 0 ||
 	    add_new(receipt, "trust_chain_identities", trust_ids) != 0 ||
-	    add_new(receipt, "evidence_identities", ev_ids) != 0 ||
 	    add_new(receipt, "signed_at",
 	            json_integer(last_accept != 0 ? last_accept : in->signed_at)) != 0) {
 		att_ids = ch_ids = ev_ids = acc_ids = trust_ids = NULL;

@@ -226,6 +226,14 @@ static bool body_id(ota_bytes body, char out[OTA_ID_LEN + 1])
 	return ota_id_is_valid(out);
 }
 
+/* true when JCS identity of list equals the string want. */
+static bool digest_is(const json_t *list, const json_t *want)
+{
+	char id[OTA_ID_LEN + 1];
+	return list != NULL && json_is_string(want) && ota_jcs_identity(list, id, NULL) == OTA_OK &&
+	       strcmp(id, json_string_value(want)) == 0;
+}
+
 /* ---- the verification ---- */
 
 typedef struct att_info {
@@ -401,10 +409,11 @@ static bool shape_ok(ota_archive_report *r, const json_t *o, const char *where,
 static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 {
 	static const char *const top[] = {"kind", "txn", "execution_started", "all_segments_ran",
-	                                  "exit_status", "sandbox_policy", "sandbox_admission",
+	                                  "exit_status", "sandbox_policy",
+	                                  "sandbox_admission_identity",
 	                                  "contract_snapshot_identity", "selection",
-	                                  "attestation_identities", "challenges",
-	                                  "evidence_identities", "signed_at", "acceptance_identities",
+	                                  "attestations_digest", "challenges_digest",
+	                                  "evidence_digest", "signed_at", "acceptances_digest",
 	                                  "trust_chain_identities", "-error"};
 	static const char *const sp[] = {
 		"canonical_identity", "restriction_overlay_identities", "effective_identity",
@@ -418,7 +427,7 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 		"-timed_out", "-rendered_policy_identity", "-applied_policy_identity",
 		"-initial_application_identity", "-terminal_application_identity",
 		"-boundary_lease_identity", "-boundary_identity", "-error"};
-	if (!shape_ok(r, rc, "receipt", top, "ssbbioosoaaaiaao") ||
+	if (!shape_ok(r, rc, "receipt", top, "ssbbiossosssisao") ||
 	    !shape_ok(r, json_object_get(rc, "sandbox_policy"), "receipt.sandbox_policy", sp,
 	              "sasossssaaaao"))
 		return false;
@@ -575,8 +584,8 @@ static void policy_checks(vctx *v)
 	if (rc != OTA_OK || !admitted) {
 		fail(r, OTA_ERR_ARCHIVE_ADMISSION_MISMATCH, "selection",
 		     "the re-derived admission refuses this lane");
-	} else if (!json_equal(v->adm, json_object_get(v->receipt, "sandbox_admission"))) {
-		fail(r, OTA_ERR_ARCHIVE_ADMISSION_MISMATCH, "receipt.sandbox_admission",
+	} else if (!digest_is(v->adm, json_object_get(v->receipt, "sandbox_admission_identity"))) {
+		fail(r, OTA_ERR_ARCHIVE_ADMISSION_MISMATCH, "receipt.sandbox_admission_identity",
 		     "differs from the re-derived admission");
 	}
 	if (v->adm != NULL &&
@@ -626,9 +635,8 @@ static ota_err index_members(vctx *v)
 	/* the same record may appear more than once (one platform check per
 	 * segment); the receipt signs the whole list in order */
 	qsort(v->ev_idx, v->nev, sizeof *v->ev_idx, idx_cmp);
-	const json_t *want = json_object_get(v->receipt, "evidence_identities");
-	if (!json_equal(want, ev_list))
-		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.evidence_identities",
+	if (!digest_is(ev_list, json_object_get(v->receipt, "evidence_digest")))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.evidence_digest",
 		     "the archive's evidence is not the list the receipt signs, in order");
 	json_decref(ev_list);
 	for (size_t i = 0; i < a->nch; i++) {
@@ -669,19 +677,19 @@ static ota_err index_members(vctx *v)
 		if (strcmp(v->att_idx[i].id, v->att_idx[i - 1].id) == 0)
 			fail(r, OTA_ERR_ARCHIVE_DUPLICATE, "attestations[]", "attestation %s appears twice",
 			     v->att_idx[i].id);
-	if (!json_equal(json_object_get(v->receipt, "attestation_identities"), att_list))
-		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.attestation_identities",
+	if (!digest_is(att_list, json_object_get(v->receipt, "attestations_digest")))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.attestations_digest",
 		     "the archive's attestations are not the list the receipt signs, in order");
-	if (!json_equal(json_object_get(v->receipt, "challenges"), ch_list))
-		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.challenges",
+	if (!digest_is(ch_list, json_object_get(v->receipt, "challenges_digest")))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.challenges_digest",
 		     "the attestations' challenges are not the ones the receipt signs, in order");
 	json_decref(att_list);
 	json_decref(ch_list);
 	json_t *acc_list = json_array();
 	for (size_t i = 0; i < a->nacc; i++)
 		json_array_append_new(acc_list, json_string(a->acc[i].id));
-	if (!json_equal(json_object_get(v->receipt, "acceptance_identities"), acc_list))
-		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.acceptance_identities",
+	if (!digest_is(acc_list, json_object_get(v->receipt, "acceptances_digest")))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.acceptances_digest",
 		     "the archive's acceptances are not the ones the receipt signs, in order");
 	json_decref(acc_list);
 	return OTA_OK;
