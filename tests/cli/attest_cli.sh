@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# ota-attestd + ota attest end to end over loopback: a trust root made with
+# `ota trust`, challenges, signed submissions, a chain of records, refusals
+# with their stable names and exit codes, HTTP caps, metrics, a clean
+# SIGTERM shutdown, and usage / environment exit codes.
+set -uo pipefail
+OTA=${OTA:?path of ota}
+ATTESTD=${OTA_ATTESTD:-${OTA_BINARY_DIR:?}/cli/ota-attestd}
+work=$(mktemp -d /tmp/ota-attest-cli-XXXXXX)
+pid=
+cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+fails=0
+pass() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+run() { # run EXPECTED_RC CMD...
+  local want=$1; shift
+  "$@" >"$work/stdout" 2>"$work/stderr"
+  local rc=$?
+  if [ "$rc" -eq "$want" ]; then pass "rc=$rc: ${*:2:3}"; else
+    bad "rc=$rc (want $want): $*"; sed 's/^/  | /' "$work/stderr" "$work/stdout"; fi
+}
+expect_err() { grep -q "$1" "$work/stderr" && pass "stderr names $1" || { bad "stderr lacks $1"; sed 's/^/  | /' "$work/stderr"; }; }
+[ -x "$ATTESTD" ] || { echo "FAIL ota-attestd not built at $ATTESTD"; exit 1; }
+command -v jq >/dev/null || { echo "FAIL jq missing (scripts/install-deps.sh)"; exit 1; }
+
+# ---- a trust root: issuer, verifier, and a runner (not an issuer) ----
+T="$work/trust"
+run 0 "$OTA" trust init --domain attest.example --dir "$T"
+run 0 "$OTA" trust add-principal --dir "$T" --id issuer:acme --role issuer --provider-target oci_remote --sign "$T/keys/root-1.pem"
+run 0 "$OTA" trust add-key --dir "$T" --principal issuer:acme --generate "$work/issuer-FIXTURE.pem" --sign "$T/keys/root-1.pem"
+run 0 "$OTA" trust add-principal --dir "$T" --id verifier:endpoint --role verifier --provider-target '*' --sign "$T/keys/root-1.pem"
+run 0 "$OTA" trust add-key --dir "$T" --principal verifier:endpoint --generate "$work/verifier-FIXTURE.pem" --sign "$T/keys/root-1.pem"
+run 0 "$OTA" trust add-principal --dir "$T" --id runner:ci --role runner --provider-target '*' --sign "$T/keys/root-1.pem"
+run 0 "$OTA" trust add-key --dir "$T" --principal runner:ci --generate "$work/runner-FIXTURE.pem" --sign "$T/keys/root-1.pem"
+ROOT_ID=$("$OTA" trust show "$T/root.json" --json | jq -r .identity)
+case "$ROOT_ID" in sha256:*) pass "root identity $ROOT_ID" ;; *) bad "no root identity" ;; esac
+
+# ---- the endpoint refuses to start without a verifier key of the root ----
+run 2 "$ATTESTD"
+run 1 "$ATTESTD" --db "$work/x.db" --trust "$T/root.json" --key "$work/runner-FIXTURE.pem" --port 0
+expect_err trust_role_mismatch
+
+# ---- start ----
+"$ATTESTD" --db "$work/attestd.db" --trust "$T/root.json" --key "$work/verifier-FIXTURE.pem" \
+  --port 0 --port-file "$work/port" --max-body 65536 --log-requests 2>"$work/attestd.log" &
+pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+PORT=$(cat "$work/port" 2>/dev/null)
+[ -n "$PORT" ] && pass "listening on $PORT" || { bad "no port file"; cat "$work/attestd.log"; exit 1; }
+U="http://127.0.0.1:$PORT"
+grep -q '"event":"listening"' "$work/attestd.log" && grep -q '"addr":"127.0.0.1"' "$work/attestd.log" \
+  && pass "JSON log line, loopback" || bad "no listening log line"
+
+# challenge -> claims JSON for `ota attest submit --claims`
+claims() { # claims OUT TXN BOUNDARY [PRIOR]
+  run 0 "$OTA" attest challenge --url "$U" --txn "$2" --issuer issuer:acme --scope oci_remote --json
+  cp "$work/stdout" "$work/ch.json"
+  jq -n --slurpfile c "$work/ch.json" --arg tr "$ROOT_ID" --arg txn "$2" --arg b "$3" --arg p "${4:-}" \
+    '{iss: "issuer:acme", eat_nonce: $c[0].nonce, kind: (if $p == "" then "initial_application" else "transition" end),
+      txn: $txn, trust_root: $tr, provider: "oci_remote", boundary: $b,
+      platform: {os: "linux", architecture: "amd64"}} + (if $p == "" then {} else {prior: $p} end)' >"$1"
+}
+
+claims "$work/c1.json" txn-1 b1
+[ "$(jq -r .nonce "$work/ch.json" | tr -d '\n' | wc -c)" -eq 43 ] && pass "32-byte nonce (base64url)" || bad "nonce length"
+[ "$(jq '.expires_at - .issued_at' "$work/ch.json")" -eq 300 ] && pass "300 s expiry" || bad "expiry"
+run 0 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c1.json" --json --out "$work/acc1.cose"
+R1=$(jq -r .attestation "$work/stdout")
+[ "$(jq -r .result "$work/stdout")" = accepted ] && [ -s "$work/acc1.cose" ] && pass "accepted $R1" || bad "not accepted"
+# the same claims signed again carry the same nonce: a replay
+run 1 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c1.json"
+expect_err nonce_replayed
+# the same COSE bytes, from a file
+run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/c1.json" --out "$work/a1.cose"
+run 1 "$OTA" attest submit --url "$U" "$work/a1.cose"
+expect_err nonce_replayed
+
+# a second record for the boundary must name the first
+claims "$work/c2.json" txn-1 b1
+run 1 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c2.json"
+expect_err attestation_prior_missing
+jq --arg p "$R1" '. + {prior: $p, kind: "transition"}' "$work/c2.json" >"$work/c2p.json"
+run 0 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c2p.json"
+grep -q '^accepted sha256:' "$work/stdout" && pass "chained record accepted" || bad "chained record"
+# a fork from R1 (no longer the head)
+claims "$work/c3.json" txn-1 b1 "$R1"
+run 1 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c3.json"
+expect_err attestation_prior_fork
+# wrong txn, wrong key (the runner's), stale iat
+claims "$work/c4.json" txn-1 b2
+jq '. + {txn: "txn-other"}' "$work/c4.json" >"$work/c4t.json"
+run 1 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c4t.json"
+expect_err attestation_txn_mismatch
+jq '. + {iss: "runner:ci"}' "$work/c4.json" >"$work/c4r.json"
+run 1 "$OTA" attest submit --url "$U" --key "$work/runner-FIXTURE.pem" --claims "$work/c4r.json"
+expect_err trust_role_mismatch
+NOW=$(date +%s)
+jq --argjson i $((NOW - 3600)) '. + {iat: $i, exp: ($i + 60)}' "$work/c4.json" >"$work/c4s.json"
+run 1 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c4s.json"
+expect_err attestation_stale
+# challenges only for issuers
+run 1 "$OTA" attest challenge --url "$U" --txn t --issuer runner:ci --scope oci_remote
+expect_err attestation_issuer_role
+run 2 "$OTA" attest challenge --url "$U" --txn t
+run 2 "$OTA" attest submit --url "$U"
+
+# ---- raw HTTP ----
+code() { curl -s -o "$work/body" -w '%{http_code}' "$@"; }
+[ "$(code "$U/healthz")" = 200 ] && jq -e '.ok == true' "$work/body" >/dev/null && pass "/healthz" || bad "/healthz"
+[ "$(code "$U/nope")" = 404 ] && [ "$(jq -r .code "$work/body")" = http_not_found ] && pass "404 JSON" || bad "404"
+[ "$(code -X DELETE "$U/v1/challenges")" = 405 ] && pass "405" || bad "405"
+[ "$(code -X POST -H 'Content-Type: text/plain' --data-binary x "$U/v1/attestations")" = 415 ] \
+  && [ "$(jq -r .code "$work/body")" = http_content_type ] && pass "415" || bad "415"
+head -c 100000 /dev/urandom >"$work/big"
+[ "$(code -X POST -H 'Content-Type: application/cose' --data-binary @"$work/big" "$U/v1/attestations")" = 413 ] \
+  && [ "$(jq -r .code "$work/body")" = http_body_too_large ] && pass "413 over --max-body" || bad "413"
+head -c 300 /dev/urandom >"$work/junk"
+st=$(code -X POST -H 'Content-Type: application/cose' --data-binary @"$work/junk" "$U/v1/attestations")
+[ "$st" -ge 400 ] && [ "$st" -lt 500 ] && pass "garbage COSE refused ($st $(jq -r .code "$work/body"))" || bad "garbage COSE $st"
+[ "$(code "$U/v1/trust-root")" = 200 ] && cmp -s "$work/body" "$T/root.json" && pass "trust root served" || bad "trust root"
+[ "$(code "$U/v1/acceptances/$R1")" = 200 ] && pass "stored acceptance" || bad "acceptance lookup"
+code "$U/metrics" >/dev/null
+grep -q '^ota_attestd_attestations_accepted_total 2$' "$work/body" && pass "metrics count 2 acceptances" || { bad "metrics"; cat "$work/body"; }
+
+# ---- SIGTERM: clean shutdown, exit 0 ----
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ "$rc" -eq 0 ] && pass "SIGTERM -> exit 0" || bad "exit $rc after SIGTERM"
+grep -q '"event":"stopped"' "$work/attestd.log" && pass "stopped logged" || bad "no stopped log"
+# the endpoint is gone: an environment error
+run 3 "$OTA" attest challenge --url "$U" --txn t --issuer issuer:acme --scope oci_remote
+expect_err http_transport
+
+if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all attest CLI checks passed"
