@@ -131,6 +131,11 @@ ota_err ota_admission_prepare(const ota_admission_ctx *ctx, ota_bytes cose, ota_
 		                  "attestation txn differs from the challenge's");
 		goto out_clear;
 	}
+	/* the key must also have been valid when the challenge was issued
+	 * (the endpoint's time, never the attester's iat) */
+	if ((e = ota_trust_lookup(ctx->root, m.kid, m.alg, OTA_TRUST_ROLE_ISSUER, NULL,
+	                          out->challenge.issued_at, NULL, NULL, err)) != OTA_OK)
+		goto out_clear;
 	if (strcmp(out->challenge.scope, c->provider) != 0) {
 		e = ota_error_set(err, OTA_ERR_ATT_SCOPE_MISMATCH, "provider",
 		                  "challenge scope is \"%s\"", out->challenge.scope);

@@ -23,7 +23,8 @@
  *   (attestation_trust_root_mismatch), freshness (attestation_from_future,
  *   attestation_stale, attestation_expired, attestation_lifetime), the
  *   challenge (nonce_unknown, nonce_replayed, nonce_expired,
- *   nonce_stale_epoch, nonce_issuer_mismatch, attestation_txn_mismatch,
+ *   nonce_stale_epoch, nonce_issuer_mismatch, attestation_txn_mismatch, the
+ *   key judged again at the challenge's issue time (trust_key_*),
  *   attestation_scope_mismatch, attestation_nonce_mismatch); then, in ONE
  *   sqlite transaction: consume (single use), head of (txn, boundary) equal
  *   to prior (attestation_prior_missing, attestation_prior_fork,

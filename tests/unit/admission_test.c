@@ -19,7 +19,7 @@
 typedef struct world {
 	char *dir;
 	ota_key *root_key, *issuer_key, *revoked_key, *other_key, *runner_key, *verifier_key,
-		*stranger_key;
+		*stranger_key, *late_key;
 	ota_trust_root *root;
 	ota_nonce_store *store;
 	ota_admission_ctx ctx;
@@ -42,7 +42,7 @@ static int setup(void **state)
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
 	ota_key **keys[] = {&w->root_key, &w->issuer_key, &w->revoked_key, &w->other_key,
-	                    &w->runner_key, &w->verifier_key, &w->stranger_key};
+	                    &w->runner_key, &w->verifier_key, &w->stranger_key, &w->late_key};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		assert_ota(ota_key_generate(OTA_ALG_ES256, keys[i]), OTA_OK);
 	ota_trust_draft *d = NULL;
@@ -52,6 +52,9 @@ static int setup(void **state)
 	           OTA_OK);
 	add_principal(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, "oci_remote", w->issuer_key);
 	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", w->revoked_key, OTA_ALG_NONE, NOW - 86400, 0, &e),
+	           OTA_OK);
+	/* valid only from NOW - 5: after the challenges (issued at NOW - 10) */
+	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", w->late_key, OTA_ALG_NONE, NOW - 5, 0, &e),
 	           OTA_OK);
 	uint8_t kid[32];
 	assert_ota(ota_key_kid(w->revoked_key, kid), OTA_OK);
@@ -81,7 +84,7 @@ static int teardown(void **state)
 	ota_nonce_store_close(w->store);
 	ota_trust_root_free(w->root);
 	ota_key *keys[] = {w->root_key, w->issuer_key, w->revoked_key, w->other_key,
-	                   w->runner_key, w->verifier_key, w->stranger_key};
+	                   w->runner_key, w->verifier_key, w->stranger_key, w->late_key};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		ota_key_free(keys[i]);
 	test_rmtree(w->dir);
@@ -232,6 +235,8 @@ static void test_attacks(void **state)
 	a.iat = NOW - 200;
 	assert_ota(submit(w, &a, w->revoked_key, NULL), OTA_ERR_TRUST_KEY_REVOKED);
 	a.iat = NOW - 5;
+	/* a key that was not yet valid when the challenge was issued */
+	assert_ota(submit(w, &a, w->late_key, NULL), OTA_ERR_TRUST_KEY_NOT_YET_VALID);
 	/* a runner's key is not an issuer's */
 	assert_ota(submit(w, &a, w->runner_key, NULL), OTA_ERR_TRUST_ROLE_MISMATCH);
 	/* iss names another principal than the key's */
