@@ -275,6 +275,11 @@ OTA_API void ota_oci_result_clear(ota_oci_result *r);
  * status; see out->exit_status, out->timed_out); otherwise the refusal or
  * failure, with out->terminal and out->terminal_record still filled (the
  * lease is finalized in every case it was taken).
+ *
+ * Process-wide effects: the calling process becomes a child subreaper
+ * (PR_SET_CHILD_SUBREAPER) so that it reaps the container's init itself and
+ * learns its exit status; runtime commands are its children and die with it
+ * (PR_SET_PDEATHSIG). Call from a single-threaded process or one thread.
  */
 OTA_API OTA_NODISCARD ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts,
                                           ota_oci_result *out, ota_error *err);
