@@ -136,7 +136,10 @@ int main(int argc, char **argv)
 	ota_attestd *d = NULL;
 	if (ota_attestd_start(&o, &d, &e) != OTA_OK) {
 		int rc = cli_fail("ota-attestd", &e);
-		return e.code == OTA_ERR_HTTP_TRANSPORT || e.code == OTA_ERR_DB ? CLI_INTERNAL : rc;
+		return e.code == OTA_ERR_HTTP_TRANSPORT || e.code == OTA_ERR_DB ||
+		               e.code == OTA_ERR_NONCE_SCHEMA || e.code == OTA_ERR_NONCE_BUSY
+		           ? CLI_INTERNAL
+		           : rc;
 	}
 	if (port_file != NULL) {
 		char buf[16];
