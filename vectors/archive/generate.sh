@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerates vectors/archive: two runner-shaped archives of 9 attestations
+# (a two-domain pair: a.* and b.*), each with its pinned trust root and its
+# FIXTURE runner key, written by bench_archive --write-seed from a build tree.
+#   vectors/archive/generate.sh BUILD_DIR
+set -euo pipefail
+b=${1:?build dir with bench/bench_archive}
+d=$(cd "$(dirname "$0")" && pwd)
+for x in a b; do
+  "$b/bench/bench_archive" 1 --max 9 --write-seed "$d/$x.json" >/dev/null
+done
+echo "vectors/archive regenerated"
