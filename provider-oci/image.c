@@ -239,6 +239,17 @@ ota_err ota_oci_image_resolve(const char *store, const char *name,
 	json_decref(manifest);
 	if (rc != OTA_OK)
 		return rc;
+	/* Image volumes: a runtime would mount fresh writable storage there,
+	 * outside the plan. Refused with their control name. */
+	json_t *vols = json_object_get(json_object_get(config, "config"), "Volumes");
+	if (json_object_size(vols) > 0) {
+		const char *first = json_object_iter_key(json_object_iter(vols));
+		ota_err vrc = ota_error_set(err, OTA_ERR_OCI_POLICY_UNSUPPORTED, "image.volumes",
+		                            "%s declares volume %s; oci_local mounts no image volumes",
+		                            name, first != NULL ? first : "?");
+		json_decref(config);
+		return vrc;
+	}
 	char ios[32], iarch[32], ivar[32];
 	const char *t = json_string_value(json_object_get(config, "os"));
 	snprintf(ios, sizeof ios, "%.31s", t != NULL ? t : "");

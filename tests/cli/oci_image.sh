@@ -52,4 +52,14 @@ set +e
 set -e
 [ "$rc1" -eq 1 ] || fail "unknown image exit $rc1"
 [ "$rc2" -eq 2 ] || fail "bad transport exit $rc2"
+# image volumes are refused (a runtime would add storage outside the plan)
+umoci config --image "$tmp/src:bb:1" --tag bb:vol --config.volume /data
+skopeo --insecure-policy copy --quiet oci:"$tmp/src":bb:vol oci-archive:"$tmp/vol.tar"
+"$OTA" image import oci-archive:"$tmp/vol.tar" --name bb:vol --store "$store" >/dev/null
+set +e
+"$OTA" image resolve bb:vol --store "$store" --cache "$tmp/rootfs" --json >"$tmp/vol.json"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "image volume: exit $rc"
+jq -e '.error.code == "oci_policy_unsupported" and .error.where == "image.volumes"' "$tmp/vol.json" >/dev/null \
+  || fail "image volume: $(cat "$tmp/vol.json")"
 echo "oci_image: ok"
