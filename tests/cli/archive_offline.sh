@@ -84,6 +84,29 @@ a=$(sed -n 's/^ota: archive //p' "$tmp/err")
 case "$a" in "$w/.ota/archives/"*.json) ;; *) fail "archive not under .ota/archives: $a" ;; esac
 jq -e '.kind == "ota.archive/v1" and (.attestations | length) == 3 and (.trust_chain | length) == 3' "$a" >/dev/null \
   || fail "archive shape"
+# the archive and its signed receipt validate against docs/schemas/archive.schema.json
+python3 - "$a" "$OTA_SOURCE_DIR/docs/schemas/archive.schema.json" <<'PY' || fail "schema"
+import base64, json, sys
+import jsonschema
+doc = json.load(open(sys.argv[1]))
+schema = json.load(open(sys.argv[2]))
+jsonschema.Draft202012Validator.check_schema(schema)
+jsonschema.validate(doc, schema)
+def head(b, i):
+    ib = b[i]; mt, ai = ib >> 5, ib & 31; i += 1
+    if ai < 24: return mt, ai, i
+    n = 1 << (ai - 24)
+    return mt, int.from_bytes(b[i:i + n], 'big'), i + n
+m = base64.b64decode(doc['receipt']['cose_sign1'])
+mt, v, i = head(m, 0); assert mt == 6 and v == 18
+mt, v, i = head(m, i); assert mt == 4 and v == 4
+mt, n, i = head(m, i); i += n                 # protected
+mt, n, i = head(m, i); assert mt == 5 and n == 0  # unprotected {}
+mt, n, i = head(m, i); assert mt == 2
+receipt = json.loads(m[i:i + n])
+jsonschema.validate(receipt, {"$defs": schema["$defs"], "$ref": "#/$defs/receipt"})
+print("schema ok:", sys.argv[1])
+PY
 "$OTA_VERIFY" archive "$a" --trust "$t/root.json" >/dev/null || fail "verify with the latest root pinned"
 "$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --require-status enforced_through_completion \
   >/dev/null || fail "verify with version 1 pinned"
