@@ -191,8 +191,11 @@ OTA_API OTA_NODISCARD ota_err ota_oci_image_import(const char *store, const char
  * digest under cache_dir) into a root filesystem. *rootfs_out is new (the
  * rootfs path); *evidence_out (may be NULL) new: the platform check record
  * {"kind":"ota.platform_check/v1", image, manifest, declared, image_platform,
- * host, ok}. Errors: oci_image_not_found, oci_platform_mismatch,
- * oci_image_tool_failed, io_error.
+ * host, ok}. An image whose config declares volumes is refused
+ * (oci_policy_unsupported, where "image.volumes"). Errors:
+ * oci_image_not_found, oci_platform_mismatch, oci_policy_unsupported,
+ * oci_image_tool_failed, identity_mismatch (a blob not matching its
+ * digest), io_error.
  */
 OTA_API OTA_NODISCARD ota_err ota_oci_image_resolve(const char *store, const char *name,
                                                     const ota_oci_platform *declared,
