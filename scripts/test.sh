@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+# Test images for oci_local, built offline and cached (idempotent): the
+# upstream enforced-oci-sandbox example runs on debian:bookworm-slim.
+./scripts/make-test-rootfs.sh debian-image /var/cache/ota/images debian:bookworm-slim
 jobs=$(nproc)
 
 echo "== asan-ubsan =="

@@ -95,7 +95,7 @@ static ota_err skip_item(reader *r, unsigned depth, ota_error *err)
 {
 	if (depth > OTA_MAX_COSE_DEPTH)
 		return fail_at(err, OTA_ERR_COSE_TOO_DEEP, r, roff(r), "header value nests too deep");
-	head h;
+	head h = {0};
 	ota_err rc = read_head(r, &h, err);
 	if (rc != OTA_OK)
 		return rc;
@@ -177,7 +177,7 @@ static bool label_is(const label *l, int64_t v)
 
 static ota_err read_label(reader *r, label *l, ota_error *err)
 {
-	head h;
+	head h = {0};
 	ota_err rc = read_head(r, &h, err);
 	if (rc != OTA_OK)
 		return rc;
@@ -198,7 +198,7 @@ static ota_err read_label(reader *r, label *l, ota_error *err)
 
 static ota_err read_crit(reader *r, bucket *b, ota_error *err)
 {
-	head h;
+	head h = {0};
 	b->crit_off = roff(r);
 	ota_err rc = read_head(r, &h, err);
 	if (rc != OTA_OK)
@@ -320,7 +320,7 @@ ota_err ota_cose_sign1_decode(ota_bytes msg, const ota_cose_verify_opts *o, ota_
 	reader r = {msg.ptr, msg.ptr, msg.ptr + msg.len, 0, "message"};
 	if (msg.ptr == NULL)
 		r.start = r.p = r.end = NULL;
-	head h;
+	head h = {0};
 	ota_err rc = read_head(&r, &h, err);
 	if (rc != OTA_OK)
 		goto fail;

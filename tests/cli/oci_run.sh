@@ -29,9 +29,9 @@ no_containers() {
 }
 
 # ---- upstream's example, unchanged ----
-example=$OTA_SOURCE_DIR/../shared/vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml
+example=$OTA_SOURCE_DIR/vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml
 if [ ! -f "$example" ]; then
-  echo "note: shared/vectors not beside the checkout; upstream example skipped"
+  fail "missing upstream example vector $example"
 elif [ "$arch" != amd64 ]; then
   echo "note: the upstream example declares linux/amd64; skipped on $arch"
 else

@@ -690,9 +690,9 @@ static void test_upstream_example_debian(void **state)
 	assert_true(json_is_true(json_object_get(ev, "ok")));
 	json_decref(ev);
 	fx *f = fx_new(OTA_OCI_RUNC);
-	char *yaml = test_src_path("../shared/vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml");
-	if (access(yaml, R_OK) == 0)
-		sh("cp '%s' '%s/ota.yaml'", yaml, f->repo);
+	char *yaml = test_src_path("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml");
+	assert_int_equal(access(yaml, R_OK), 0);
+	sh("cp '%s' '%s/ota.yaml'", yaml, f->repo);
 	free(yaml);
 	ota_oci_run_opts o = fx_opts(f);
 	static const char *const argv[] = {"bash", "-lc", "printf verified > reports/result.txt"};
