@@ -44,9 +44,27 @@ static int usage_of(const char *cmd)
 	return cli_usage("ota", u);
 }
 
+/*
+ * Options of the real `run`/`up` (the oci_local runner) that do not change
+ * the admission decision: a dry run accepts and ignores them, so the same
+ * command line can be tried with --dry-run first.
+ */
+static bool runner_value_option(const char *a)
+{
+	static const char *const opts_[] = {"--runtime", "--rootfs", "--image-store", "--lease-db",
+	                                    "--receipt", "--key", "--nonce-db", "--issuer",
+	                                    "--trust-root", "--archive", "--trust", "--runtime-root",
+	                                    "--state-dir", "--timeout", NULL};
+	for (size_t i = 0; opts_[i] != NULL; i++)
+		if (strcmp(a, opts_[i]) == 0)
+			return true;
+	return false;
+}
+
 /* returns -1 on success, else an exit code */
 static int parse_opts(int argc, char **argv, int start, opts *o, const char *cmd)
 {
+	bool runlike = strcmp(cmd, "run") == 0 || strcmp(cmd, "up") == 0;
 	memset(o, 0, sizeof *o);
 	o->file = "ota.yaml";
 	for (int i = start; i < argc; i++) {
@@ -76,6 +94,10 @@ static int parse_opts(int argc, char **argv, int start, opts *o, const char *cmd
 			if (o->ndescs == MAX_DESC_ARGS)
 				return cli_usage("ota", "too many --descriptor arguments");
 			o->descs[o->ndescs++] = argv[++i];
+		} else if (runlike && runner_value_option(a) && more) {
+			i++;
+		} else if (runlike && strcmp(a, "--no-archive") == 0) {
+			continue;
 		} else if (a[0] != '-' && o->lane == NULL)
 			o->lane = a;
 		else

@@ -92,6 +92,7 @@ check "admitted decision" test "$(jq -r .sandbox_admission.decision "$T/out")" =
 check "automatic resolution" test "$(jq -r .sandbox_admission.resolution "$T/out")" = automatic
 check "execution not started" test "$(jq -r .execution_started "$T/out")" = false
 check "no provider name in canonical policy" test "$(jq '.sandbox_admission.canonical_policy | tostring | contains("oci_local")' "$T/out")" = false
+check "runner options accepted by the dry run" test "$(rc_of "$OTA" run verify --agent --dry-run --runtime crun --timeout 5 --no-archive --json -f "$OCI")" = 0
 check "up --workflow admitted" test "$(rc_of "$OTA" up --workflow verify --agent --dry-run --sandbox-target oci_local --json -f "$OCI")" = 0
 check "human run not agent-safe" test "$("$OTA" run verify --dry-run --sandbox-target oci_local --json -f "$OCI" | jq -r .sandbox_admission.agent_safe)" = false
 RB=$EX/reference/runtime-boundary/ota.yaml
