@@ -53,12 +53,12 @@ static int usage_of(bool workflow)
 	                                ? "ota up --workflow W --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
 	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] "
-	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID]] [--overlay FILE]... [--receipt FILE] [-f FILE] "
+	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]"
 	                                : "ota run TASK --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
 	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] "
-	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID]] [--overlay FILE]... [--receipt FILE] [-f FILE] "
+	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]");
 }
 

@@ -40,7 +40,7 @@ typedef struct ota_archive_overlay_src {
 /* What the writer needs (all borrowed). */
 typedef struct ota_archive_input {
 	ota_bytes contract;                 /* ota.yaml bytes exactly as run */
-	const char *contract_name;          /* "ota.yaml" */
+	const char *contract_name;          /* label only (not embedded) */
 	const ota_archive_overlay_src *overlays;
 	size_t noverlays;
 	ota_lane_kind lane_kind;            /* task or workflow */
@@ -123,7 +123,7 @@ OTA_API ota_err ota_archive_report_failure(const ota_archive_report *r, size_t i
                                            const char **where, const char **what);
 /* The status derived from the evidence ("" when not derivable). Borrowed. */
 OTA_API const char *ota_archive_report_status(const ota_archive_report *r);
-/* Number of COSE signatures verified (receipt, attestations, acceptances, trust chain). */
+/* Number of COSE signatures verified (receipt, attestations, acceptances). */
 OTA_API size_t ota_archive_report_signatures(const ota_archive_report *r);
 /*
  * {"ok", "status", "failures": [{"code", "where", "message"}], "checks":
