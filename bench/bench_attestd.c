@@ -27,7 +27,7 @@
 #include "ota/trust.h"
 
 #define SECONDS 3.0
-#define CLIENTS 32
+#define CLIENTS 128
 #define N_ATT 60000
 
 static double now_s(void)

@@ -29,10 +29,12 @@ static const char schema_sql[] =
 	"CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges(expires_at);"
 	"CREATE TABLE IF NOT EXISTS heads(txn TEXT NOT NULL, boundary TEXT NOT NULL,"
 	" head TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS acceptances(record_id TEXT PRIMARY KEY,"
+	/* Acceptances too are appended in commit order behind an index. */
+	"CREATE TABLE IF NOT EXISTS acceptances(seq INTEGER PRIMARY KEY,"
+	" record_id TEXT NOT NULL UNIQUE,"
 	" txn TEXT NOT NULL, boundary TEXT NOT NULL, prior TEXT NOT NULL,"
 	" nonce BLOB NOT NULL, accepted_at INTEGER NOT NULL,"
-	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL) WITHOUT ROWID;";
+	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL);";
 
 enum {
 	ST_BEGIN,
@@ -192,7 +194,8 @@ static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 {
 	ota_err e;
 	int rc;
-	if ((e = exec_sql(s, "PRAGMA synchronous=FULL", err)) != OTA_OK)
+	if ((e = exec_sql(s, "PRAGMA synchronous=FULL", err)) != OTA_OK ||
+	    (e = exec_sql(s, "PRAGMA cache_size=-65536", err)) != OTA_OK)
 		return e;
 	if ((e = exec_sql(s, "BEGIN IMMEDIATE", err)) != OTA_OK)
 		return e;

@@ -664,9 +664,14 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		e = err != NULL ? err->code : OTA_ERR_HTTP_TRANSPORT;
 		goto out_stop;
 	}
+	/* Handlers block until their group commit is durable, so each
+	 * connection gets its own thread (bounded by the connection limit);
+	 * with a thread pool, connections sharing a thread would wait for each
+	 * other's fsync. */
+	(void)d->opts.threads;
 	d->mhd = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handler, d,
-		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)d->opts.threads,
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL,
+		NULL, handler, d, MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64u * 1024u),
