@@ -18,8 +18,7 @@ static const char usage_text[] =
 	"  --listen ADDR        IPv4 address to bind (default 127.0.0.1)\n"
 	"  --port N             TCP port (default 8750; 0 = ephemeral)\n"
 	"  --port-file FILE     write the bound port to FILE once listening\n"
-	"  --threads N          HTTP worker threads (default 8)\n"
-	"  --max-connections N  concurrent connections (default 256)\n"
+	"  --max-connections N  concurrent connections, one thread each (default 256)\n"
 	"  --timeout S          idle connection timeout in seconds (default 10)\n"
 	"  --max-body BYTES     request body cap (default 262144)\n"
 	"  --batch N            group-commit batch size (default 256)\n"
@@ -58,7 +57,6 @@ int main(int argc, char **argv)
 		{"listen", required_argument, NULL, 'l'},
 		{"port", required_argument, NULL, 'p'},
 		{"port-file", required_argument, NULL, 'P'},
-		{"threads", required_argument, NULL, 'T'},
 		{"max-connections", required_argument, NULL, 'c'},
 		{"timeout", required_argument, NULL, 'o'},
 		{"max-body", required_argument, NULL, 'b'},
@@ -98,12 +96,11 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return CLI_OK;
-		case 'p': case 'T': case 'c': case 'o': case 'b': case 'B': case 'C': case 'a': case 'S':
+		case 'p': case 'c': case 'o': case 'b': case 'B': case 'C': case 'a': case 'S':
 		case 'L':
 			if (!parse_num(optarg, ch == 'p' ? 0 : 1, ch == 'p' ? 65535 : 100000000, &v))
 				return cli_usage("ota-attestd", "numeric option out of range");
 			if (ch == 'p') o.port = (uint16_t)v;
-			else if (ch == 'T') o.threads = (unsigned)v;
 			else if (ch == 'c') o.max_connections = (unsigned)v;
 			else if (ch == 'o') o.timeout_s = (unsigned)v;
 			else if (ch == 'b') o.max_body = (size_t)v;

@@ -31,7 +31,8 @@ typedef struct ota_attestd_opts {
 	unsigned max_connections;     /* default OTA_MAX_HTTP_CONNECTIONS */
 	unsigned timeout_s;           /* idle connection timeout; default OTA_HTTP_TIMEOUT_SECONDS */
 	size_t max_body;              /* default OTA_MAX_HTTP_BODY_BYTES */
-	unsigned threads;             /* HTTP worker threads; default 8 */
+	unsigned threads;             /* unused: each connection has its own thread (handlers
+	                                 block until their group commit is durable) */
 	size_t max_batch;             /* group commit batch; default 256 */
 	ota_nonce_sync sync;          /* default OTA_NONCE_SYNC_FULL */
 	int64_t challenge_ttl;        /* default (0): OTA_NONCE_DEFAULT_TTL */
