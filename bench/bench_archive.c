@@ -18,7 +18,10 @@
  *   messages (attestations and receipt) with the runner key, ms.
  *   ratio = ours / raw; "time beyond the signatures" = ratio - 1.
  *
- *   bench_archive [ROUNDS] [--max N] [--write-seed PATH]   default 3 rounds
+ *   bench_archive [ROUNDS] [--max N] [--external] [--write-seed PATH]   default 3 rounds
+ *   --external: the attestations are signed by an issuer principal and each
+ *   accepted (COSE acceptance) by a verifier principal, as with ota-attestd;
+ *   the acceptances' signatures are not in the baseline.
  *   --write-seed PATH writes the smallest archive to PATH (larger ones to
  *   PATH.N), the pinned root to PATH.root.json and the runner key to
  *   PATH.runner.FIXTURE.pem (vectors/archive/generate.sh uses it).
@@ -30,11 +33,13 @@
 
 #include <jansson.h>
 
+#include "ota/acceptance.h"
 #include "ota/admission.h"
 #include "ota/archive.h"
 #include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/key.h"
+#include "ota/nonce.h"
 #include "ota/policy.h"
 #include "ota/trust.h"
 
@@ -64,6 +69,10 @@ static json_t *idj(const json_t *v)
 
 typedef struct gen {
 	const ota_key *key;
+	const ota_key *verifier; /* external: acceptances signed by verifier-1 */
+	const char *iss;         /* "ci-runner", or the external issuer */
+	ota_bytes *accs;
+	size_t naccs;
 	const char *root_id;
 	const char *txn;
 	char adapter[OTA_ID_LEN + 1];
@@ -83,7 +92,7 @@ static void sign_rec(gen *g, const char *kind, const json_t *record, const char 
 		die("record identity", rc, NULL);
 	ota_attestation a;
 	memset(&a, 0, sizeof a);
-	snprintf(a.iss, sizeof a.iss, "ci-runner");
+	snprintf(a.iss, sizeof a.iss, "%s", g->iss);
 	a.iat = g->t;
 	a.exp = g->t + 300;
 	a.nonce_len = 32;
@@ -127,10 +136,39 @@ static void sign_rec(gen *g, const char *kind, const json_t *record, const char 
 	    ota_base64_encode(ota_bytes_make(a.nonce, a.nonce_len), &nb) != OTA_OK)
 		die("base64", OTA_ERR_NOMEM, NULL);
 	free(msg);
-	json_array_append_new(g->atts, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:{s:s, s:I, s:I, s:I, s:I}}",
+	if (g->verifier != NULL) {
+		/* the endpoint's acceptance of this attestation (ota-attestd's record) */
+		ota_admission ad;
+		memset(&ad, 0, sizeof ad);
+		ad.claims = a;
+		memcpy(ad.record_id, out, OTA_ID_LEN + 1);
+		ota_challenge ch;
+		memset(&ch, 0, sizeof ch);
+		memcpy(ch.nonce, a.nonce, a.nonce_len);
+		ch.nonce_len = a.nonce_len;
+		ch.epoch = 1;
+		ch.issued_at = g->t;
+		ch.expires_at = g->t + 300;
+		snprintf(ch.txn, sizeof ch.txn, "%s", g->txn);
+		snprintf(ch.issuer, sizeof ch.issuer, "%s", g->iss);
+		snprintf(ch.scope, sizeof ch.scope, "oci_local");
+		if (ota_challenge_identity(&ch, ad.challenge_id) != OTA_OK)
+			die("challenge id", OTA_ERR_INTERNAL, NULL);
+		snprintf(ad.trust_root_id, sizeof ad.trust_root_id, "%s", g->root_id);
+		snprintf(ad.issuer_principal, sizeof ad.issuer_principal, "%s", g->iss);
+		ad.judged_at = g->t;
+		ota_acceptance_signer sg = {g->verifier, "verifier-1"};
+		uint8_t *acc = NULL;
+		size_t al = 0;
+		if ((rc = ota_acceptance_build(&sg, &ad, &acc, &al, NULL)) != OTA_OK)
+			die("acceptance", rc, NULL);
+		g->accs[g->naccs++] = ota_bytes_make(acc, al);
+	}
+	json_array_append_new(g->atts, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:{s:s, s:s, s:s, s:I, s:I, s:I, s:I}}",
 	                                         "kind", kind, "identity", out, "record_identity", rid,
 	                                         "boundary", boundary, "cose_sign1", cb, "prior",
 	                                         a.has_prior ? a.prior : NULL, "challenge", "nonce", nb,
+	                                         "issuer", g->iss, "scope", "oci_local",
 	                                         "epoch", (json_int_t)1, "issued_at", (json_int_t)g->t,
 	                                         "expires_at", (json_int_t)(g->t + 300), "consumed_at",
 	                                         (json_int_t)g->t));
@@ -146,7 +184,8 @@ typedef struct built {
 	size_t natt;
 } built;
 
-static built generate(size_t segs, const ota_key *runner, const char *root_bytes, size_t root_len,
+static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
+                      const ota_key *verifier, const char *root_bytes, size_t root_len,
                       const char *root_id)
 {
 	/* the contract: a depends_on chain of segs tasks */
@@ -202,7 +241,10 @@ static built generate(size_t segs, const ota_key *runner, const char *root_bytes
 	size_t n = ota_policy_segment_count(p);
 	gen g;
 	memset(&g, 0, sizeof g);
-	g.key = runner;
+	g.key = issuer != NULL ? issuer : runner;
+	g.iss = issuer != NULL ? "provider-x" : "ci-runner";
+	g.verifier = issuer != NULL ? verifier : NULL;
+	g.accs = calloc(3 * segs + 1, sizeof *g.accs);
 	g.root_id = root_id;
 	g.txn = "txn-bench";
 	g.t = T0;
@@ -341,6 +383,8 @@ static built generate(size_t segs, const ota_key *runner, const char *root_bytes
 	in.ntrust = 1;
 	in.receipt = receipt;
 	in.runner_key = runner;
+	in.acceptances = g.accs;
+	in.nacceptances = g.naccs;
 	in.signed_at = g.t;
 	built b;
 	memset(&b, 0, sizeof b);
@@ -354,6 +398,9 @@ static built generate(size_t segs, const ota_key *runner, const char *root_bytes
 	json_decref(doc);
 	json_decref(receipt);
 	json_decref(adm);
+	for (size_t i = 0; i < g.naccs; i++)
+		free((void *)(uintptr_t)g.accs[i].ptr);
+	free(g.accs);
 	ota_policy_free(p);
 	ota_contract_free(c);
 	free(y);
@@ -370,10 +417,13 @@ int main(int argc, char **argv)
 {
 	int rounds = 3;
 	size_t max = 10000;
+	bool external = false;
 	const char *seed = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
 			max = (size_t)strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--external") == 0)
+			external = true;
 		else if (strcmp(argv[i], "--write-seed") == 0 && i + 1 < argc)
 			seed = argv[++i];
 		else
@@ -381,10 +431,12 @@ int main(int argc, char **argv)
 	}
 	srand(7);
 	/* trust root: one root key, principal ci-runner (runner) with the runner key */
-	ota_key *rootk = NULL, *runner = NULL;
+	ota_key *rootk = NULL, *runner = NULL, *issuer = NULL, *verifier = NULL;
 	ota_err rc;
 	if ((rc = ota_key_generate(OTA_ALG_ES256, &rootk)) != OTA_OK ||
-	    (rc = ota_key_generate(OTA_ALG_ES256, &runner)) != OTA_OK)
+	    (rc = ota_key_generate(OTA_ALG_ES256, &runner)) != OTA_OK ||
+	    (rc = ota_key_generate(OTA_ALG_ES256, &issuer)) != OTA_OK ||
+	    (rc = ota_key_generate(OTA_ALG_ES256, &verifier)) != OTA_OK)
 		die("keygen", rc, NULL);
 	ota_trust_draft *d = NULL;
 	ota_trust_root *root = NULL;
@@ -396,6 +448,14 @@ int main(int argc, char **argv)
 	                                        oci, 1, NULL)) != OTA_OK ||
 	    (rc = ota_trust_draft_add_key(d, "ci-runner", runner, OTA_ALG_NONE, T0 - 1000, 0, NULL)) !=
 	            OTA_OK ||
+	    (rc = ota_trust_draft_add_principal(d, "provider-x", OTA_TRUST_ROLE_ISSUER, star, 1, star,
+	                                        1, oci, 1, NULL)) != OTA_OK ||
+	    (rc = ota_trust_draft_add_key(d, "provider-x", issuer, OTA_ALG_NONE, T0 - 1000, 0, NULL)) !=
+	            OTA_OK ||
+	    (rc = ota_trust_draft_add_principal(d, "verifier-1", OTA_TRUST_ROLE_VERIFIER, star, 1, star,
+	                                        1, star, 1, NULL)) != OTA_OK ||
+	    (rc = ota_trust_draft_add_key(d, "verifier-1", verifier, OTA_ALG_NONE, T0 - 1000, 0,
+	                                  NULL)) != OTA_OK ||
 	    (rc = ota_trust_draft_finish(d, &root, NULL)) != OTA_OK ||
 	    (rc = ota_trust_root_sign(root, rootk, NULL, NULL)) != OTA_OK)
 		die("trust root", rc, NULL);
@@ -426,7 +486,8 @@ int main(int argc, char **argv)
 	for (size_t s = 0; s < 4; s++) {
 		if (sizes[s] * 3 > max)
 			break;
-		built b = generate(sizes[s], runner, rtext, rlen, ota_trust_root_identity(root));
+		built b = generate(sizes[s], runner, external ? issuer : NULL, verifier, rtext, rlen,
+		                   ota_trust_root_identity(root));
 		if (seed != NULL) {
 			char sp[4096];
 			snprintf(sp, sizeof sp, s == 0 ? "%s" : "%s.%zu", seed, b.natt);
@@ -460,8 +521,9 @@ int main(int argc, char **argv)
 				die("verify", rc, &e);
 			ota_archive_report_free(rep);
 			for (size_t i = 0; i < nm; i++)
-				if ((rc = ota_cose_sign1_verify(ota_bytes_make(m[i], ml[i]), runner, NULL, NULL,
-				                                NULL)) != OTA_OK)
+				if ((rc = ota_cose_sign1_verify(ota_bytes_make(m[i], ml[i]),
+				                                external && i + 1 < nm ? issuer : runner, NULL,
+				                                NULL, NULL)) != OTA_OK)
 					die("raw verify", rc, NULL);
 			double t2 = cpu_ms();
 			ours[r] = t1 - t0;
@@ -505,5 +567,7 @@ int main(int argc, char **argv)
 	ota_trust_draft_free(d);
 	ota_key_free(rootk);
 	ota_key_free(runner);
+	ota_key_free(issuer);
+	ota_key_free(verifier);
 	return 0;
 }

@@ -195,6 +195,82 @@ static void test_named_codes(void **state)
 	json_decref(d);
 }
 
+/* The external-provider archive: issuer-signed attestations, each accepted
+ * by a trusted verifier; the same walk, then untrusted and missing
+ * acceptances against a consistently re-signed receipt. */
+static void test_external(void **state)
+{
+	(void)state;
+	fixture saved = fx;
+	fx.a = json_vec("c.json");
+	fx.ra = receipt_of(fx.a);
+	fx.pin_a = read_vec("c.json.root.json", &fx.pin_a_len);
+	size_t kl = 0;
+	uint8_t *k = read_vec("c.json.runner.FIXTURE.pem", &kl);
+	fx.runner_a = NULL;
+	assert_ota(ota_key_load_pem(ota_bytes_make(k, kl), &fx.runner_a, NULL), OTA_OK);
+	free(k);
+	assert_non_null(fx.ra);
+	ota_err first = OTA_OK;
+	assert_ota(verify_doc(fx.a, fx.pin_a, fx.pin_a_len, NULL, &first), OTA_OK);
+	assert_int_equal(json_array_size(json_object_get(fx.a, "acceptances")), 9);
+	test_generated_archive(state);
+	test_generated_receipt(state);
+	/* an acceptance signed by a key the trust root does not know */
+	json_t *d = json_deep_copy(fx.a);
+	const char *b64 = json_string_value(json_object_get(
+		json_array_get(json_object_get(d, "attestations"), 0), "cose_sign1"));
+	uint8_t *m = NULL;
+	size_t ml = 0;
+	assert_ota(ota_base64_decode(b64, strlen(b64), &m, &ml), OTA_OK);
+	ota_cose_sign1 dm;
+	ota_admission adm;
+	memset(&adm, 0, sizeof adm);
+	assert_ota(ota_cose_sign1_decode(ota_bytes_make(m, ml), NULL, &dm, NULL), OTA_OK);
+	assert_ota(ota_attestation_parse(dm.payload, &adm.claims, NULL), OTA_OK);
+	assert_ota(ota_sha256_id(ota_bytes_make(m, ml), adm.record_id), OTA_OK);
+	const json_t *a0 = json_array_get(json_object_get(d, "attestations"), 0);
+	snprintf(adm.challenge_id, sizeof adm.challenge_id, "%s",
+	         json_string_value(json_object_get(a0, "challenge")));
+	memcpy(adm.trust_root_id, adm.claims.trust_root, OTA_ID_LEN);
+	adm.trust_root_id[OTA_ID_LEN] = '\0';
+	snprintf(adm.issuer_principal, sizeof adm.issuer_principal, "%s", adm.claims.iss);
+	adm.judged_at = json_integer_value(
+		json_object_get(json_array_get(json_object_get(d, "challenges"), 0), "consumed_at"));
+	ota_key *rogue = NULL;
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &rogue), OTA_OK);
+	ota_acceptance_signer sg = {rogue, "verifier-1"};
+	uint8_t *acc = NULL;
+	size_t al = 0;
+	assert_ota(ota_acceptance_build(&sg, &adm, &acc, &al, NULL), OTA_OK);
+	char id[OTA_ID_LEN + 1], *ab = NULL;
+	assert_ota(ota_sha256_id(ota_bytes_make(acc, al), id), OTA_OK);
+	assert_ota(ota_base64_encode(ota_bytes_make(acc, al), &ab), OTA_OK);
+	json_array_set_new(json_object_get(d, "acceptances"), 0,
+	                   json_pack("{s:s, s:s}", "identity", id, "cose_sign1", ab));
+	resign_consistent(d);
+	assert_int_not_equal(verify_doc(d, fx.pin_a, fx.pin_a_len, NULL, &first), OTA_OK);
+	expect_refused("acceptance from an untrusted verifier", OTA_ERR_TRUST_KEY_UNKNOWN, first);
+	assert_int_equal(first, OTA_ERR_TRUST_KEY_UNKNOWN);
+	json_decref(d);
+	/* an acceptance dropped: the issuer's attestation stands unaccepted */
+	d = json_deep_copy(fx.a);
+	json_array_remove(json_object_get(d, "acceptances"), 3);
+	resign_consistent(d);
+	assert_int_not_equal(verify_doc(d, fx.pin_a, fx.pin_a_len, NULL, &first), OTA_OK);
+	assert_int_equal(first, OTA_ERR_ARCHIVE_ACCEPTANCE_MISSING);
+	json_decref(d);
+	free(ab);
+	free(acc);
+	free(m);
+	ota_key_free(rogue);
+	json_decref(fx.a);
+	json_decref(fx.ra);
+	free(fx.pin_a);
+	ota_key_free(fx.runner_a);
+	fx = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -203,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_generated_archive),
 		cmocka_unit_test(test_generated_receipt),
 		cmocka_unit_test(test_named_codes),
+		cmocka_unit_test(test_external),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

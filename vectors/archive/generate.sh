@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates vectors/archive: two runner-shaped archives of 9 attestations
-# (a two-domain pair: a.* and b.*), each with its pinned trust root and its
+# (a two-domain pair: a.* and b.*) and one external-provider archive (c.*:
+# attestations signed by an issuer principal, each accepted by a verifier
+# principal as ota-attestd does), each with its pinned trust root and its
 # FIXTURE runner key, written by bench_archive --write-seed from a build tree.
 #   vectors/archive/generate.sh BUILD_DIR
 set -euo pipefail
@@ -9,4 +11,5 @@ d=$(cd "$(dirname "$0")" && pwd)
 for x in a b; do
   "$b/bench/bench_archive" 1 --max 9 --write-seed "$d/$x.json" >/dev/null
 done
+"$b/bench/bench_archive" 1 --max 9 --external --write-seed "$d/c.json" >/dev/null
 echo "vectors/archive regenerated"
