@@ -1160,6 +1160,9 @@ static void structure_checks(vctx *v)
 		     "attestation %zu (%s) is out of place in the lane", w.next,
 		     v->ai[w.next].claims.kind);
 	bool all_ran = nseg == want;
+	json_object_set_new(r->checks, "exit_status", json_integer(exit_status));
+	json_object_set_new(r->checks, "all_segments_ran", json_boolean(all_ran));
+	json_object_set_new(r->checks, "execution_started", json_boolean(started));
 	if (!started && rank(overall) == 0)
 		overall = "not_started";
 	snprintf(r->status, sizeof r->status, "%s", overall);
