@@ -305,7 +305,7 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 	                  &a->contract, err)) != OTA_OK)
 		return rc;
 	/* overlays */
-	const json_t *ov;
+	const json_t *ov = NULL;
 	if ((rc = get_array(d, "overlays", ARC_MAX_OVERLAYS, &ov, err)) != OTA_OK)
 		return rc;
 	a->ov = calloc(json_array_size(ov) + 1, sizeof *a->ov);
@@ -357,7 +357,7 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 	if ((rc = parse_platform(json_object_get(s, "native_platform"), &a->native, err)) != OTA_OK)
 		return rc;
 	/* trust chain */
-	const json_t *ch;
+	const json_t *ch = NULL;
 	if ((rc = get_array(d, "trust_chain", OTA_MAX_TRUST_CHAIN, &ch, err)) != OTA_OK)
 		return rc;
 	a->chain = calloc(json_array_size(ch) + 1, sizeof *a->chain);
@@ -371,7 +371,7 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 			return rc;
 	}
 	/* challenges */
-	const json_t *chs;
+	const json_t *chs = NULL;
 	if ((rc = get_array(d, "challenges", ARC_MAX_MEMBERS, &chs, err)) != OTA_OK)
 		return rc;
 	a->ch = calloc(json_array_size(chs) + 1, sizeof *a->ch);
@@ -383,7 +383,7 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 		a->nch = i + 1;
 	}
 	/* attestations */
-	const json_t *at;
+	const json_t *at = NULL;
 	if ((rc = get_array(d, "attestations", ARC_MAX_MEMBERS, &at, err)) != OTA_OK)
 		return rc;
 	a->att = calloc(json_array_size(at) + 1, sizeof *a->att);
@@ -403,7 +403,7 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 			return rc;
 	}
 	/* acceptances */
-	const json_t *ac;
+	const json_t *ac = NULL;
 	if ((rc = get_array(d, "acceptances", ARC_MAX_MEMBERS, &ac, err)) != OTA_OK)
 		return rc;
 	a->acc = calloc(json_array_size(ac) + 1, sizeof *a->acc);
@@ -422,7 +422,7 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 			return rc;
 	}
 	/* evidence: identified objects */
-	const json_t *ev;
+	const json_t *ev = NULL;
 	if ((rc = get_array(d, "evidence", ARC_MAX_MEMBERS, &ev, err)) != OTA_OK)
 		return rc;
 	for (size_t i = 0; i < json_array_size(ev); i++) {

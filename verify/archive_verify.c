@@ -97,8 +97,8 @@ static void fail(ota_archive_report *r, ota_err code, const char *where, const c
 
 static void fail_e(ota_archive_report *r, const ota_error *e, const char *ctx)
 {
-	char where[300];
-	snprintf(where, sizeof where, "%s%s%s", ctx, e->where[0] ? ": " : "", e->where);
+	char where[sizeof e->where + 128];
+	snprintf(where, sizeof where, "%.100s%s%s", ctx, e->where[0] ? ": " : "", e->where);
 	fail(r, e->code != OTA_OK ? e->code : OTA_ERR_INTERNAL, where, "%s", e->what);
 }
 
