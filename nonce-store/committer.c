@@ -4,7 +4,9 @@
  * and only then wakes their callers. Nothing is acknowledged before the
  * COMMIT has returned.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +15,7 @@
 typedef struct pending {
 	ota_nonce_op *op;
 	struct pending *next;
-	bool done;
-	pthread_cond_t cv; /* its own: a batch wakes exactly its callers */
+	sem_t sem; /* its own: a batch wakes exactly its callers, outside the lock */
 } pending;
 
 struct ota_nonce_committer {
@@ -48,21 +49,25 @@ static void *committer_main(void *arg)
 			if (c->head == NULL)
 				c->tail = NULL;
 			c->batch_pend[n] = p;
-			c->batch_ops[n] = *p->op;
 			n++;
 		}
 		pthread_mutex_unlock(&c->mu);
+		for (size_t i = 0; i < n; i++) /* callers are asleep: ops are stable */
+			c->batch_ops[i] = *c->batch_pend[i]->op;
 		int64_t now = c->has_clock ? ota_clock_now(&c->clock) : ota_clock_now(NULL);
 		ota_err e = ota_nonce_store_commit_batch(c->store, c->batch_ops, n, now, NULL);
 		(void)e; /* on failure every op's result carries the error */
 		pthread_mutex_lock(&c->mu);
-		for (size_t i = 0; i < n; i++) {
-			*c->batch_pend[i]->op = c->batch_ops[i];
-			c->batch_pend[i]->done = true;
-			pthread_cond_signal(&c->batch_pend[i]->cv);
-		}
 		c->batches++;
 		c->ops += n;
+		pthread_mutex_unlock(&c->mu);
+		/* each caller sleeps in sem_wait until posted: its op and its
+		 * pending record stay valid until then */
+		for (size_t i = 0; i < n; i++) {
+			*c->batch_pend[i]->op = c->batch_ops[i];
+			sem_post(&c->batch_pend[i]->sem);
+		}
+		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -133,15 +138,14 @@ ota_err ota_nonce_committer_run(ota_nonce_committer *c, ota_nonce_op *op)
 	pending p;
 	p.op = op;
 	p.next = NULL;
-	p.done = false;
-	if (pthread_cond_init(&p.cv, NULL) != 0) {
+	if (sem_init(&p.sem, 0, 0) != 0) {
 		op->result = OTA_ERR_INTERNAL;
 		return op->result;
 	}
 	pthread_mutex_lock(&c->mu);
 	if (c->stop) {
 		pthread_mutex_unlock(&c->mu);
-		pthread_cond_destroy(&p.cv);
+		sem_destroy(&p.sem);
 		op->result = OTA_ERR_HTTP_UNAVAILABLE;
 		return op->result;
 	}
@@ -151,10 +155,10 @@ ota_err ota_nonce_committer_run(ota_nonce_committer *c, ota_nonce_op *op)
 		c->head = &p;
 	c->tail = &p;
 	pthread_cond_signal(&c->work);
-	while (!p.done)
-		pthread_cond_wait(&p.cv, &c->mu);
 	pthread_mutex_unlock(&c->mu);
-	pthread_cond_destroy(&p.cv);
+	while (sem_wait(&p.sem) != 0 && errno == EINTR)
+		;
+	sem_destroy(&p.sem);
 	return op->result;
 }
 
