@@ -336,9 +336,20 @@ static enum MHD_Result route_attestations(ota_attestd *d, struct MHD_Connection 
 	                        "accepted_at", (json_int_t)now, "txn", a.claims.txn, "boundary",
 	                        a.claims.boundary, "issuer", a.issuer_principal, "acceptance", b64);
 	free(b64);
-	if (out != NULL)
+	if (out != NULL) {
 		json_object_set_new(out, "prior",
 		                    a.claims.has_prior ? json_string(a.claims.prior) : json_null());
+		/* the challenge itself (its identity is sha256 over these JCS
+		 * bytes), for archives that must retain it */
+		char *cj = NULL;
+		size_t cl = 0;
+		if (ota_challenge_jcs(&a.challenge, &cj, &cl) == OTA_OK) {
+			json_t *co = json_loadb(cj, cl, 0, NULL);
+			if (co != NULL)
+				json_object_set_new(out, "challenge_record", co);
+			free(cj);
+		}
+	}
 	if (d->opts.log_requests)
 		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:s}", "level", "info", "event", "accepted",
 		                      "attestation", a.record_id, "txn", a.claims.txn, "issuer",

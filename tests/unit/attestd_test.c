@@ -198,6 +198,12 @@ static void test_routes(void **state)
 	free(ans);
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "result")), "accepted");
+	/* the challenge record hashes (JCS) to the challenge identity */
+	json_t *cr = json_object_get(o, "challenge_record");
+	assert_non_null(cr);
+	char cid[OTA_ID_LEN + 1];
+	assert_ota(ota_json_identity(cr, cid, NULL), OTA_OK);
+	assert_string_equal(cid, json_string_value(json_object_get(o, "challenge")));
 	char id[OTA_ID_LEN + 1];
 	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(o, "attestation")));
 	const char *b64 = json_string_value(json_object_get(o, "acceptance"));
