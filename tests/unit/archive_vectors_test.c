@@ -214,8 +214,9 @@ static void test_external(void **state)
 	ota_err first = OTA_OK;
 	assert_ota(verify_doc(fx.a, fx.pin_a, fx.pin_a_len, NULL, &first), OTA_OK);
 	assert_int_equal(json_array_size(json_object_get(fx.a, "acceptances")), 9);
+	/* the archive walk reaches the acceptances (the receipt walk is the same
+	 * as for a.json) */
 	test_generated_archive(state);
-	test_generated_receipt(state);
 	/* an acceptance signed by a key the trust root does not know */
 	json_t *d = json_deep_copy(fx.a);
 	const char *b64 = json_string_value(json_object_get(
