@@ -442,7 +442,7 @@ static void test_garbage_memory(void **state)
 #if defined(__SANITIZE_ADDRESS__)
 	(void)before; /* ASan's quarantine grows RSS by design; leaks are its job */
 #else
-	assert_true(after - before < 4096);
+	assert_true(after - before < 8192); /* KiB: arenas and caches may settle */
 #endif
 	/* still serving */
 	size_t len = 0;
