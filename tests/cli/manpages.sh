@@ -3,7 +3,9 @@
 # message and renders; each has an EXIT STATUS section that names error
 # names, and every snake_case name there is a real error name (from
 # include/ota/errors/*.def) or a known non-error token; the three tools of
-# the README have a page; docs/errors.md is current and covers every name.
+# the README have a page; docs/errors.md is current and covers every name;
+# docs/README.md links every page and JSON Schema under docs/, and every link
+# in it resolves.
 set -euo pipefail
 : "${OTA_SOURCE_DIR:?}"
 cd "$OTA_SOURCE_DIR"
@@ -47,5 +49,14 @@ for p in "${pages[@]}"; do
   unknown=$(comm -23 "$tmp/used" <(sort -u "$tmp/names" "$tmp/allowed"))
   [ -z "$unknown" ] || fail "$p: EXIT STATUS names unknown errors: $unknown"
   echo "ok $p ($(wc -l <"$tmp/used") names)"
+done
+# the documentation index
+for f in docs/*.md docs/internals/*.md docs/schemas/*.json; do
+  b=${f#docs/}
+  [ "$b" = README.md ] && continue
+  grep -qF "]($b)" docs/README.md || fail "docs/README.md does not index $b"
+done
+grep -o '](\([^)#]*\))' docs/README.md | sed 's/](\(.*\))/\1/' | sort -u | while read -r l; do
+  [ -e "docs/$l" ] || fail "docs/README.md links a missing $l"
 done
 echo "manpages: ok"
