@@ -184,6 +184,11 @@ typedef struct built {
 	size_t natt;
 } built;
 
+/* --widen (vectors only): the provider renders and applies a writable repo
+ * root although the effective policy says read_only: a consistent,
+ * correctly signed archive that must be refused (archive_control_mismatch). */
+static bool g_widen;
+
 static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
                       const ota_key *verifier, const char *root_bytes, size_t root_len,
                       const char *root_id)
@@ -289,16 +294,30 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 		}
 		g.canon = ota_policy_segment_canonical_identity(p, i);
 		g.eff = ota_policy_segment_effective_identity(p, i);
-		json_t *config = json_pack("{s:s, s:{s:[s]}, s:s}", "ociVersion", "1.0.2", "process",
-		                           "args", "sh", "hostname", cont);
+		/* the controls as oci_local renders and inspects them */
+		const char *wp = json_string_value(json_array_get(json_object_get(json_object_get(
+			json_object_get(json_array_get(json_object_get(eff, "segments"), i),
+			                "runtime_boundary"), "filesystem"), "writable_paths"), 0));
+		char wdest[512];
+		snprintf(wdest, sizeof wdest, "/workspace/%s", wp != NULL ? wp : "out");
+		json_t *config = json_pack("{s:s, s:{s:[s]}, s:s, s:[{s:s, s:[s, s]}, {s:s, s:[s, s]}],"
+		                           " s:{s:[{s:s}, {s:s}]}}",
+		                           "ociVersion", "1.0.2", "process", "args", "sh", "hostname",
+		                           cont, "mounts", "destination", "/workspace", "options",
+		                           "rbind", g_widen ? "rw" : "rro", "destination", wdest,
+		                           "options", "bind", "rw",
+		                           "linux", "namespaces", "type", "pid", "type", "network");
 		char cfgid[OTA_ID_LEN + 1];
 		if (ota_jcs_identity(config, cfgid, NULL) != OTA_OK)
 			die("config", OTA_ERR_INTERNAL, NULL);
 		json_t *rend = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "kind", "ota.rendered_policy/v1",
 		                         "provider", "oci_local", "runtime", "runc", "segment", sid,
 		                         "config_identity", cfgid, "config", config);
-		json_t *appl = json_pack("{s:s, s:s, s:s, s:b}", "kind", "ota.applied_policy/v1",
-		                         "rendered_policy", cfgid, "container_id", cont, "ok", 1);
+		json_t *appl = json_pack("{s:s, s:s, s:s, s:b, s:{s:[{s:s, s:b}, {s:s, s:b}]}, s:{s:b}}",
+		                         "kind", "ota.applied_policy/v1", "rendered_policy", cfgid,
+		                         "container_id", cont, "ok", 1, "mounts", "mounts", "path",
+		                         "/workspace", "ro", !g_widen, "path", wdest, "ro", 0, "network",
+		                         "loopback_only", 1);
 		json_t *init = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "kind",
 		                         "ota.application/v1", "phase", "initial", "provider", "oci_local",
 		                         "txn", g.txn, "segment", sid, "lease", cont, "rendered_policy",
@@ -424,6 +443,8 @@ int main(int argc, char **argv)
 			max = (size_t)strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--external") == 0)
 			external = true;
+		else if (strcmp(argv[i], "--widen") == 0)
+			g_widen = true;
 		else if (strcmp(argv[i], "--write-seed") == 0 && i + 1 < argc)
 			seed = argv[++i];
 		else
@@ -496,6 +517,12 @@ int main(int argc, char **argv)
 				fwrite(b.archive, 1, b.len, f);
 				fclose(f);
 			}
+		}
+		if (g_widen) {
+			/* a forged vector: written, not timed */
+			json_decref(b.msgs);
+			free(b.archive);
+			break;
 		}
 		/* decoded messages for the baseline */
 		size_t nm = json_array_size(b.msgs);

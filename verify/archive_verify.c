@@ -912,6 +912,97 @@ static int rank(const char *s)
 	return 4;
 }
 
+/* The mount of a list whose key (destination / path) is dest, or NULL. */
+static const json_t *mount_at(const json_t *mounts, const char *key, const char *dest)
+{
+	for (size_t i = 0; i < json_array_size(mounts); i++) {
+		const json_t *m = json_array_get(mounts, i);
+		if (seq(sget(m, key), dest))
+			return m;
+	}
+	return NULL;
+}
+
+/* A rendered (OCI config) mount is read-only when its options say ro/rro. */
+static int rendered_ro(const json_t *m)
+{
+	if (m == NULL)
+		return -1;
+	const json_t *o = json_object_get(m, "options");
+	for (size_t i = 0; i < json_array_size(o); i++) {
+		const char *x = json_string_value(json_array_get(o, i));
+		if (seq(x, "ro") || seq(x, "rro"))
+			return 1;
+	}
+	return 0;
+}
+
+static int applied_ro(const json_t *m)
+{
+	const json_t *ro = json_object_get(m, "ro");
+	return json_is_boolean(ro) ? (json_is_true(ro) ? 1 : 0) : -1;
+}
+
+/*
+ * The runtime controls of effective segment j, as rendered and as inspected
+ * after apply: repo root read-only or writable, each writable carve-out
+ * writable, each protected path read-only (also under a writable parent),
+ * network default deny = a fresh network namespace found loopback-only.
+ * Provider output can neither widen nor omit a canonical control.
+ */
+static void controls_applied(vctx *v, const char *where, size_t j, const json_t *rend,
+                             const json_t *appl)
+{
+	const json_t *eseg =
+		json_array_get(json_object_get(ota_policy_effective_json(v->policy), "segments"), j);
+	const json_t *rb = json_object_get(eseg, "runtime_boundary");
+	const json_t *fs = json_object_get(rb, "filesystem");
+	const json_t *net = json_object_get(rb, "network");
+	const json_t *cm = json_object_get(json_object_get(rend, "config"), "mounts");
+	const json_t *am = json_object_get(json_object_get(appl, "mounts"), "mounts");
+	int want_ro = seq(sget(fs, "repo_root_mode"), "read_only") ? 1 : 0;
+	if (rendered_ro(mount_at(cm, "destination", "/workspace")) != want_ro ||
+	    applied_ro(mount_at(am, "path", "/workspace")) != want_ro) {
+		fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,
+		     "filesystem.repo_root_mode %s is not what was rendered and applied",
+		     want_ro ? "read_only" : "writable");
+		return;
+	}
+	static const char *const lists[2] = {"writable_paths", "protected_paths"};
+	for (int l = 0; l < 2; l++) {
+		const json_t *paths = json_object_get(fs, lists[l]);
+		for (size_t i = 0; i < json_array_size(paths); i++) {
+			char dest[OTA_MAX_PATH_BYTES + 16];
+			snprintf(dest, sizeof dest, "/workspace/%s",
+			         json_string_value(json_array_get(paths, i)));
+			int want = l == 1 ? 1 : 0;
+			if (rendered_ro(mount_at(cm, "destination", dest)) != want ||
+			    applied_ro(mount_at(am, "path", dest)) != want) {
+				fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,
+				     "filesystem.%s %s is not %s as rendered and applied", lists[l], dest,
+				     want ? "read-only" : "writable");
+				return;
+			}
+		}
+	}
+	if (seq(sget(net, "default"), "deny")) {
+		const json_t *ns = json_object_get(json_object_get(json_object_get(rend, "config"),
+		                                                   "linux"),
+		                                   "namespaces");
+		bool fresh = false;
+		for (size_t i = 0; i < json_array_size(ns); i++) {
+			const json_t *n = json_array_get(ns, i);
+			if (seq(sget(n, "type"), "network") && json_object_get(n, "path") == NULL)
+				fresh = true;
+		}
+		if (!fresh ||
+		    !json_is_true(json_object_get(json_object_get(appl, "network"), "loopback_only")))
+			fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,
+			     "network.default deny is not a fresh loopback-only namespace as rendered "
+			     "and applied");
+	}
+}
+
 /* Returns the segment's derived status ("" when no process). */
 static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, bool *started,
                                 bool *any_process)
@@ -1031,6 +1122,8 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	    !json_is_true(json_object_get(appl, "ok")))
 		fail(r, OTA_ERR_ARCHIVE_APPLIED_MISMATCH, where,
 		     "the applied policy does not reconcile with the rendered policy and the boundary");
+	else if (rend != NULL)
+		controls_applied(v, where, j, rend, appl);
 	/* terminal application */
 	att_info *ta = take(v, w, "terminal_application");
 	const json_t *term = ta != NULL && ta->rec != SIZE_MAX ? ev_rec(v, ta->rec) : NULL;

@@ -188,6 +188,17 @@ static void test_named_codes(void **state)
 	               json_array_get(json_object_get(fx.b, "attestations"), 4));
 	assert_int_not_equal(verify_doc(d, fx.pin_a, fx.pin_a_len, NULL, &first), OTA_OK);
 	json_decref(d);
+	/* correctly signed, but a writable repo root was rendered and applied
+	 * where the effective policy says read_only */
+	{
+		json_t *w = json_vec("d.json");
+		size_t pl = 0;
+		uint8_t *pin = read_vec("d.json.root.json", &pl);
+		assert_int_not_equal(verify_doc(w, pin, pl, NULL, &first), OTA_OK);
+		assert_int_equal(first, OTA_ERR_ARCHIVE_CONTROL_MISMATCH);
+		free(pin);
+		json_decref(w);
+	}
 	/* the other domain's chain */
 	d = json_deep_copy(fx.a);
 	json_object_set(d, "trust_chain", json_object_get(fx.b, "trust_chain"));

@@ -12,4 +12,7 @@ for x in a b; do
   "$b/bench/bench_archive" 1 --max 9 --write-seed "$d/$x.json" >/dev/null
 done
 "$b/bench/bench_archive" 1 --max 9 --external --write-seed "$d/c.json" >/dev/null
+# d.*: correctly signed, but the provider rendered and applied a writable repo
+# root where the effective policy says read_only (archive_control_mismatch)
+"$b/bench/bench_archive" 1 --max 9 --widen --write-seed "$d/d.json" >/dev/null
 echo "vectors/archive regenerated"
