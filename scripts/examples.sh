@@ -103,10 +103,18 @@ trust_id=$(jq -r '.identity' <("$OTA" trust show --dir "$trust" --json))
 jq -r '.signed.principals[] | select(.id == "runner:examples") | .keys[0].public_key' \
   "$trust/root.json" >"$work/runner.pub.pem"
 host_ip=$(ip -4 -o addr show scope global 2>/dev/null | awk '{split($4, a, "/"); print a[1]; exit}')
-port=47$((RANDOM % 900 + 100))
+port=
 if [ -n "$host_ip" ]; then
-  busybox nc -l -p "$port" >"$work/listener.out" 2>&1 &
-  listener=$!
+  # a host listener the sandboxes try to reach; it must never see a connection
+  for _ in 1 2 3 4 5; do
+    port=$((47000 + RANDOM % 2000))
+    busybox nc -l -p "$port" >"$work/listener.out" 2>&1 &
+    listener=$!
+    sleep 0.2
+    kill -0 "$listener" 2>/dev/null && break
+    listener=
+  done
+  [ -n "$listener" ] || host_ip=
 fi
 has_archive=false
 "$OTA_VERIFY" --help 2>&1 | grep -qw archive && has_archive=true
