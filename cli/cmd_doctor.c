@@ -392,15 +392,26 @@ static bool image_in_store(const json_t *images, const char *name)
 	return false;
 }
 
-/* true when seg declares network effects or has no network boundary. */
-static void lane_network_scan(doctor *d, const char *lane, const json_t *canonical)
+/*
+ * Reports segments without a network boundary: the boundary is read from the
+ * effective segment (overlays may have narrowed it), the declared effects
+ * from the canonical one. A segment is bounded when network.default is deny
+ * or it names outbound_targets.
+ */
+static void lane_network_scan(doctor *d, const char *lane, const ota_policy *p)
 {
+	const json_t *csegs = json_object_get(ota_policy_canonical_json(p), "segments");
+	const json_t *esegs = json_object_get(ota_policy_effective_json(p), "segments");
 	size_t i;
 	json_t *seg;
-	json_array_foreach(json_object_get(canonical, "segments"), i, seg)
+	json_array_foreach(csegs, i, seg)
 	{
 		const char *sid = json_string_value(json_object_get(seg, "id"));
-		const json_t *net = json_object_get(json_object_get(seg, "runtime_boundary"), "network");
+		const json_t *eseg = json_array_get(esegs, i);
+		const char *eid = json_string_value(json_object_get(eseg, "id"));
+		if (eseg == NULL || eid == NULL || sid == NULL || strcmp(eid, sid) != 0)
+			eseg = seg;
+		const json_t *net = json_object_get(json_object_get(eseg, "runtime_boundary"), "network");
 		const char *def = json_string_value(json_object_get(net, "default"));
 		size_t ntargets = json_array_size(json_object_get(net, "outbound_targets"));
 		bool bounded = def != NULL && (strcmp(def, "deny") == 0 || ntargets > 0);
@@ -447,9 +458,16 @@ static json_t *check_lane(doctor *d, const ota_contract *c, ota_lane_kind kind, 
 	                    json_string(ota_policy_canonical_identity(p)));
 	json_object_set_new(rep, "effective_policy_identity",
 	                    json_string(ota_policy_effective_identity(p)));
+	/* authoritative in the canonical policy, or made so by an overlay */
 	bool auth = ota_policy_has_authoritative_controls(p);
+	size_t si;
+	json_t *eseg;
+	json_array_foreach(json_object_get(ota_policy_effective_json(p), "segments"), si, eseg)
+		if (json_array_size(json_object_get(json_object_get(eseg, "controls"),
+		                                    "authoritative_runtime")) > 0)
+			auth = true;
 	json_object_set_new(rep, "authoritative", json_boolean(auth));
-	lane_network_scan(d, label, ota_policy_canonical_json(p));
+	lane_network_scan(d, label, p);
 	if (!auth) {
 		json_object_set_new(rep, "enforceable_here", json_null());
 		ota_policy_free(p);

@@ -188,6 +188,20 @@ cp ota.yaml ota.yaml.good && echo "bogus_top_level_key: 1" >>ota.yaml
 jq -e '[.findings[].code] | index("contract_invalid") != null' "$tmp/out" >/dev/null || fail "contract_invalid"
 mv ota.yaml.good ota.yaml
 
+# ---- an org policy that bounds the network: the effective boundary counts ----
+mkdir -p "$tmp/org/.ota" && cd "$tmp/org"
+printf 'version: 1\nproject:\n  name: org\ntasks:\n  curl:\n    run: "curl https://example.org/"\n    effects: {network: true}\n' >ota.yaml
+[ "$(rc_of "$OTA" doctor "${d[@]}" --no-org-policy --json)" -eq 1 ] || fail "org: unbounded"
+jq -e '[.findings[] | select(.severity == "problem") | .code] == ["network_effects_unbounded"]
+  and .lanes[0].authoritative == false' "$tmp/out" >/dev/null || fail "org (none): $(jq -c .findings "$tmp/out")"
+printf 'policies:\n  sandbox:\n    network:\n      default: deny\n' >.ota/org-policy.yaml
+[ "$(rc_of "$OTA" doctor "${d[@]}" --json)" -eq 1 ] || fail "org: overlay"
+# now bounded by the overlay, hence authoritative, and a native lane no target enforces
+jq -e '([.findings[] | select(.severity == "problem") | .code] == ["lane_not_enforceable"])
+  and .lanes[0].authoritative == true and .lanes[0].enforceable_here == false' "$tmp/out" >/dev/null ||
+  fail "org (deny): $(jq -c '.findings, .lanes' "$tmp/out")"
+cd "$w"
+
 # ---- orphaned lease: a runner killed with SIGKILL while its task runs ----
 "$OTA" run slow --agent --image-store "$img" --lease-db "$tmp/leases.db" --state-dir "$tmp/state" \
   --runtime-root "$root" >/dev/null 2>&1 &
