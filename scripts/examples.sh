@@ -85,6 +85,30 @@ rc_is() { # WANT CMD...: CMD exits WANT (its output goes to the log)
   [ "$rc" -eq "$want" ] || { echo "exit $rc, want $want: $*"; return 1; }
 }
 jqf() { jq -e "$1" "$2" >/dev/null; }
+has_jsonschema=false
+python3 -c 'import jsonschema' 2>/dev/null && has_jsonschema=true
+schema_ok() { # SCHEMA-NAME FILE...: each FILE validates against docs/schemas/SCHEMA-NAME.schema.json
+  local sch=$src/docs/schemas/$1.schema.json; shift
+  python3 - "$sch" "$@" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+for f in sys.argv[2:]:
+    jsonschema.validate(json.load(open(f)), schema)
+PY
+}
+schema_checks() { # the JSON outputs of this example against docs/schemas
+  if ! $has_jsonschema; then
+    todo "JSON Schema checks: python3-jsonschema not installed"
+    return
+  fi
+  check "JSON Schema: ota validate --json" schema_ok policy-validate "$evid/validate.json"
+  check "JSON Schema: ota tasks/workflows --json" schema_ok policy-lanes "$evid"/tasks.json \
+    $(ls "$evid"/workflows.json 2>/dev/null)
+  check "JSON Schema: dry-run admissions" schema_ok policy-dry-run "$evid"/dry-run*.json
+  check "JSON Schema: ota doctor --json" schema_ok doctor-report "$evid"/doctor*.json
+  [ -f "$evid/archive.json" ] && check "JSON Schema: the archive" schema_ok archive "$evid/archive.json"
+  return 0
+}
 jqv() { jq -e --arg v "$version" "$1" "$2" >/dev/null; } # $v = the ota version
 
 # ---- shared set-up: image, trust root, runner principal, host listener ----
@@ -313,6 +337,7 @@ example_build_output() {
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] | length > 0 and all' \
     "$evid/receipt.ci.json"
   archive_checks "$evid/run.ci.err" "$evid/dry-run.json" "$evid/receipt.ci.json" --workflow ci
+  schema_checks
   crun_checks boundary-check
   check "crun: boundary probes all passed" sh -c '! grep -q "^FAIL" build/boundary.txt && grep -q "^PASS write-denied ota.yaml" build/boundary.txt'
   check "no container left" no_containers
@@ -395,6 +420,8 @@ example_offline_tests() {
   check "exact ota version $version in the evidence" jqv \
     '[.evidence[] | select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] == [true]' "$r"
   archive_checks "$evid/run.test.err" "$evid/dry-run.test.json" "$evid/receipt.test.json" --task test
+  "$OTA" workflows --json >"$evid/workflows.json"
+  schema_checks
   crun_checks test
   check "crun: test suite and hermetic checks all ok" sh -c '! grep -q "^not ok" test-results/results.tap &&
     grep -qx "PASS interfaces-lo-only" test-results/hermetic.txt'
