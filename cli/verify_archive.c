@@ -56,8 +56,17 @@ int verify_archive(int argc, char **argv)
 	uint8_t *ab = NULL, *pb = NULL;
 	size_t al = 0, pl = 0;
 	ota_err rc = ota_file_read(pinned, OTA_MAX_TRUST_ROOT_BYTES, &pb, &pl, &e);
-	if (rc == OTA_OK)
+	bool archive_too_large = false;
+	if (rc == OTA_OK) {
 		rc = ota_file_read(path, OTA_MAX_ARCHIVE_BYTES, &ab, &al, &e);
+		if (rc == OTA_ERR_TOO_LARGE) {
+			/* the archive's answer is "no", not a usage error */
+			archive_too_large = true;
+			ota_error_clear(&e);
+			rc = ota_error_set(&e, OTA_ERR_ARCHIVE_TOO_LARGE, path, "more than %u bytes",
+			                   OTA_MAX_ARCHIVE_BYTES);
+		}
+	}
 	if (rc != OTA_OK) {
 		free(pb);
 		if (json) {
@@ -65,8 +74,8 @@ int verify_archive(int argc, char **argv)
 			cli_print_json(j);
 			json_decref(j);
 		}
-		return rc == OTA_ERR_TOO_LARGE && ab == NULL && pb != NULL ? CLI_REFUSED
-		                                                          : cli_fail("ota-verify", &e);
+		int ret = cli_fail("ota-verify", &e);
+		return archive_too_large ? CLI_REFUSED : ret;
 	}
 	o.pinned = ota_bytes_make(pb, pl);
 	ota_archive_report *rep = NULL;
