@@ -17,8 +17,10 @@
 # the archive written by ota run verified with `ota-verify archive` (pinned
 # trust root, required status, ledger replay, tampered variants refused; a
 # TODO instead when this ota-verify has no archive command), and the exact
-# ota version in the evidence. Evidence and a checks.txt per example
-# go to DIR (default build/examples-evidence).
+# ota version in the evidence; every JSON output against its JSON Schema in
+# docs/schemas (python3-jsonschema), and the same lanes again on crun.
+# Evidence and a checks.txt per example go to DIR (default
+# build/examples-evidence).
 #
 # Needs root, runc, busybox-static and umoci (scripts/install-deps.sh).
 # Uses $OTA / $OTA_VERIFY when set, else the release build (built if missing).
@@ -29,7 +31,7 @@ names=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) names+=("$1"); shift ;;
   esac
 done
