@@ -94,6 +94,7 @@ store=/var/lib/ota/images
 ./scripts/make-test-rootfs.sh busybox-image "$store" busybox:ota-examples >/dev/null
 repo=$demo/build-output
 cp -a examples/build-output "$repo"
+"$OTA" cleanup >/dev/null # finalize leases an earlier interrupted run may have left
 (cd "$repo" && "$OTA" doctor --workflow ci --image-store "$store") || {
   echo "demo: ota doctor found problems: this machine cannot enforce the example's boundary" >&2
   exit 1
