@@ -282,12 +282,21 @@ static void ev_mark(vctx *v, const char *id)
 {
 	if (id == NULL || v->ev_idx == NULL)
 		return;
-	idx_entry key = {id, 0};
-	const idx_entry *e = bsearch(&key, v->ev_idx, v->nev, sizeof *v->ev_idx, idx_cmp);
-	if (e == NULL)
+	/* lower bound: the first of equal records (one platform check may be
+	 * listed for every segment) */
+	size_t lo = 0, hi = v->nev;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(v->ev_idx[mid].id, id) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == v->nev || strcmp(v->ev_idx[lo].id, id) != 0)
 		return;
-	while (e > v->ev_idx && strcmp((e - 1)->id, id) == 0)
-		e--;
+	const idx_entry *e = &v->ev_idx[lo];
+	if (v->ev_ref[e->i])
+		return; /* equal records are marked together, once */
 	for (; e < v->ev_idx + v->nev && strcmp(e->id, id) == 0; e++)
 		v->ev_ref[e->i] = true;
 }
