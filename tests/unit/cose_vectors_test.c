@@ -29,7 +29,9 @@ static bool exists(const char *path)
 static char *read_opt(const char *dir, const char *name, size_t *len)
 {
 	char p[1024];
-	snprintf(p, sizeof p, "%s/%s", dir, name);
+	int pn = snprintf(p, sizeof p, "%s/%s", dir, name);
+	if (pn < 0 || (size_t)pn >= sizeof p)
+		fail_msg("path too long: %s/%s", dir, name);
 	if (!exists(p))
 		return NULL;
 	uint8_t *buf = NULL;
@@ -99,7 +101,9 @@ static const char *run_case(const char *dir, ota_error *err)
 	                                  "key3.FIXTURE.pem", "key4.FIXTURE.pem"};
 	for (size_t i = 0; i < sizeof key_files / sizeof key_files[0] && rc == OTA_OK; i++) {
 		char p[1024];
-		snprintf(p, sizeof p, "%s/%s", dir, key_files[i]);
+		int pn = snprintf(p, sizeof p, "%s/%s", dir, key_files[i]);
+		if (pn < 0 || (size_t)pn >= sizeof p)
+			fail_msg("path too long: %s/%s", dir, key_files[i]);
 		if (!exists(p))
 			continue;
 		rc = ota_key_load_file(p, &ks.keys[ks.n], err);
