@@ -14,6 +14,16 @@
  *   syscalls       mount, ptrace, user namespaces, io_uring, AF_VSOCK, raw and
  *                  packet sockets fail
  * Exit status 0 when every check held, 1 otherwise. No jansson: static libc only.
+ *
+ * Gate mode (the container's own process, see docs/oci-local.md):
+ *   ota-oci-canary gate CHECK... -- TASK-ARGV...
+ * runs the checks with the report written to descriptor 3 (a pipe whose
+ * other end only the host holds) instead of stdout, closes it, then reads
+ * one byte from descriptor 4: 'G' (go) closes it and execs TASK-ARGV (PATH
+ * lookup as the runtime would do it) in place, in the same process and
+ * boundary; anything else, or end of file, exits 125 without running the
+ * task. The task's code thus starts only after the host has read the
+ * complete report, and it inherits neither descriptor.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -283,10 +293,10 @@ static int check_syscalls(void)
 	return all;
 }
 
-int main(int argc, char **argv)
+static int run_checks(int argc, char **argv)
 {
 	int all = 1;
-	for (int i = 1; i < argc; i++) {
+	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int ok;
 		if (strncmp(a, "deny:", 5) == 0)
@@ -309,6 +319,50 @@ int main(int argc, char **argv)
 			ok = report("unknown", a, 0, EINVAL);
 		all = all && ok;
 	}
+	return all;
+}
+
+static int gate(int argc, char **argv)
+{
+	int n = 0;
+	while (n < argc && strcmp(argv[n], "--") != 0)
+		n++;
+	if (n >= argc - 1) {
+		fprintf(stderr, "ota-oci-canary: gate: no task after --\n");
+		return 125;
+	}
+	/* the report goes to descriptor 3; stdout stays the task's */
+	int saved = dup(1);
+	if (saved < 0 || dup2(3, 1) < 0) {
+		fprintf(stderr, "ota-oci-canary: gate: no report descriptor\n");
+		return 125;
+	}
+	(void)run_checks(n, argv);
+	fflush(stdout);
+	if (dup2(saved, 1) < 0)
+		return 125;
+	close(saved);
+	close(3);
+	char go = 0;
+	ssize_t r;
+	do
+		r = read(4, &go, 1);
+	while (r < 0 && errno == EINTR);
+	close(4);
+	if (r != 1 || go != 'G')
+		return 125; /* no-go: the task never runs */
+	char **task = argv + n + 1;
+	execvp(task[0], task);
+	int e = errno;
+	fprintf(stderr, "ota-oci-canary: exec %s: %s\n", task[0], strerror(e));
+	return e == ENOENT ? 127 : 126;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "gate") == 0)
+		return gate(argc - 2, argv + 2);
+	int all = run_checks(argc - 1, argv + 1);
 	fflush(stdout);
 	return all ? 0 : 1;
 }

@@ -81,6 +81,16 @@ ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int er
                    char *cap_out, size_t cap_out_len, char *cap_err, size_t cap_err_len,
                    int *status, ota_error *err)
 {
+	return oci_rt_cmd_fds(rt, args, out_fd, err_fd, NULL, 0, cap_out, cap_out_len, cap_err,
+	                      cap_err_len, status, err);
+}
+
+ota_err oci_rt_cmd_fds(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
+                       const int *extra, size_t n_extra, char *cap_out, size_t cap_out_len,
+                       char *cap_err, size_t cap_err_len, int *status, ota_error *err)
+{
+	if (n_extra > 8)
+		return ota_error_set(err, OTA_ERR_INTERNAL, "runtime", "too many preserved fds");
 	*status = -1;
 	if (cap_out != NULL && cap_out_len > 0)
 		cap_out[0] = '\0';
@@ -132,9 +142,20 @@ ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int er
 			_exit(125);
 		int o = out_fd >= 0 ? out_fd : po[1] >= 0 ? po[1] : devnull;
 		int e = err_fd >= 0 ? err_fd : pe[1] >= 0 ? pe[1] : devnull;
+		/* the preserved descriptors land on 3.. (moved above the range
+		 * first so that none is overwritten before it is copied) */
+		int hi[8];
+		for (size_t i = 0; i < n_extra; i++) {
+			hi[i] = fcntl(extra[i], F_DUPFD_CLOEXEC, 64);
+			if (hi[i] < 0)
+				_exit(127);
+		}
 		if (dup2(devnull, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(127);
-		syscall(SYS_close_range, 3U, ~0U, 0U);
+		for (size_t i = 0; i < n_extra; i++)
+			if (dup2(hi[i], 3 + (int)i) < 0)
+				_exit(127);
+		syscall(SYS_close_range, 3U + (unsigned)n_extra, ~0U, 0U);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -338,14 +359,22 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 		if (oci_rt_cmd(rt, dargs, -1, -1, NULL, 0, er, sizeof er, &st, err) == OTA_OK && st == 0)
 			deleted = true;
 	}
-	bool still = false;
-	rc = oci_rt_state(rt, id, &still, status, NULL, err);
-	if (rc != OTA_OK)
-		return rc;
+	/* Confirmation without another runtime process: `runc state` and
+	 * `crun state` answer "does not exist" exactly when ROOT/ID (the state
+	 * directory: runc's state.json, crun's status) is absent, and otherwise
+	 * derive the status from the init pid. So: the state directory is gone
+	 * (lstat gives ENOENT, not some other error), the runtime root itself is
+	 * still there and readable (a vanished or unreadable root would make any
+	 * id look absent), and the init pid is gone (reaped by us as subreaper,
+	 * or a zombie/absent process: with the pid namespace's init gone, every
+	 * process of the container is gone). */
 	char dir[700];
 	snprintf(dir, sizeof dir, "%s/%s", rt->root, id);
-	struct stat sb;
-	bool dir_absent = lstat(dir, &sb) != 0 && errno == ENOENT;
+	struct stat sb, rb;
+	bool root_ok = stat(rt->root, &rb) == 0 && S_ISDIR(rb.st_mode) &&
+	               access(rt->root, R_OK | X_OK) == 0;
+	bool dir_absent = root_ok && lstat(dir, &sb) != 0 && errno == ENOENT;
+	bool still = !dir_absent;
 	long p = pid > 0 ? pid : cur_pid;
 	bool pid_gone = pid_exited(p);
 	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "existed", exists, "killed",

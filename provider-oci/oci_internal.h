@@ -69,6 +69,11 @@ const char *oci_rt_name(ota_oci_runtime_kind kind);
 ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
                    char *cap_out, size_t cap_out_len, char *cap_err, size_t cap_err_len,
                    int *status, ota_error *err);
+/* oci_rt_cmd, and extra[0..n_extra) (n_extra <= 8) become the command's
+ * descriptors 3.. (for `--preserve-fds N`); the caller keeps its copies. */
+ota_err oci_rt_cmd_fds(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
+                       const int *extra, size_t n_extra, char *cap_out, size_t cap_out_len,
+                       char *cap_err, size_t cap_err_len, int *status, ota_error *err);
 /* `state ID`: *exists false when the runtime does not know the id. status_out holds the status. */
 ota_err oci_rt_state(const oci_rt *rt, const char *id, bool *exists, char status_out[32],
                      long *pid_out, ota_error *err);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -220,46 +221,43 @@ static ota_err check_identities(long pid, const ota_oci_admitted *a, json_t **ou
 
 /* ---- canaries ---- */
 
-static ota_err run_canaries(const oci_rt *rt, const char *id, const ota_oci_admitted *a,
-                            json_t **out, ota_error *err)
+/*
+ * The container's process is the runner's canary in gate mode
+ * (provider-oci/canary.c): process.args = [canary, "gate", CHECK..., "--",
+ * TASK-ARGV...]. The checks run in the container's own process, so in
+ * exactly the task's boundary (mounts, namespaces, seccomp, capabilities,
+ * no_new_privs, uid); their report arrives on a pipe only the host reads and
+ * the task starts only on the host's go. *expected: number of report lines.
+ */
+static ota_err gate_args(const oci_rt *rt, const ota_oci_plan *plan, const ota_oci_admitted *a,
+                         json_t *cfg, size_t *expected, ota_error *err)
 {
-	*out = NULL;
-	const char *args[64 + 2 * OTA_OCI_MAX_PATHS];
-	char *owned[2 * OTA_OCI_MAX_PATHS + 8];
-	size_t n = 0, no = 0;
-	args[n++] = "exec";
-	/* crun 1.8 does not carry noNewPrivileges from the config into exec */
-	if (rt->kind == OTA_OCI_CRUN)
-		args[n++] = "--no-new-privs";
-	args[n++] = id;
-	args[n++] = OTA_OCI_CANARY_DEST;
-	args[n++] = "status";
-	args[n++] = "loopback";
-	args[n++] = "syscalls";
-	size_t first = n;
+	json_t *args = json_array();
+	json_t *process = json_object_get(cfg, "process");
+	if (args == NULL || !json_is_object(process)) {
+		json_decref(args);
+		return ota_error_set(err, OTA_ERR_INTERNAL, "render", "no process in the config");
+	}
+	json_array_append_new(args, json_string(OTA_OCI_CANARY_DEST));
+	json_array_append_new(args, json_string("gate"));
+	json_array_append_new(args, json_string("status"));
+	json_array_append_new(args, json_string("loopback"));
+	json_array_append_new(args, json_string("syscalls"));
+	size_t first = json_array_size(args);
+	char buf[1100];
 	if (!a->repo_writable)
-		args[n++] = "deny:/workspace";
+		json_array_append_new(args, json_string("deny:/workspace"));
 	for (size_t i = 0; i < a->n_prot; i++) {
 		if (!a->prot[i].exists)
 			continue;
-		size_t l = strlen(a->prot[i].dest) + 6;
-		char *s = malloc(l);
-		if (s == NULL)
-			break;
-		snprintf(s, l, "deny:%s", a->prot[i].dest);
-		owned[no++] = s;
-		args[n++] = s;
+		snprintf(buf, sizeof buf, "deny:%s", a->prot[i].dest);
+		json_array_append_new(args, json_string(buf));
 	}
 	for (size_t i = 0; i < a->n_writable; i++) {
 		if (!a->writable[i].is_dir)
 			continue;
-		size_t l = strlen(a->writable[i].dest) + 7;
-		char *s = malloc(l);
-		if (s == NULL)
-			break;
-		snprintf(s, l, "allow:%s", a->writable[i].dest);
-		owned[no++] = s;
-		args[n++] = s;
+		snprintf(buf, sizeof buf, "allow:%s", a->writable[i].dest);
+		json_array_append_new(args, json_string(buf));
 	}
 	static const char *const fixed[] = {
 		"tcp:192.0.2.1:80", "tcp:[2001:db8::1]:80", "udp:192.0.2.1:53",
@@ -270,24 +268,59 @@ static ota_err run_canaries(const oci_rt *rt, const char *id, const ota_oci_admi
 		"absent:/run/ota", "absent:/var/run/crio/crio.sock",
 	};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-		args[n++] = fixed[i];
-	char rootabs[600];
-	snprintf(rootabs, sizeof rootabs, "absent:%s", rt->root);
-	args[n++] = rootabs;
-	args[n] = NULL;
-	size_t expected = n - first + 2 + 8; /* status, loopback, 8 syscall checks */
-	char *buf = malloc(OTA_OCI_MAX_CANARY_BYTES);
-	char er[2048];
-	int st = 0;
-	ota_err rc = buf == NULL ? OTA_ERR_NOMEM
-	                         : oci_rt_cmd(rt, args, -1, -1, buf, OTA_OCI_MAX_CANARY_BYTES, er,
-	                                      sizeof er, &st, err);
-	for (size_t i = 0; i < no; i++)
-		free(owned[i]);
-	if (rc != OTA_OK) {
-		free(buf);
-		return rc;
+		json_array_append_new(args, json_string(fixed[i]));
+	snprintf(buf, sizeof buf, "absent:%s", rt->root);
+	json_array_append_new(args, json_string(buf));
+	*expected = json_array_size(args) - first + 2 + 8; /* status, loopback, 8 syscalls */
+	json_array_append_new(args, json_string("--"));
+	for (size_t i = 0; i < plan->argc; i++)
+		json_array_append_new(args, json_string(plan->argv[i]));
+	if (json_object_set_new(process, "args", args) != 0)
+		return OTA_ERR_NOMEM;
+	return OTA_OK;
+}
+
+/* Reads the canary's report (to end of file: the canary closes its end
+ * before it waits for the go, and no other process holds it) within a
+ * bounded time, honouring the cancel flag. */
+static ota_err read_report(const ota_oci_run_opts *o, int fd, char *buf, size_t cap,
+                           ota_error *err)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	double deadline = mono_ms() + 60000.0;
+	for (;;) {
+		if (cancelled(o))
+			return ota_error_set(err, OTA_ERR_OCI_INTERRUPTED, "run",
+			                     "interrupted before start");
+		if (mono_ms() > deadline)
+			return ota_error_set(err, OTA_ERR_OCI_CANARY_FAILED, "canary",
+			                     "no complete report within 60 s");
+		struct pollfd pf = {fd, POLLIN, 0};
+		int r = poll(&pf, 1, 100);
+		if (r < 0 && errno != EINTR)
+			return ota_error_set(err, OTA_ERR_IO, "canary", "poll: %s", strerror(errno));
+		if (r <= 0)
+			continue;
+		char tmp[4096];
+		ssize_t got = read(fd, tmp, sizeof tmp);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got < 0)
+			return ota_error_set(err, OTA_ERR_IO, "canary", "read: %s", strerror(errno));
+		if (got == 0)
+			return OTA_OK;
+		if (len + (size_t)got >= cap)
+			return ota_error_set(err, OTA_ERR_OCI_CANARY_FAILED, "canary",
+			                     "report larger than %zu bytes", cap);
+		memcpy(buf + len, tmp, (size_t)got);
+		len += (size_t)got;
+		buf[len] = '\0';
 	}
+}
+
+static ota_err parse_canaries(char *buf, size_t expected, json_t **out, ota_error *err)
+{
 	json_t *arr = json_array();
 	size_t got = 0;
 	const char *bad = NULL;
@@ -310,12 +343,9 @@ static ota_err run_canaries(const oci_rt *rt, const char *id, const ota_oci_admi
 		}
 		cur = nl != NULL ? nl + 1 : NULL;
 	}
-	free(buf);
 	*out = arr;
 	if (bad == NULL && got != expected)
 		bad = "canary report incomplete";
-	if (bad == NULL && st != 0)
-		bad = "canary exited non-zero";
 	if (bad != NULL) {
 		/* name the first failing check */
 		size_t i;
@@ -326,7 +356,7 @@ static ota_err run_canaries(const oci_rt *rt, const char *id, const ota_oci_admi
 			break;
 		}
 		return ota_error_set(err, OTA_ERR_OCI_CANARY_FAILED, what != NULL ? what : "",
-		                     "%s (exit %d; %.160s)", bad, st, er);
+		                     "%s (%zu of %zu checks reported)", bad, got, expected);
 	}
 	return OTA_OK;
 }
@@ -412,6 +442,10 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	char bundle[1024] = "";
 	char initial_id[OTA_ID_LEN + 1] = "";
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
+	int prep[2] = {-1, -1}; /* canary report: container -> host */
+	int pgo[2] = {-1, -1};  /* go/no-go: host -> container */
+	size_t expected = 0;    /* canary report lines */
+	bool phase_started = false;
 	long pid = 0;
 	bool leased = false, created = false;
 	char known_status[32] = ""; /* runtime status from terminal inspection */
@@ -434,6 +468,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		goto out_record;
 	}
 	rc = ota_oci_render(plan, a, rt.kind, canary, &cfg, &e);
+	if (rc == OTA_OK)
+		rc = gate_args(&rt, plan, a, cfg, &expected, &e);
 	if (rc == OTA_OK)
 		rc = ota_oci_rendered_policy(plan, cfg, rt.kind, &out->rendered, &e);
 	if (rc != OTA_OK)
@@ -504,20 +540,27 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		o.before_create(o.before_create_ctx);
 	/* Apply: create. The container's init is reparented to us. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {
+	if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0 ||
+	    pipe2(prep, O_CLOEXEC) != 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pgo) != 0) {
 		rc = ota_error_set(&e, OTA_ERR_IO, "pipe", "%s", strerror(errno));
 		goto out_finalize;
 	}
 	{
 		char pidfile[1100];
 		snprintf(pidfile, sizeof pidfile, "%s/pid", bundle);
-		const char *cargs[] = {"create", "--bundle", bundle, "--pid-file", pidfile,
-		                       out->container_id, NULL};
+		const char *cargs[] = {"create",  "--bundle",         bundle, "--pid-file",
+		                       pidfile,   "--preserve-fds", "2",    out->container_id,
+		                       NULL};
+		const int extra[2] = {prep[1], pgo[0]}; /* the container's fds 3 and 4 */
 		int st = 0;
-		rc = oci_rt_cmd(&rt, cargs, pout[1], perr[1], NULL, 0, NULL, 0, &st, &e);
+		rc = oci_rt_cmd_fds(&rt, cargs, pout[1], perr[1], extra, 2, NULL, 0, NULL, 0, &st,
+		                    &e);
 		close(pout[1]);
 		close(perr[1]);
-		pout[1] = perr[1] = -1;
+		close(prep[1]);
+		close(pgo[0]);
+		pout[1] = perr[1] = prep[1] = pgo[0] = -1;
 		created = true; /* possibly partially: finalization checks */
 		if (rc == OTA_OK && st != 0) {
 			char msg[512] = "";
@@ -545,7 +588,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 
 	/* Host-side inspection of the applied boundary. */
 	out->terminal = OTA_OCI_REFUSED;
-	json_t *mrep = NULL, *nrep = NULL, *prep = NULL, *ns = NULL, *ids = NULL, *can = NULL;
+	json_t *mrep = NULL, *nrep = NULL, *procrep = NULL, *ns = NULL, *ids = NULL, *can = NULL;
+	bool start_failed = false;
 	{
 		uint8_t *mi = NULL, *nd = NULL, *nr = NULL, *n6 = NULL;
 		size_t mil = 0, ndl = 0, nrl = 0, n6l = 0;
@@ -568,11 +612,29 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		if (rc == OTA_OK)
 			rc = check_namespaces(pid, &ns, &e);
 		if (rc == OTA_OK)
-			rc = check_process(pid, &prep, &e);
+			rc = check_process(pid, &procrep, &e);
 		if (rc == OTA_OK)
 			rc = check_identities(pid, a, &ids, &e);
-		if (rc == OTA_OK && !cancelled(&o))
-			rc = run_canaries(&rt, out->container_id, a, &can, &e);
+		/* Only now: start. The container's process is the canary, which
+		 * runs its checks in the task's boundary and waits for the go. */
+		if (rc == OTA_OK && !cancelled(&o)) {
+			const char *sargs[] = {"start", out->container_id, NULL};
+			int st = 0;
+			char er[1024];
+			rc = oci_rt_cmd(&rt, sargs, -1, -1, NULL, 0, er, sizeof er, &st, &e);
+			if (rc == OTA_OK && st != 0)
+				rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "start",
+				                   "exit %d: %.300s", st, er);
+			start_failed = rc != OTA_OK;
+			char *buf = rc == OTA_OK ? malloc(OTA_OCI_MAX_CANARY_BYTES) : NULL;
+			if (rc == OTA_OK && buf == NULL)
+				rc = OTA_ERR_NOMEM;
+			if (rc == OTA_OK)
+				rc = read_report(&o, prep[0], buf, OTA_OCI_MAX_CANARY_BYTES, &e);
+			if (rc == OTA_OK)
+				rc = parse_canaries(buf, expected, &can, &e);
+			free(buf);
+		}
 		char ver[128];
 		if (o.runtime.version != NULL)
 			snprintf(ver, sizeof ver, "%s", o.runtime.version);
@@ -587,9 +649,13 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		                         json_string_value(json_object_get(out->rendered,
 		                                                           "config_identity")),
 		                         "pid", (json_int_t)pid, "namespaces", ns, "mounts", mrep,
-		                         "network", nrep, "process", prep, "bound_identities", ids,
+		                         "network", nrep, "process", procrep, "bound_identities", ids,
 		                         "canaries", can);
 		json_object_set_new(out->applied, "ok", json_boolean(rc == OTA_OK));
+		if (rc == OTA_ERR_OCI_INTERRUPTED)
+			goto out_cancel;
+		if (start_failed)
+			out->terminal = OTA_OCI_NOT_STARTED;
 		if (rc != OTA_OK)
 			goto out_finalize;
 	}
@@ -622,21 +688,27 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		if (rc != OTA_OK)
 			goto out_finalize;
 	}
-	/* Only now: start. */
+	/* The go: the lease says "started" (durably) before the task can run;
+	 * a runner killed before the go leaves a canary that reads end of file
+	 * and exits without running the task. */
+	(void)oci_lease_phase(db, out->container_id, "started", pid, &e);
+	phase_started = true;
+	if (cancelled(&o))
+		goto out_cancel;
 	{
-		const char *sargs[] = {"start", out->container_id, NULL};
-		int st = 0;
-		char er[1024];
-		rc = oci_rt_cmd(&rt, sargs, -1, -1, NULL, 0, er, sizeof er, &st, &e);
-		if (rc == OTA_OK && st != 0)
-			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "start", "exit %d: %.300s", st,
-			                   er);
-		if (rc != OTA_OK) {
+		ssize_t w;
+		do
+			w = send(pgo[1], "G", 1, MSG_NOSIGNAL);
+		while (w < 0 && errno == EINTR);
+		close(pgo[1]);
+		pgo[1] = -1;
+		if (w != 1) {
+			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "start",
+			                   "the canary is gone before the go: %s", strerror(errno));
 			out->terminal = OTA_OCI_NOT_STARTED;
 			goto out_finalize;
 		}
 		out->started = true;
-		(void)oci_lease_phase(db, out->container_id, "started", pid, &e);
 	}
 
 	/* Wait: stream output, enforce the timeout and cancellation. */
@@ -784,9 +856,18 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 out_cancel:
 	out->interrupted = true;
 	rc = ota_error_set(&e, OTA_ERR_OCI_INTERRUPTED, "run", "interrupted before start");
-	out->terminal = out->started ? OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION
-	                             : OTA_OCI_NOT_STARTED;
+	out->terminal = out->started || phase_started
+	                        ? OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION
+	                        : OTA_OCI_NOT_STARTED;
 out_finalize:
+	if (pgo[1] >= 0) /* no-go: the canary exits without running the task */
+		close(pgo[1]);
+	for (int i = 0; i < 2; i++) {
+		if (prep[i] >= 0)
+			close(prep[i]);
+		if (i == 0 && pgo[0] >= 0)
+			close(pgo[0]);
+	}
 	if (pout[1] >= 0)
 		close(pout[1]);
 	if (perr[1] >= 0)
