@@ -293,6 +293,15 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 			rc = ota_error_set(c->err, OTA_ERR_OCI_SCAN_LIMIT, rel, "path too long");
 			break;
 		}
+		/* The directory entry's type (the same inode type stat would
+		 * give) spares a stat of each entry that needs nothing more:
+		 * only sockets, directories, entries of unknown type and regular
+		 * files under a writable path (their link count) are stat'ed. */
+		bool w = !c->rootfs &&
+		         (in_writable || rel_in_list(sub, c->a->writable, c->a->n_writable));
+		if (de->d_type == DT_LNK || de->d_type == DT_CHR || de->d_type == DT_BLK ||
+		    de->d_type == DT_FIFO || (de->d_type == DT_REG && !w))
+			continue;
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue; /* vanished */
@@ -314,7 +323,6 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 			}
 			continue;
 		}
-		bool w = in_writable || rel_in_list(sub, c->a->writable, c->a->n_writable);
 		bool prot = rel_in_list(sub, c->a->prot, c->a->n_prot);
 		if (S_ISREG(st.st_mode) && w && !prot && st.st_nlink > 1) {
 			if (c->nlinks == c->cap) {

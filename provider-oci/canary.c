@@ -17,9 +17,12 @@
  *
  * Gate mode (the container's own process, see docs/oci-local.md):
  *   ota-oci-canary gate CHECK... -- TASK-ARGV...
- * runs the checks with the report written to descriptor 3 (a pipe whose
- * other end only the host holds) instead of stdout, closes it, then reads
- * one byte from descriptor 4: 'G' (go) closes it and execs TASK-ARGV (PATH
+ * first waits for one byte from descriptor 4 (a socket whose other end only
+ * the host holds): 'C' (the start, sent once the host has inspected the
+ * container) runs the checks, anything else or end of file exits 125 at
+ * once. The report is written to descriptor 3 (a pipe only the host reads)
+ * instead of stdout, which is closed; then one more byte from
+ * descriptor 4: 'G' (go) closes it and execs TASK-ARGV (PATH
  * lookup as the runtime would do it) in place, in the same process and
  * boundary; anything else, or end of file, exits 125 without running the
  * task. The task's code thus starts only after the host has read the
@@ -331,6 +334,13 @@ static int gate(int argc, char **argv)
 		fprintf(stderr, "ota-oci-canary: gate: no task after --\n");
 		return 125;
 	}
+	char go = 0;
+	ssize_t r;
+	do
+		r = read(4, &go, 1);
+	while (r < 0 && errno == EINTR);
+	if (r != 1 || go != 'C')
+		return 125; /* not started: nothing ran in the boundary */
 	/* the report goes to descriptor 3; stdout stays the task's */
 	int saved = dup(1);
 	if (saved < 0 || dup2(3, 1) < 0) {
@@ -343,8 +353,7 @@ static int gate(int argc, char **argv)
 		return 125;
 	close(saved);
 	close(3);
-	char go = 0;
-	ssize_t r;
+	go = 0;
 	do
 		r = read(4, &go, 1);
 	while (r < 0 && errno == EINTR);

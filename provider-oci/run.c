@@ -549,9 +549,12 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	{
 		char pidfile[1100];
 		snprintf(pidfile, sizeof pidfile, "%s/pid", bundle);
-		const char *cargs[] = {"create",  "--bundle",         bundle, "--pid-file",
-		                       pidfile,   "--preserve-fds", "2",    out->container_id,
-		                       NULL};
+		/* `run --detach`: the runtime applies the whole boundary and execs
+		 * the canary, which blocks on its first gate before doing anything
+		 * (the equivalent of a created container waiting for `start`). */
+		const char *cargs[] = {"run",   "--detach",       "--bundle", bundle,
+		                       "--pid-file", pidfile, "--preserve-fds", "2",
+		                       out->container_id, NULL};
 		const int extra[2] = {prep[1], pgo[0]}; /* the container's fds 3 and 4 */
 		int st = 0;
 		rc = oci_rt_cmd_fds(&rt, cargs, pout[1], perr[1], extra, 2, NULL, 0, NULL, 0, &st,
@@ -615,17 +618,24 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 			rc = check_process(pid, &procrep, &e);
 		if (rc == OTA_OK)
 			rc = check_identities(pid, a, &ids, &e);
-		/* Only now: start. The container's process is the canary, which
-		 * runs its checks in the task's boundary and waits for the go. */
+		/* Only now: start, i.e. release the canary's first gate. It runs
+		 * its checks in the task's boundary, reports, and waits for the go.
+		 * The lease says "started" (durably, while the canary runs) before
+		 * the go can be sent. */
 		if (rc == OTA_OK && !cancelled(&o)) {
-			const char *sargs[] = {"start", out->container_id, NULL};
-			int st = 0;
-			char er[1024];
-			rc = oci_rt_cmd(&rt, sargs, -1, -1, NULL, 0, er, sizeof er, &st, &e);
-			if (rc == OTA_OK && st != 0)
+			ssize_t w;
+			do
+				w = send(pgo[1], "C", 1, MSG_NOSIGNAL);
+			while (w < 0 && errno == EINTR);
+			if (w != 1)
 				rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "start",
-				                   "exit %d: %.300s", st, er);
+				                   "the canary is gone before the start: %s",
+				                   strerror(errno));
 			start_failed = rc != OTA_OK;
+			if (rc == OTA_OK) {
+				(void)oci_lease_phase(db, out->container_id, "started", pid, &e);
+				phase_started = true;
+			}
 			char *buf = rc == OTA_OK ? malloc(OTA_OCI_MAX_CANARY_BYTES) : NULL;
 			if (rc == OTA_OK && buf == NULL)
 				rc = OTA_ERR_NOMEM;
@@ -688,11 +698,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		if (rc != OTA_OK)
 			goto out_finalize;
 	}
-	/* The go: the lease says "started" (durably) before the task can run;
-	 * a runner killed before the go leaves a canary that reads end of file
-	 * and exits without running the task. */
-	(void)oci_lease_phase(db, out->container_id, "started", pid, &e);
-	phase_started = true;
+	/* The go. A runner killed before it leaves a canary that reads end of
+	 * file and exits without running the task. */
 	if (cancelled(&o))
 		goto out_cancel;
 	{
