@@ -140,6 +140,9 @@ static int bench_runtime(ota_oci_runtime_kind kind, const char *src_dir, size_t 
 		if (i >= 2) {
 			full[i - 2] = t1 - t0;
 			bare[i - 2] = t2 - t1;
+			if (getenv("OTA_BENCH_OCI_SAMPLES") != NULL) /* raw samples, stderr */
+				fprintf(stderr, "%s %zu full %.2f bare %.2f\n", name, i - 2, t1 - t0,
+				        t2 - t1);
 		}
 	}
 	if (rc == 0) {

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +364,54 @@ static ota_err parse_canaries(char *buf, size_t expected, json_t **out, ota_erro
 
 /* ---- the run ---- */
 
+/* The durable "started" phase is committed on a thread while the host
+ * inspects the container and the canary runs; it is joined before the go
+ * (and before any other use of the lease database). */
+typedef struct phase_job {
+	oci_lease_db *db;
+	const char *id;
+	long pid;
+	ota_err rc;
+	ota_error e;
+	pthread_t th;
+	bool running;
+} phase_job;
+
+static void *phase_main(void *arg)
+{
+	phase_job *j = arg;
+	j->rc = oci_lease_phase(j->db, j->id, "started", j->pid, &j->e);
+	return NULL;
+}
+
+static void phase_begin(phase_job *j, oci_lease_db *db, const char *id, long pid)
+{
+	memset(j, 0, sizeof *j);
+	j->db = db;
+	j->id = id;
+	j->pid = pid;
+	ota_error_clear(&j->e);
+	/* the thread takes no signal: the caller's handlers stay on this one */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	j->running = pthread_create(&j->th, NULL, phase_main, j) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!j->running)
+		(void)phase_main(j); /* no thread: commit here */
+}
+
+static ota_err phase_end(phase_job *j, ota_error *err)
+{
+	if (j->running) {
+		pthread_join(j->th, NULL);
+		j->running = false;
+	}
+	if (j->rc != OTA_OK && err != NULL)
+		*err = j->e;
+	return j->rc;
+}
+
 typedef struct fp_pair {
 	char before[65];
 	char after[65];
@@ -445,7 +494,9 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	int prep[2] = {-1, -1}; /* canary report: container -> host */
 	int pgo[2] = {-1, -1};  /* go/no-go: host -> container */
 	size_t expected = 0;    /* canary report lines */
-	bool phase_started = false;
+	bool phase_started = false; /* the "started" commit was issued */
+	phase_job phase;
+	memset(&phase, 0, sizeof phase);
 	long pid = 0;
 	bool leased = false, created = false;
 	char known_status[32] = ""; /* runtime status from terminal inspection */
@@ -588,6 +639,10 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	}
 	if (cancelled(&o))
 		goto out_cancel;
+	/* From here on the lease says "started" (conservatively: the task can
+	 * start only after the go, which waits for this commit). */
+	phase_begin(&phase, db, out->container_id, pid);
+	phase_started = true;
 
 	/* Host-side inspection of the applied boundary. */
 	out->terminal = OTA_OCI_REFUSED;
@@ -632,10 +687,6 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 				                   "the canary is gone before the start: %s",
 				                   strerror(errno));
 			start_failed = rc != OTA_OK;
-			if (rc == OTA_OK) {
-				(void)oci_lease_phase(db, out->container_id, "started", pid, &e);
-				phase_started = true;
-			}
 			char *buf = rc == OTA_OK ? malloc(OTA_OCI_MAX_CANARY_BYTES) : NULL;
 			if (rc == OTA_OK && buf == NULL)
 				rc = OTA_ERR_NOMEM;
@@ -700,6 +751,11 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	}
 	/* The go. A runner killed before it leaves a canary that reads end of
 	 * file and exits without running the task. */
+	rc = phase_end(&phase, &e);
+	if (rc != OTA_OK) {
+		out->terminal = OTA_OCI_NOT_STARTED;
+		goto out_finalize;
+	}
 	if (cancelled(&o))
 		goto out_cancel;
 	{
@@ -867,6 +923,7 @@ out_cancel:
 	                        ? OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION
 	                        : OTA_OCI_NOT_STARTED;
 out_finalize:
+	(void)phase_end(&phase, NULL);
 	if (pgo[1] >= 0) /* no-go: the canary exits without running the task */
 		close(pgo[1]);
 	for (int i = 0; i < 2; i++) {
