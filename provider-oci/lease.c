@@ -71,12 +71,18 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 	sqlite3_busy_timeout(d->db, 10000);
 	/* Closing the last connection must not checkpoint the log into the
 	 * database (two more fsyncs per run): the log is itself durable, every
-	 * commit having been fsynced to it, and sqlite checkpoints it once it
-	 * grows past its automatic threshold (wal_autocheckpoint, 1000 pages). */
+	 * commit having been fsynced to it, and sqlite checkpoints it, within
+	 * a commit, once it grows past 32 pages (wal_autocheckpoint below). */
 	(void)sqlite3_db_config(d->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	/* WAL with synchronous=FULL: every commit is fsynced before it returns
 	 * (one fsync of the log per transaction). */
-	ota_err rc = exec_sql(d, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+	/* A small automatic checkpoint threshold keeps the log short: closing
+	 * does not checkpoint (below), and the next process that opens the
+	 * database reads the whole log to rebuild its index. */
+	ota_err rc = exec_sql(d,
+	                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+	                      " PRAGMA wal_autocheckpoint=32;",
+	                      err);
 	if (rc == OTA_OK)
 		rc = exec_sql(d,
 		              "CREATE TABLE IF NOT EXISTS oci_lease ("

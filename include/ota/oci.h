@@ -246,7 +246,9 @@ typedef struct ota_oci_run_opts {
 	void *before_create_ctx;
 	/* Called with the initial application and applied-policy records
 	 * (borrowed) after inspection and canaries, before the task starts
-	 * (the runner signs them here). A non-OK return refuses the run. */
+	 * (the runner signs them here; the canary waits for the go meanwhile).
+	 * A non-OK return refuses the run: the canary exits, the task never
+	 * runs. */
 	ota_err (*on_initial)(void *ctx, const json_t *initial, const json_t *applied,
 	                      ota_error *err);
 	void *on_initial_ctx;
@@ -270,10 +272,14 @@ OTA_API void ota_oci_result_clear(ota_oci_result *r);
 
 /*
  * The handshake and lifetime of one segment: admit, lease (durable, before
- * the first mutation), render, create, inspect (mountinfo, netns, process,
- * identities of bound objects), canaries via exec in the same container,
- * start, wait (output streamed, timeout and cancel enforced), terminal
- * inspection, delete, confirm the runtime forgot the id, finalize the lease.
+ * the first mutation), render, create (`run --detach` of the container whose
+ * process is the runner's canary, held at its first gate), inspect from the
+ * host (mountinfo, netns, process, identities of bound objects), start (the
+ * canary's checks in the container's own process, reported on a pipe only
+ * the host reads), on_initial, the go (the canary execs the task in place),
+ * wait (output streamed, timeout and cancel enforced), terminal inspection,
+ * delete, confirm the runtime forgot the id (its state directory is gone and
+ * the init pid is gone), finalize the lease (docs/oci-local.md).
  * Returns OTA_OK when the task ran under enforcement (whatever its exit
  * status; see out->exit_status, out->timed_out); otherwise the refusal or
  * failure, with out->terminal and out->terminal_record still filled (the
@@ -282,7 +288,9 @@ OTA_API void ota_oci_result_clear(ota_oci_result *r);
  * Process-wide effects: the calling process becomes a child subreaper
  * (PR_SET_CHILD_SUBREAPER) so that it reaps the container's init itself and
  * learns its exit status; runtime commands are its children and die with it
- * (PR_SET_PDEATHSIG). Call from a single-threaded process or one thread.
+ * (PR_SET_PDEATHSIG). Call from a single-threaded process or one thread;
+ * internally one short-lived thread (all signals blocked) commits the lease's
+ * "started" phase while the container is inspected, joined before the go.
  */
 OTA_API OTA_NODISCARD ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts,
                                           ota_oci_result *out, ota_error *err);
