@@ -71,17 +71,19 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 	sqlite3_busy_timeout(d->db, 10000);
 	/* Closing the last connection must not checkpoint the log into the
 	 * database (two more fsyncs per run): the log is itself durable, every
-	 * commit having been fsynced to it, and sqlite checkpoints it, within
-	 * a commit, once it grows past 32 pages (wal_autocheckpoint below). */
+	 * commit having been fsynced to it. ota_oci_run checkpoints it off the
+	 * critical path (oci_lease_checkpoint, on its phase thread); sqlite's
+	 * automatic checkpoint within a commit, once the log grows past 256
+	 * pages, is the safety net for processes that never get there. */
 	(void)sqlite3_db_config(d->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	/* WAL with synchronous=FULL: every commit is fsynced before it returns
 	 * (one fsync of the log per transaction). */
-	/* A small automatic checkpoint threshold keeps the log short: closing
-	 * does not checkpoint (below), and the next process that opens the
-	 * database reads the whole log to rebuild its index. */
+	/* The log is kept short: closing does not checkpoint (above), and the
+	 * next process that opens the database reads the whole log to rebuild
+	 * its index. */
 	ota_err rc = exec_sql(d,
 	                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-	                      " PRAGMA wal_autocheckpoint=32;",
+	                      " PRAGMA wal_autocheckpoint=256;",
 	                      err);
 	if (rc == OTA_OK)
 		rc = exec_sql(d,
@@ -100,6 +102,12 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 	}
 	*out = d;
 	return OTA_OK;
+}
+
+void oci_lease_checkpoint(oci_lease_db *d)
+{
+	if (d != NULL)
+		(void)sqlite3_wal_checkpoint_v2(d->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
 void oci_lease_close(oci_lease_db *d)

@@ -84,6 +84,9 @@ void oci_rt_version(const oci_rt *rt, char *out, size_t cap);
 typedef struct oci_lease_db oci_lease_db;
 ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err);
 void oci_lease_close(oci_lease_db *db);
+/* A passive checkpoint of the log into the database (committed data is
+ * durable either way; this keeps the log, and each later open, short). */
+void oci_lease_checkpoint(oci_lease_db *db);
 ota_err oci_lease_begin(oci_lease_db *db, const char *id, const char *txn, const oci_rt *rt,
                         const char *bundle, const char *plan_id, int64_t now, ota_error *err);
 ota_err oci_lease_phase(oci_lease_db *db, const char *id, const char *phase, long pid,

@@ -381,6 +381,7 @@ static void *phase_main(void *arg)
 {
 	phase_job *j = arg;
 	j->rc = oci_lease_phase(j->db, j->id, "started", j->pid, &j->e);
+	oci_lease_checkpoint(j->db); /* off the critical path */
 	return NULL;
 }
 
