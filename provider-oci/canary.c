@@ -1,7 +1,8 @@
 /*
  * ota-oci-canary: the runner-owned canary, a static binary bound read-only
- * into the container and run there with `runtime exec` before the task
- * starts, in the same boundary and with the same process settings.
+ * into the container. ota_oci_run makes it the container's own process (gate
+ * mode, below), so its checks run in the task's boundary and process
+ * settings before the task, which it then execs in place.
  *
  * Each argument is one check; one JSON object per line is printed:
  *   deny:PATH      writing PATH (a file) or creating a file in PATH (a dir) fails
