@@ -270,6 +270,83 @@ static void basic_run(ota_oci_runtime_kind kind)
 	fx_free(f);
 }
 
+/* ---- the canary gate: the task is the container's process, exec'd in
+ * place on the go, without the report and go descriptors; no go, no task ---- */
+
+static ota_err refuse_initial(void *ctx, const json_t *initial, const json_t *applied,
+                              ota_error *err)
+{
+	(void)ctx;
+	(void)initial;
+	(void)applied;
+	return ota_error_set(err, OTA_ERR_USAGE, "test", "signing refused");
+}
+
+static void gate_run(ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_plan p = fx_plan(f, "for n in 3 4 5; do [ -e /proc/self/fd/$n ] && echo fd$n-open; "
+	                            "done; echo pid$$; exit 0");
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.exit_status, 0);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	assert_non_null(strstr(f->out, "pid1\n")); /* the canary's own process */
+	assert_null(strstr(f->out, "fd3-open"));
+	assert_null(strstr(f->out, "fd4-open"));
+	assert_null(strstr(f->out, "fd5-open"));
+	/* the rendered process is the canary in gate mode, the task after -- */
+	json_t *args = json_object_get(json_object_get(json_object_get(r.rendered, "config"),
+	                                               "process"),
+	                               "args");
+	assert_string_equal(json_string_value(json_array_get(args, 0)), OTA_OCI_CANARY_DEST);
+	assert_string_equal(json_string_value(json_array_get(args, 1)), "gate");
+	size_t na = json_array_size(args);
+	assert_true(na > 4);
+	assert_string_equal(json_string_value(json_array_get(args, na - 4)), "--");
+	assert_string_equal(json_string_value(json_array_get(args, na - 3)), "/bin/sh");
+	ota_oci_result_clear(&r);
+
+	/* no go (on_initial refuses): the canary exits, the task never runs */
+	f->out_len = 0;
+	f->out[0] = '\0';
+	o.on_initial = refuse_initial;
+	ota_oci_plan q = fx_plan(f, "printf ran > reports/ran; echo task-ran");
+	ota_error_clear(&e);
+	rc = ota_oci_run(&q, &o, &r, &e);
+	assert_int_not_equal(rc, OTA_OK);
+	assert_false(r.started);
+	assert_int_equal(r.terminal, OTA_OCI_REFUSED);
+	assert_null(strstr(f->out, "task-ran"));
+	char path[1024];
+	snprintf(path, sizeof path, "%s/reports/ran", f->repo);
+	assert_int_not_equal(access(path, F_OK), 0);
+	json_t *cl = json_object_get(r.terminal_record, "cleanup");
+	assert_true(json_is_true(json_object_get(cl, "confirmed")));
+	assert_lease_terminal(f, r.container_id, "refused");
+	ota_oci_result_clear(&r);
+	fx_free(f); /* asserts no container is left */
+}
+
+static void test_gate_runc(void **state)
+{
+	(void)state;
+	gate_run(OTA_OCI_RUNC);
+}
+
+static void test_gate_crun(void **state)
+{
+	(void)state;
+	gate_run(OTA_OCI_CRUN);
+}
+
 static void test_basic_runc(void **state)
 {
 	(void)state;
@@ -801,6 +878,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_basic_runc),
 		cmocka_unit_test(test_basic_crun),
+		cmocka_unit_test(test_gate_runc),
+		cmocka_unit_test(test_gate_crun),
 		cmocka_unit_test(test_escapes_runc),
 		cmocka_unit_test(test_escapes_crun),
 		cmocka_unit_test(test_refusals),
