@@ -510,17 +510,6 @@ static int dry_run(int argc, char **argv, bool workflow)
 	return ret;
 }
 
-/* Dry-run only until the oci_local runner provides cmd_run.c (strong symbols win). */
-__attribute__((weak)) int cmd_run(int argc, char **argv)
-{
-	return dry_run(argc, argv, false);
-}
-
-__attribute__((weak)) int cmd_up(int argc, char **argv)
-{
-	return dry_run(argc, argv, true);
-}
-
 /* For the runner: the same dry-run admission under its own `run`/`up`. */
 int cmd_policy_dry_run(int argc, char **argv, bool workflow);
 int cmd_policy_dry_run(int argc, char **argv, bool workflow)

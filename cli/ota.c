@@ -5,37 +5,19 @@
 #include "cli.h"
 
 static const cli_command commands[] = {
-#ifdef OTA_CMD_COSE
 	{"cose", cmd_cose, "sign a payload as COSE_Sign1"},
-#endif
-#ifdef OTA_CMD_TRUST
 	{"trust", cmd_trust, "create, rotate and inspect trust-root snapshots"},
-#endif
-#ifdef OTA_CMD_POLICY
 	{"validate", cmd_validate, "validate ota.yaml"},
 	{"tasks", cmd_tasks, "list tasks with their canonical policy"},
 	{"workflows", cmd_workflows, "list workflows with their canonical policy"},
 	{"policy", cmd_policy, "show canonical and effective sandbox policy"},
-#endif
-#ifdef OTA_CMD_RUN
 	{"run", cmd_run, "run a task inside an enforced sandbox"},
 	{"up", cmd_up, "run a workflow inside an enforced sandbox"},
-#endif
-#ifdef OTA_CMD_ATTEST
 	{"attest", cmd_attest, "request challenges and submit attestations"},
-#endif
-#ifdef OTA_CMD_IMAGE
 	{"image", cmd_image, "import images into the local OCI layout store"},
-#endif
-#ifdef OTA_CMD_CLEANUP
 	{"cleanup", cmd_cleanup, "finalize orphaned sandbox leases"},
-#endif
-#ifdef OTA_CMD_ARCHIVE
 	{"archive", cmd_archive, "build an ota.archive/v1 from a receipt and its acceptances"},
-#endif
-#ifdef OTA_CMD_DOCTOR
 	{"doctor", cmd_doctor, "report what this machine can enforce"},
-#endif
 	{NULL, NULL, NULL},
 };
 

@@ -5,15 +5,9 @@
 #include "cli.h"
 
 static const cli_command commands[] = {
-#ifdef OTA_VERIFY_COSE
 	{"cose", verify_cose, "verify one COSE_Sign1 message with one key"},
-#endif
-#ifdef OTA_VERIFY_TRUST
 	{"trust", verify_trust, "verify a trust-root chain from a pinned snapshot"},
-#endif
-#ifdef OTA_VERIFY_ARCHIVE
 	{"archive", verify_archive, "re-verify an evidence archive offline"},
-#endif
 	{NULL, NULL, NULL},
 };
 
