@@ -16,6 +16,9 @@
  * before the go through on_initial, the terminal one after the run). The
  * nonce store is opened once per runtime, as `ota run` opens it once.
  */
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,24 +53,80 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* A nonce-store batch on a thread (runner/runner.c nonce_job). */
+typedef struct bench_job {
+	ota_nonce_store *ns;
+	ota_nonce_binding b;
+	ota_nonce_op ops[2];
+	size_t n;
+	int64_t now;
+	ota_err rc;
+	pthread_t th;
+	bool running;
+} bench_job;
+
+static void *bench_job_main(void *arg)
+{
+	bench_job *j = arg;
+	j->rc = ota_nonce_store_commit_batch(j->ns, j->ops, j->n, j->now, NULL);
+	for (size_t i = 0; j->rc == OTA_OK && i < j->n; i++)
+		j->rc = j->ops[i].result;
+	return NULL;
+}
+
+static void bench_job_start(bench_job *j)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	j->running = pthread_create(&j->th, NULL, bench_job_main, j) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!j->running)
+		bench_job_main(j);
+}
+
+static ota_err bench_job_join(bench_job *j)
+{
+	if (j->running) {
+		pthread_join(j->th, NULL);
+		j->running = false;
+	}
+	return j->rc;
+}
+
 typedef struct bench_signer {
 	ota_key *key;
 	ota_nonce_store *nonces;
 	char initial_id[OTA_ID_LEN + 1];
+	bench_job pre;       /* both challenges of a run, one commit, issued ahead */
+	bench_job cons;      /* the initial challenge's consumption, while the task runs */
+	bool cons_started;
+	uint8_t *init_msg;   /* the initial COSE_Sign1, acknowledged after cons */
+	size_t init_ml;
+	/* the terminal record: signed and consumed on a thread from on_terminal */
+	char term_rid[OTA_ID_LEN + 1], term_boundary[64], term_id[OTA_ID_LEN + 1];
+	int64_t term_now;
+	uint8_t *term_msg;
+	size_t term_ml;
+	ota_err term_rc;
+	pthread_t term_th;
+	bool term_running, term_started;
 } bench_signer;
 
-static ota_err bench_sign(bench_signer *s, const char *kind, const json_t *record,
-                          const char *boundary, const char *prior, char out_id[OTA_ID_LEN + 1],
-                          ota_error *err)
+static const ota_nonce_binding bench_binding = {"bench", "runner:local", "oci_local"};
+
+/* Signs record against ch (as runner/runner.c sign_only); *msg new. */
+static ota_err bench_sign_only(bench_signer *s, const char *kind, const json_t *record,
+                               const char *rid_in, const char *boundary, const char *prior,
+                               const ota_challenge *ch, int64_t now, char out_id[OTA_ID_LEN + 1],
+                               uint8_t **msg, size_t *ml, ota_error *err)
 {
 	char rid[OTA_ID_LEN + 1];
-	ota_err rc = ota_json_identity(record, rid, err);
-	if (rc != OTA_OK)
-		return rc;
-	ota_nonce_binding b = {"bench", "runner:local", "oci_local"};
-	int64_t now = ota_clock_now(NULL);
-	ota_challenge ch;
-	rc = ota_nonce_store_issue(s->nonces, &b, 0, 0, now, &ch, err);
+	ota_err rc = OTA_OK;
+	if (record != NULL)
+		rc = ota_json_identity(record, rid, err);
+	else
+		snprintf(rid, sizeof rid, "%s", rid_in);
 	if (rc != OTA_OK)
 		return rc;
 	ota_attestation a;
@@ -75,8 +134,8 @@ static ota_err bench_sign(bench_signer *s, const char *kind, const json_t *recor
 	snprintf(a.iss, sizeof a.iss, "runner:local");
 	a.iat = now;
 	a.exp = now + 300;
-	memcpy(a.nonce, ch.nonce, ch.nonce_len);
-	a.nonce_len = ch.nonce_len;
+	memcpy(a.nonce, ch->nonce, ch->nonce_len);
+	a.nonce_len = ch->nonce_len;
 	snprintf(a.kind, sizeof a.kind, "%s", kind);
 	snprintf(a.txn, sizeof a.txn, "bench");
 	snprintf(a.trust_root, sizeof a.trust_root, "none");
@@ -94,28 +153,45 @@ static ota_err bench_sign(bench_signer *s, const char *kind, const json_t *recor
 	body[1] = (uint8_t)OTA_ID_LEN;
 	memcpy(body + 2, rid, OTA_ID_LEN);
 	a.body = ota_bytes_make(body, sizeof body);
-	uint8_t *payload = NULL, *msg = NULL;
-	size_t pl = 0, ml = 0;
+	uint8_t *payload = NULL;
+	size_t pl = 0;
 	rc = ota_attestation_encode(&a, &payload, &pl);
 	if (rc != OTA_OK)
 		return ota_error_set(err, rc, kind, "cannot encode the attestation payload");
 	ota_cose_sign_opts so;
 	memset(&so, 0, sizeof so);
 	so.include_kid = true;
-	rc = ota_cose_sign1_sign(s->key, ota_bytes_make(payload, pl), &so, &msg, &ml, err);
+	rc = ota_cose_sign1_sign(s->key, ota_bytes_make(payload, pl), &so, msg, ml, err);
 	free(payload);
 	if (rc == OTA_OK)
-		rc = ota_sha256_id(ota_bytes_make(msg, ml), out_id);
-	ota_challenge used;
-	if (rc == OTA_OK)
-		rc = ota_nonce_store_consume(s->nonces, ota_bytes_make(ch.nonce, ch.nonce_len), &b, now,
-		                             &used, err);
+		rc = ota_sha256_id(ota_bytes_make(*msg, *ml), out_id);
+	return rc;
+}
+
+/* The acknowledgement of a signed record (the runner appends it as base64). */
+static ota_err bench_ack(uint8_t *msg, size_t ml)
+{
 	char *b64 = NULL;
-	if (rc == OTA_OK)
-		rc = ota_base64_encode(ota_bytes_make(msg, ml), &b64);
+	ota_err rc = ota_base64_encode(ota_bytes_make(msg, ml), &b64);
 	free(b64);
 	free(msg);
 	return rc;
+}
+
+/* Before a signed run: both challenges issued in one commit, on a thread. */
+static void bench_presign(bench_signer *s)
+{
+	memset(&s->pre, 0, sizeof s->pre);
+	s->pre.ns = s->nonces;
+	s->pre.b = bench_binding;
+	s->pre.n = 2;
+	for (size_t i = 0; i < 2; i++) {
+		s->pre.ops[i].kind = OTA_NONCE_OP_ISSUE;
+		s->pre.ops[i].binding = &s->pre.b;
+	}
+	s->pre.now = ota_clock_now(NULL);
+	s->cons_started = false;
+	bench_job_start(&s->pre);
 }
 
 static ota_err bench_on_initial(void *ctx, const json_t *initial, const json_t *applied,
@@ -124,8 +200,128 @@ static ota_err bench_on_initial(void *ctx, const json_t *initial, const json_t *
 	(void)applied;
 	bench_signer *s = ctx;
 	const char *lease = json_string_value(json_object_get(initial, "lease"));
-	return bench_sign(s, "initial_application", initial, lease != NULL ? lease : "unknown",
-	                  NULL, s->initial_id, err);
+	ota_err rc = bench_job_join(&s->pre);
+	if (rc != OTA_OK)
+		return ota_error_set(err, rc, "nonces", "challenge issue failed");
+	int64_t now = ota_clock_now(NULL);
+	rc = bench_sign_only(s, "initial_application", initial, NULL,
+	                     lease != NULL ? lease : "unknown", NULL, &s->pre.ops[0].challenge, now, s->initial_id, &s->init_msg,
+	                     &s->init_ml, err);
+	if (rc != OTA_OK)
+		return rc;
+	memset(&s->cons, 0, sizeof s->cons);
+	s->cons.ns = s->nonces;
+	s->cons.b = bench_binding;
+	s->cons.n = 1;
+	s->cons.ops[0].kind = OTA_NONCE_OP_CONSUME;
+	s->cons.ops[0].nonce =
+		ota_bytes_make(s->pre.ops[0].challenge.nonce, s->pre.ops[0].challenge.nonce_len);
+	s->cons.ops[0].expect = &s->cons.b;
+	s->cons.now = now;
+	bench_job_start(&s->cons);
+	s->cons_started = true;
+	return OTA_OK;
+}
+
+static void *bench_term_main(void *arg)
+{
+	bench_signer *s = arg;
+	s->term_rc = bench_sign_only(s, "terminal_application", NULL, s->term_rid, s->term_boundary,
+	                             s->initial_id, &s->pre.ops[1].challenge, s->term_now, s->term_id,
+	                             &s->term_msg, &s->term_ml, NULL);
+	ota_challenge used;
+	if (s->term_rc == OTA_OK)
+		s->term_rc = ota_nonce_store_consume(s->nonces,
+		                                     ota_bytes_make(s->pre.ops[1].challenge.nonce,
+		                                                    s->pre.ops[1].challenge.nonce_len),
+		                                     &bench_binding, s->term_now, &used, NULL);
+	return NULL;
+}
+
+/* runner/runner.c on_terminal: before the lease's terminal commit. */
+static void bench_on_terminal(void *ctx, const json_t *terminal)
+{
+	bench_signer *s = ctx;
+	const char *cid = json_string_value(json_object_get(terminal, "container_id"));
+	if (bench_job_join(&s->pre) != OTA_OK || cid == NULL ||
+	    ota_json_identity(terminal, s->term_rid, NULL) != OTA_OK)
+		return;
+	if (s->cons_started)
+		(void)bench_job_join(&s->cons);
+	snprintf(s->term_boundary, sizeof s->term_boundary, "%s", cid);
+	s->term_now = ota_clock_now(NULL);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	s->term_running = pthread_create(&s->term_th, NULL, bench_term_main, s) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->term_running)
+		bench_term_main(s);
+	s->term_started = true;
+}
+
+/* After a signed run: the initial record acknowledged once its consumption
+ * committed; the terminal record once its thread (sign, consume) is joined,
+ * or, without on_terminal, signed and consumed here. */
+static ota_err bench_finish(bench_signer *s, const json_t *terminal, const char *boundary,
+                            char out_id[OTA_ID_LEN + 1], ota_error *err)
+{
+	if (s->term_started) {
+		s->term_started = false;
+		if (s->term_running)
+			pthread_join(s->term_th, NULL);
+		s->term_running = false;
+		ota_err rc = bench_job_join(&s->pre);
+		if (s->cons_started) {
+			s->cons_started = false;
+			ota_err crc = bench_job_join(&s->cons);
+			if (crc == OTA_OK)
+				crc = bench_ack(s->init_msg, s->init_ml);
+			else
+				free(s->init_msg);
+			s->init_msg = NULL;
+			if (rc == OTA_OK)
+				rc = crc;
+		}
+		if (rc == OTA_OK)
+			rc = s->term_rc;
+		if (rc == OTA_OK) {
+			memcpy(out_id, s->term_id, sizeof s->term_id);
+			rc = bench_ack(s->term_msg, s->term_ml);
+		} else
+			free(s->term_msg);
+		s->term_msg = NULL;
+		return rc == OTA_OK ? OTA_OK : ota_error_set(err, rc, "nonces", "signing failed");
+	}
+	ota_err rc = bench_job_join(&s->pre);
+	if (s->cons_started) {
+		s->cons_started = false;
+		ota_err crc = bench_job_join(&s->cons);
+		if (crc == OTA_OK)
+			crc = bench_ack(s->init_msg, s->init_ml);
+		else
+			free(s->init_msg);
+		s->init_msg = NULL;
+		if (rc == OTA_OK)
+			rc = crc;
+	}
+	if (rc != OTA_OK)
+		return ota_error_set(err, rc, "nonces", "initial challenge");
+	int64_t now = ota_clock_now(NULL);
+	uint8_t *msg = NULL;
+	size_t ml = 0;
+	rc = bench_sign_only(s, "terminal_application", terminal, NULL, boundary, s->initial_id,
+	                     &s->pre.ops[1].challenge, now, out_id, &msg, &ml, err);
+	ota_challenge used;
+	if (rc == OTA_OK)
+		rc = ota_nonce_store_consume(s->nonces,
+		                             ota_bytes_make(s->pre.ops[1].challenge.nonce,
+		                                            s->pre.ops[1].challenge.nonce_len),
+		                             &bench_binding, now, &used, err);
+	if (rc == OTA_OK)
+		return bench_ack(msg, ml);
+	free(msg);
+	return rc;
 }
 
 static int sh(const char *cmd)
@@ -222,6 +418,8 @@ static int bench_runtime(ota_oci_runtime_kind kind, const char *src_dir, size_t 
 	ota_oci_run_opts so = o;
 	so.on_initial = bench_on_initial;
 	so.on_initial_ctx = &signer;
+	so.on_terminal = bench_on_terminal;
+	so.on_terminal_ctx = &signer;
 	int rc = 0;
 	for (size_t i = 0; i < n + 2 && rc == 0; i++) { /* 2 warm-up rounds */
 		double t0 = now_ms();
@@ -236,9 +434,10 @@ static int bench_runtime(ota_oci_runtime_kind kind, const char *src_dir, size_t 
 		double ts0 = now_ms();
 		ota_error_clear(&e);
 		char tid[OTA_ID_LEN + 1];
-		if (ota_oci_run(&plan, &so, &r, &e) != OTA_OK || r.exit_status != 0 ||
-		    bench_sign(&signer, "terminal_application", r.terminal_record,
-		               r.container_id, signer.initial_id, tid, &e) != OTA_OK) {
+		bench_presign(&signer);
+		ota_err src = ota_oci_run(&plan, &so, &r, &e);
+		ota_err frc = bench_finish(&signer, r.terminal_record, r.container_id, tid, &e);
+		if (src != OTA_OK || r.exit_status != 0 || frc != OTA_OK) {
 			fprintf(stderr, "bench_oci: signed run: %s: %s: %s\n", ota_err_name(e.code),
 			        e.where, e.what);
 			rc = 1;

@@ -965,6 +965,8 @@ out_record:
 	out->terminal_record =
 		terminal_record(&o, plan, out, initial_id[0] ? initial_id : NULL, inspection, cleanup,
 		                rc != OTA_OK ? &e : NULL);
+	if (o.on_terminal != NULL && out->terminal_record != NULL)
+		o.on_terminal(o.on_terminal_ctx, out->terminal_record);
 	if (leased) {
 		char *cj = cleanup != NULL ? ota_json_dumps(cleanup, false) : NULL;
 		ota_error le;

@@ -2,6 +2,8 @@
  * The runner: effective segments -> oci_local plans -> ordered runs with
  * transitions -> a receipt whose status is derived from the evidence.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +302,83 @@ out_fail:
 
 /* ---- signing of application records ---- */
 
+/*
+ * Durable nonce-store work of one segment, off the critical path
+ * (docs/oci-local.md, "Signing"): a batch (one transaction, one fsync) run
+ * on a thread; the thread is always joined before its result is used, and
+ * nothing it did is acknowledged (appended to the receipt) before its
+ * commit returned OTA_OK with every operation OTA_OK.
+ */
+typedef struct nonce_job {
+	ota_nonce_store *ns;
+	ota_nonce_binding b;
+	ota_nonce_op ops[2];
+	size_t n;
+	int64_t now;
+	ota_err rc;
+	ota_error e;
+	pthread_t th;
+	bool running, done;
+} nonce_job;
+
+static void *nonce_job_main(void *arg)
+{
+	nonce_job *j = arg;
+	ota_error_clear(&j->e);
+	j->rc = ota_nonce_store_commit_batch(j->ns, j->ops, j->n, j->now, &j->e);
+	for (size_t i = 0; j->rc == OTA_OK && i < j->n; i++)
+		if (j->ops[i].result != OTA_OK)
+			j->rc = ota_error_set(&j->e, j->ops[i].result, "nonces",
+			                      "a challenge %s failed: %s",
+			                      j->ops[i].kind == OTA_NONCE_OP_ISSUE ? "issue" : "consumption",
+			                      ota_err_name(j->ops[i].result));
+	return NULL;
+}
+
+/* Starts j (ops[0..n) filled by the caller) on a thread with every signal
+ * blocked (the caller's handlers keep receiving them); runs it in place
+ * when no thread can be created. */
+static void nonce_job_start(nonce_job *j)
+{
+	j->done = false;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	j->running = pthread_create(&j->th, NULL, nonce_job_main, j) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!j->running)
+		nonce_job_main(j);
+	j->done = true;
+}
+
+/* Joins j (idempotent); its result, with the error into err (may be NULL). */
+static ota_err nonce_job_join(nonce_job *j, ota_error *err)
+{
+	if (!j->done)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonces", "no challenge batch was started");
+	if (j->running) {
+		pthread_join(j->th, NULL);
+		j->running = false;
+	}
+	if (j->rc != OTA_OK && err != NULL)
+		*err = j->e;
+	return j->rc;
+}
+
+/* A record signed but not yet acknowledged: its challenge's consumption
+ * may still be on its way to disk. */
+typedef struct signed_rec {
+	const char *kind;
+	char rid[OTA_ID_LEN + 1];
+	char boundary[OTA_ATT_TEXT_MAX + 1];
+	char prior[OTA_ATT_TEXT_MAX + 1];
+	bool has_prior;
+	uint8_t *msg;
+	size_t ml;
+	ota_challenge ch;
+	char id[OTA_ID_LEN + 1];
+} signed_rec;
+
 typedef struct signer {
 	const ota_runner_opts *o;
 	json_t *atts;                   /* array of signed records */
@@ -308,6 +387,25 @@ typedef struct signer {
 	char adapter[OTA_ID_LEN + 1];
 	const char *segment, *canon, *eff;
 	char os[32], arch[32], variant[32];
+	nonce_job *pre;       /* the segment's two challenges, issued in one commit */
+	nonce_job cons;       /* the initial challenge's consumption */
+	bool cons_started;
+	signed_rec init_rec;  /* the initial record, until cons has committed */
+	/* the terminal record, signed and its challenge consumed on a thread
+	 * while the provider commits the lease's terminal state (on_terminal) */
+	struct {
+		char rid[OTA_ID_LEN + 1];
+		char boundary[OTA_ATT_TEXT_MAX + 1];
+		char prior[OTA_ID_LEN + 1];
+		ota_challenge ch;
+		int64_t now;
+		signed_rec rec;
+		ota_challenge used;
+		ota_err rc;
+		ota_error e;
+		pthread_t th;
+		bool running, started;
+	} term;
 } signer;
 
 static int64_t runner_now(const ota_runner_opts *o)
@@ -315,36 +413,41 @@ static int64_t runner_now(const ota_runner_opts *o)
 	return o->oci.clock.now != NULL ? ota_clock_now(&o->oci.clock) : ota_clock_now(NULL);
 }
 
-static ota_err sign_record(signer *s, const char *kind, const json_t *record, const char *boundary,
-                           const char *prior, char out_id[OTA_ID_LEN + 1], ota_error *err)
+static void signer_binding(const signer *s, ota_nonce_binding *b)
 {
-	out_id[0] = '\0';
+	b->txn = s->o->oci.txn != NULL ? s->o->oci.txn : "txn";
+	b->issuer = s->o->issuer != NULL ? s->o->issuer : "runner:local";
+	b->scope = "oci_local";
+}
+
+/* Signs record (COSE_Sign1 over the attestation payload) against the
+ * challenge ch into *out (out->msg new). Nothing is consumed here. */
+static ota_err sign_only(signer *s, const char *kind, const json_t *record, const char *rid,
+                         const char *boundary, const char *prior, const ota_challenge *ch,
+                         int64_t now, signed_rec *out, ota_error *err)
+{
 	const ota_runner_opts *o = s->o;
-	if (o->runner_key == NULL)
-		return OTA_OK;
-	if (o->nonces == NULL)
-		return ota_error_set(err, OTA_ERR_USAGE, "nonces", "a runner key needs a nonce store");
-	char rid[OTA_ID_LEN + 1];
-	ota_err rc = ota_json_identity(record, rid, err);
+	memset(out, 0, sizeof *out);
+	out->kind = kind;
+	out->ch = *ch;
+	ota_err rc = OTA_OK;
+	if (record != NULL)
+		rc = ota_json_identity(record, out->rid, err);
+	else
+		snprintf(out->rid, sizeof out->rid, "%s", rid);
 	if (rc != OTA_OK)
 		return rc;
-	const char *issuer = o->issuer != NULL ? o->issuer : "runner:local";
-	const char *txn = o->oci.txn != NULL ? o->oci.txn : "txn";
-	ota_nonce_binding b = {txn, issuer, "oci_local"};
-	int64_t now = runner_now(o);
-	ota_challenge ch;
-	rc = ota_nonce_store_issue(o->nonces, &b, 0, 0, now, &ch, err);
-	if (rc != OTA_OK)
-		return rc;
+	ota_nonce_binding b;
+	signer_binding(s, &b);
 	ota_attestation a;
 	memset(&a, 0, sizeof a);
-	snprintf(a.iss, sizeof a.iss, "%s", issuer);
+	snprintf(a.iss, sizeof a.iss, "%s", b.issuer);
 	a.iat = now;
 	a.exp = now + OTA_NONCE_DEFAULT_TTL;
-	memcpy(a.nonce, ch.nonce, ch.nonce_len);
-	a.nonce_len = ch.nonce_len;
+	memcpy(a.nonce, ch->nonce, ch->nonce_len);
+	a.nonce_len = ch->nonce_len;
 	snprintf(a.kind, sizeof a.kind, "%s", kind);
-	snprintf(a.txn, sizeof a.txn, "%s", txn);
+	snprintf(a.txn, sizeof a.txn, "%s", b.txn);
 	snprintf(a.trust_root, sizeof a.trust_root, "%s",
 	         o->trust_root != NULL ? o->trust_root : "none");
 	snprintf(a.provider, sizeof a.provider, "oci_local");
@@ -363,62 +466,269 @@ static ota_err sign_record(signer *s, const char *kind, const json_t *record, co
 		snprintf(a.prior, sizeof a.prior, "%s", prior);
 		a.has_prior = true;
 	}
+	snprintf(out->boundary, sizeof out->boundary, "%s", a.boundary);
+	snprintf(out->prior, sizeof out->prior, "%s", a.prior);
+	out->has_prior = a.has_prior;
 	/* body: the record's identity as a CBOR text string (71 bytes) */
 	uint8_t body[2 + OTA_ID_LEN];
 	body[0] = 0x78;
 	body[1] = (uint8_t)OTA_ID_LEN;
-	memcpy(body + 2, rid, OTA_ID_LEN);
+	memcpy(body + 2, out->rid, OTA_ID_LEN);
 	a.body = ota_bytes_make(body, sizeof body);
-	uint8_t *payload = NULL, *msg = NULL;
-	size_t pl = 0, ml = 0;
+	uint8_t *payload = NULL;
+	size_t pl = 0;
 	rc = ota_attestation_encode(&a, &payload, &pl);
 	if (rc != OTA_OK)
 		return ota_error_set(err, rc, kind, "cannot encode the attestation payload");
 	ota_cose_sign_opts so;
 	memset(&so, 0, sizeof so);
 	so.include_kid = true;
-	rc = ota_cose_sign1_sign(o->runner_key, ota_bytes_make(payload, pl), &so, &msg, &ml, err);
+	rc = ota_cose_sign1_sign(o->runner_key, ota_bytes_make(payload, pl), &so, &out->msg, &out->ml,
+	                         err);
 	free(payload);
-	if (rc != OTA_OK)
-		return rc;
-	rc = ota_sha256_id(ota_bytes_make(msg, ml), out_id);
-	/* the runner is issuer and acceptor: the challenge is used once */
-	ota_challenge used;
 	if (rc == OTA_OK)
-		rc = ota_nonce_store_consume(o->nonces, ota_bytes_make(ch.nonce, ch.nonce_len), &b, now,
-		                             &used, err);
+		rc = ota_sha256_id(ota_bytes_make(out->msg, out->ml), out->id);
+	if (rc != OTA_OK) {
+		free(out->msg);
+		out->msg = NULL;
+	}
+	return rc;
+}
+
+/* Acknowledges r, whose challenge's consumption has committed (used):
+ * appends the signed record. Frees r->msg in every case. */
+static ota_err record_append(signer *s, signed_rec *r, const ota_challenge *used)
+{
 	char *cose_b64 = NULL, *nonce_b64 = NULL;
+	ota_err rc = ota_base64_encode(ota_bytes_make(r->msg, r->ml), &cose_b64);
 	if (rc == OTA_OK)
-		rc = ota_base64_encode(ota_bytes_make(msg, ml), &cose_b64);
-	if (rc == OTA_OK)
-		rc = ota_base64_encode(ota_bytes_make(ch.nonce, ch.nonce_len), &nonce_b64);
-	free(msg);
+		rc = ota_base64_encode(ota_bytes_make(r->ch.nonce, r->ch.nonce_len), &nonce_b64);
+	free(r->msg);
+	r->msg = NULL;
 	if (rc == OTA_OK) {
 		json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:{s:s, s:I, s:I, s:I, s:I}}",
-		                        "kind", kind, "identity", out_id, "record_identity", rid,
-		                        "boundary", boundary, "cose_sign1", cose_b64, "prior",
-		                        a.has_prior ? a.prior : NULL, "challenge", "nonce", nonce_b64,
-		                        "epoch", (json_int_t)ch.epoch, "issued_at",
-		                        (json_int_t)ch.issued_at, "expires_at", (json_int_t)ch.expires_at,
-		                        "consumed_at", (json_int_t)used.consumed_at);
+		                        "kind", r->kind, "identity", r->id, "record_identity", r->rid,
+		                        "boundary", r->boundary, "cose_sign1", cose_b64, "prior",
+		                        r->has_prior ? r->prior : NULL, "challenge", "nonce", nonce_b64,
+		                        "epoch", (json_int_t)r->ch.epoch, "issued_at",
+		                        (json_int_t)r->ch.issued_at, "expires_at",
+		                        (json_int_t)r->ch.expires_at, "consumed_at",
+		                        (json_int_t)used->consumed_at);
 		if (rec == NULL || json_array_append_new(s->atts, rec) != 0)
 			rc = OTA_ERR_NOMEM;
 	}
 	free(cose_b64);
 	free(nonce_b64);
-	if (rc != OTA_OK)
-		out_id[0] = '\0';
 	return rc;
 }
 
+/* Signs record and acknowledges it once its challenge is durably consumed.
+ * given: a challenge issued ahead (NULL: one is issued here). */
+static ota_err sign_record_with(signer *s, const char *kind, const json_t *record,
+                                const char *boundary, const char *prior, const ota_challenge *given,
+                                char out_id[OTA_ID_LEN + 1], ota_error *err)
+{
+	out_id[0] = '\0';
+	const ota_runner_opts *o = s->o;
+	if (o->runner_key == NULL)
+		return OTA_OK;
+	if (o->nonces == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonces", "a runner key needs a nonce store");
+	ota_nonce_binding b;
+	signer_binding(s, &b);
+	int64_t now = runner_now(o);
+	ota_challenge ch;
+	ota_err rc = OTA_OK;
+	if (given != NULL)
+		ch = *given;
+	else
+		rc = ota_nonce_store_issue(o->nonces, &b, 0, 0, now, &ch, err);
+	if (rc != OTA_OK)
+		return rc;
+	signed_rec r;
+	rc = sign_only(s, kind, record, NULL, boundary, prior, &ch, now, &r, err);
+	if (rc != OTA_OK)
+		return rc;
+	/* the runner is issuer and acceptor: the challenge is used once */
+	ota_challenge used;
+	rc = ota_nonce_store_consume(o->nonces, ota_bytes_make(ch.nonce, ch.nonce_len), &b, now,
+	                             &used, err);
+	if (rc == OTA_OK)
+		rc = record_append(s, &r, &used);
+	free(r.msg);
+	if (rc == OTA_OK)
+		memcpy(out_id, r.id, sizeof r.id);
+	return rc;
+}
+
+static ota_err sign_record(signer *s, const char *kind, const json_t *record, const char *boundary,
+                           const char *prior, char out_id[OTA_ID_LEN + 1], ota_error *err)
+{
+	return sign_record_with(s, kind, record, boundary, prior, NULL, out_id, err);
+}
+
+/* The segment's initial and terminal challenges, issued in one commit on a
+ * thread while the provider admits, leases and creates. */
+static void presign_start(signer *s, nonce_job *j)
+{
+	memset(j, 0, sizeof *j);
+	s->pre = NULL;
+	if (s->o->runner_key == NULL || s->o->nonces == NULL)
+		return;
+	j->ns = s->o->nonces;
+	signer_binding(s, &j->b);
+	j->n = 2;
+	for (size_t i = 0; i < 2; i++) {
+		j->ops[i].kind = OTA_NONCE_OP_ISSUE;
+		j->ops[i].binding = &j->b;
+	}
+	j->now = runner_now(s->o);
+	nonce_job_start(j);
+	s->pre = j;
+}
+
+/*
+ * The initial record, before the go: its challenge (issued ahead, joined
+ * here: a failed issue refuses the go as before) and its ES256 signature.
+ * Its consumption commits on a thread while the task runs; the record is
+ * acknowledged (appended, seg_prior set) only after that commit, in
+ * segment_signed_finish, and a failed consumption is the segment's error.
+ */
 static ota_err on_initial(void *ctx, const json_t *initial, const json_t *applied, ota_error *err)
 {
 	(void)applied;
 	signer *s = ctx;
 	s->seg_prior[0] = '\0';
 	const char *lease = json_string_value(json_object_get(initial, "lease"));
-	return sign_record(s, "initial_application", initial, lease != NULL ? lease : "unknown",
-	                   NULL, s->seg_prior, err);
+	if (lease == NULL)
+		lease = "unknown";
+	if (s->o->runner_key == NULL)
+		return OTA_OK;
+	if (s->pre == NULL)
+		return sign_record(s, "initial_application", initial, lease, NULL, s->seg_prior, err);
+	ota_err rc = nonce_job_join(s->pre, err);
+	if (rc != OTA_OK)
+		return rc;
+	int64_t now = runner_now(s->o);
+	rc = sign_only(s, "initial_application", initial, NULL, lease, NULL,
+	               &s->pre->ops[0].challenge, now, &s->init_rec, err);
+	if (rc != OTA_OK)
+		return rc;
+	nonce_job *j = &s->cons;
+	memset(j, 0, sizeof *j);
+	j->ns = s->o->nonces;
+	signer_binding(s, &j->b);
+	j->n = 1;
+	j->ops[0].kind = OTA_NONCE_OP_CONSUME;
+	j->ops[0].nonce = ota_bytes_make(s->init_rec.ch.nonce, s->init_rec.ch.nonce_len);
+	j->ops[0].expect = &j->b;
+	j->now = now;
+	nonce_job_start(j);
+	s->cons_started = true;
+	return OTA_OK;
+}
+
+/* The terminal challenge issued ahead, when it still lives long enough. */
+static const ota_challenge *presigned_terminal(const signer *s)
+{
+	const nonce_job *j = s->pre;
+	if (j == NULL || !j->done || j->running || j->rc != OTA_OK ||
+	    j->ops[1].result != OTA_OK)
+		return NULL;
+	if (j->ops[1].challenge.expires_at <= runner_now(s->o) + 60)
+		return NULL; /* a long task: a fresh one */
+	return &j->ops[1].challenge;
+}
+
+static void *term_main(void *arg)
+{
+	signer *s = arg;
+	ota_error_clear(&s->term.e);
+	s->term.rc = sign_only(s, "terminal_application", NULL, s->term.rid, s->term.boundary,
+	                       s->term.prior[0] != '\0' ? s->term.prior : NULL, &s->term.ch,
+	                       s->term.now, &s->term.rec, &s->term.e);
+	ota_nonce_binding b;
+	signer_binding(s, &b);
+	if (s->term.rc == OTA_OK)
+		s->term.rc = ota_nonce_store_consume(s->o->nonces,
+		                                     ota_bytes_make(s->term.ch.nonce, s->term.ch.nonce_len),
+		                                     &b, s->term.now, &s->term.used, &s->term.e);
+	return NULL;
+}
+
+/*
+ * The provider's terminal record is final (the lease's terminal commit
+ * comes next): its identity is taken here, on the caller's thread (the
+ * record is not touched by the thread), and the signature and the durable
+ * consumption of the challenge issued ahead run on a thread, joined after
+ * ota_oci_run returns; the record is acknowledged only then.
+ */
+static void on_terminal(void *ctx, const json_t *terminal)
+{
+	signer *s = ctx;
+	if (s->o->runner_key == NULL || s->o->nonces == NULL || s->pre == NULL)
+		return;
+	(void)nonce_job_join(s->pre, NULL);
+	const ota_challenge *ch = presigned_terminal(s);
+	const char *cid = json_string_value(json_object_get(terminal, "container_id"));
+	if (ch == NULL || cid == NULL ||
+	    ota_json_identity(terminal, s->term.rid, NULL) != OTA_OK)
+		return; /* signed after the run, as before */
+	s->term.prior[0] = '\0';
+	/* the prior is the initial attestation, once its consumption committed */
+	if (s->cons_started && nonce_job_join(&s->cons, NULL) == OTA_OK)
+		snprintf(s->term.prior, sizeof s->term.prior, "%s", s->init_rec.id);
+	snprintf(s->term.boundary, sizeof s->term.boundary, "%s", cid);
+	s->term.ch = *ch;
+	s->term.now = runner_now(s->o);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	s->term.running = pthread_create(&s->term.th, NULL, term_main, s) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->term.running)
+		term_main(s);
+	s->term.started = true;
+}
+
+/* After ota_oci_run: joins the segment's threads; acknowledges the initial
+ * record once its consumption committed (its error otherwise), then the
+ * terminal record signed in on_terminal (tid: its identity, "" if none). */
+static ota_err segment_signed_finish(signer *s, char tid[OTA_ID_LEN + 1], ota_error *err)
+{
+	ota_err rc = OTA_OK;
+	tid[0] = '\0';
+	if (s->pre != NULL)
+		(void)nonce_job_join(s->pre, NULL);
+	if (s->cons_started) {
+		s->cons_started = false;
+		rc = nonce_job_join(&s->cons, err);
+		if (rc == OTA_OK)
+			rc = record_append(s, &s->init_rec, &s->cons.ops[0].challenge);
+		if (rc == OTA_OK)
+			memcpy(s->seg_prior, s->init_rec.id, sizeof s->init_rec.id);
+		free(s->init_rec.msg);
+		s->init_rec.msg = NULL;
+	}
+	if (s->term.started) {
+		s->term.started = false;
+		if (s->term.running) {
+			pthread_join(s->term.th, NULL);
+			s->term.running = false;
+		}
+		ota_err trc = s->term.rc;
+		if (trc == OTA_OK)
+			trc = record_append(s, &s->term.rec, &s->term.used);
+		else if (err != NULL && rc == OTA_OK)
+			*err = s->term.e;
+		free(s->term.rec.msg);
+		s->term.rec.msg = NULL;
+		if (trc == OTA_OK)
+			memcpy(tid, s->term.rec.id, sizeof s->term.rec.id);
+		if (rc == OTA_OK)
+			rc = trc;
+	}
+	return rc;
 }
 
 /* ---- the lane ---- */
@@ -556,16 +866,39 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 		ota_oci_result r;
 		ota_error se;
 		ota_error_clear(&se);
+		oo.on_terminal = on_terminal;
+		oo.on_terminal_ctx = &sg;
+		nonce_job pre;
+		presign_start(&sg, &pre);
+		sg.cons_started = false;
+		sg.term.started = false;
 		ota_err src = ota_oci_run(op, &oo, &r, &se);
+		char term_id[OTA_ID_LEN + 1];
+		bool term_signed;
+		{
+			term_signed = sg.term.started;
+			ota_error fe;
+			ota_error_clear(&fe);
+			ota_err frc = segment_signed_finish(&sg, term_id, &fe);
+			if (frc != OTA_OK && src == OTA_OK) {
+				src = frc;
+				se = fe;
+			}
+		}
 		if (sg.seg_prior[0] != '\0')
 			json_object_set_new(srec, "initial_attestation_identity",
 			                    json_string(sg.seg_prior));
-		if (r.terminal_record != NULL && o->runner_key != NULL) {
+		if (term_signed) {
+			if (term_id[0] != '\0')
+				json_object_set_new(srec, "terminal_attestation_identity",
+				                    json_string(term_id));
+		} else if (r.terminal_record != NULL && o->runner_key != NULL) {
 			char tid[OTA_ID_LEN + 1];
 			ota_error te;
 			ota_error_clear(&te);
-			ota_err trc = sign_record(&sg, "terminal_application", r.terminal_record,
-			                          r.container_id, sg.seg_prior, tid, &te);
+			ota_err trc = sign_record_with(&sg, "terminal_application", r.terminal_record,
+			                               r.container_id, sg.seg_prior,
+			                               presigned_terminal(&sg), tid, &te);
 			if (trc == OTA_OK)
 				json_object_set_new(srec, "terminal_attestation_identity", json_string(tid));
 			else if (src == OTA_OK) {
@@ -573,6 +906,7 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 				se = te;
 			}
 		}
+		sg.pre = NULL; /* pre lives in this iteration only */
 		any_started = any_started || r.started;
 		overall = worst(overall, r.terminal);
 		json_object_set_new(srec, "status", json_string(ota_oci_terminal_name(r.terminal)));

@@ -252,6 +252,13 @@ typedef struct ota_oci_run_opts {
 	ota_err (*on_initial)(void *ctx, const json_t *initial, const json_t *applied,
 	                      ota_error *err);
 	void *on_initial_ctx;
+	/* Optional: called once with the final terminal record (borrowed; it
+	 * stays unchanged until ota_oci_result_clear) just before the lease's
+	 * terminal commit, so the caller can sign it while that commit runs
+	 * (it must not rely on the lease's terminal state, which is committed
+	 * after). Not called when no terminal record could be built. */
+	void (*on_terminal)(void *ctx, const json_t *terminal);
+	void *on_terminal_ctx;
 } ota_oci_run_opts;
 
 typedef struct ota_oci_result {

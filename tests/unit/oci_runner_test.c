@@ -186,8 +186,16 @@ static void test_signed_run(void **state)
 		assert_ota(ota_nonce_store_peek(ns, ota_bytes_make(at.nonce, at.nonce_len),
 		                                ota_clock_now(NULL), &ch, NULL),
 		           OTA_ERR_NONCE_REPLAYED);
+		assert_true(json_integer_value(json_object_get(json_object_get(a, "challenge"),
+		                                               "consumed_at")) > 0);
 		free(msg);
 	}
+	/* the segment's challenges (issued ahead, in one commit) were all used:
+	 * none left live, each of the three consumed once */
+	uint64_t live = 1, consumed = 0, accepted = 0;
+	assert_ota(ota_nonce_store_counts(ns, &live, &consumed, &accepted, NULL), OTA_OK);
+	assert_int_equal(live, 0);
+	assert_int_equal(consumed, 3);
 	json_decref(receipt);
 	json_decref(adm);
 	ota_policy_free(p);
