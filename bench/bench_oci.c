@@ -10,11 +10,14 @@
  * Two enforced figures per runtime, interleaved with the baseline in each
  * round: `oci_enforced_run_true_*` (ota_oci_run alone) and
  * `oci_enforced_signed_run_true_*`, the same run with the runner's signing
- * of both application records (as runner/runner.c sign_record does it: a
- * fresh challenge from a nonce store, the attestation payload, COSE_Sign1
- * with an ES256 key, the challenge consumed; the initial record signed
- * before the go through on_initial, the terminal one after the run). The
- * nonce store is opened once per runtime, as `ota run` opens it once.
+ * of both application records as runner/runner.c does it: both challenges
+ * issued in one nonce-store commit on a thread during admission and create;
+ * the initial record signed (COSE_Sign1, ES256) before the go through
+ * on_initial and its challenge consumed on a thread while the task runs;
+ * the terminal record signed and its challenge consumed on a thread from
+ * on_terminal, while the lease's terminal state commits; each record
+ * acknowledged only after its consumption committed (docs/oci-local.md).
+ * The nonce store is opened once per runtime, as `ota run` opens it once.
  */
 #include <pthread.h>
 #include <signal.h>
