@@ -6,27 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ota/cbor.h"
 #include "ota/cose.h"
 #include "ota/limits.h"
 
-/* Definite CBOR head of major type mt with argument v into w; returns length. */
-static size_t put_head(uint8_t *w, unsigned mt, uint64_t v)
-{
-	uint8_t m = (uint8_t)(mt << 5);
-	if (v < 24) {
-		w[0] = (uint8_t)(m | v);
-		return 1;
-	}
-	size_t n = v <= 0xff ? 1 : v <= 0xffff ? 2 : v <= 0xffffffffu ? 4 : 8;
-	w[0] = (uint8_t)(m | (n == 1 ? 24 : n == 2 ? 25 : n == 4 ? 26 : 27));
-	for (size_t i = 0; i < n; i++)
-		w[1 + i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-	return 1 + n;
-}
-
 static size_t put_int(uint8_t *w, int64_t v)
 {
-	return v >= 0 ? put_head(w, 0, (uint64_t)v) : put_head(w, 1, (uint64_t)(-1 - v));
+	return v >= 0 ? ota_cbor_head_encode(w, OTA_CBOR_UINT, (uint64_t)v)
+	              : ota_cbor_head_encode(w, OTA_CBOR_NINT, (uint64_t)(-1 - v));
 }
 
 ota_err ota_cose_sign1_sign(const ota_key *key, ota_bytes payload, const ota_cose_sign_opts *o,
@@ -64,7 +51,7 @@ ota_err ota_cose_sign1_sign(const ota_key *key, ota_bytes payload, const ota_cos
 	pl += put_int(prot + pl, alg);
 	if (o->include_kid) {
 		prot[pl++] = 0x04;
-		pl += put_head(prot + pl, 2, 32);
+		pl += ota_cbor_head_encode(prot + pl, 2, 32);
 		rc = ota_key_kid(key, prot + pl);
 		if (rc != OTA_OK)
 			return ota_error_set(err, rc, "kid", "cannot compute kid");
@@ -81,14 +68,14 @@ ota_err ota_cose_sign1_sign(const ota_key *key, ota_bytes payload, const ota_cos
 	tbs[tl++] = 0x6a;
 	memcpy(tbs + tl, "Signature1", 10);
 	tl += 10;
-	tl += put_head(tbs + tl, 2, pl);
+	tl += ota_cbor_head_encode(tbs + tl, 2, pl);
 	memcpy(tbs + tl, prot, pl);
 	tl += pl;
-	tl += put_head(tbs + tl, 2, o->external_aad.len);
+	tl += ota_cbor_head_encode(tbs + tl, 2, o->external_aad.len);
 	if (o->external_aad.len > 0)
 		memcpy(tbs + tl, o->external_aad.ptr, o->external_aad.len);
 	tl += o->external_aad.len;
-	tl += put_head(tbs + tl, 2, payload.len);
+	tl += ota_cbor_head_encode(tbs + tl, 2, payload.len);
 	if (payload.len > 0)
 		memcpy(tbs + tl, payload.ptr, payload.len);
 	tl += payload.len;
@@ -109,19 +96,19 @@ ota_err ota_cose_sign1_sign(const ota_key *key, ota_bytes payload, const ota_cos
 	if (!o->untagged)
 		msg[ml++] = 0xd2; /* tag 18 */
 	msg[ml++] = 0x84;
-	ml += put_head(msg + ml, 2, pl);
+	ml += ota_cbor_head_encode(msg + ml, 2, pl);
 	memcpy(msg + ml, prot, pl);
 	ml += pl;
 	msg[ml++] = 0xa0;
 	if (o->detached) {
 		msg[ml++] = 0xf6;
 	} else {
-		ml += put_head(msg + ml, 2, payload.len);
+		ml += ota_cbor_head_encode(msg + ml, 2, payload.len);
 		if (payload.len > 0)
 			memcpy(msg + ml, payload.ptr, payload.len);
 		ml += payload.len;
 	}
-	ml += put_head(msg + ml, 2, sl);
+	ml += ota_cbor_head_encode(msg + ml, 2, sl);
 	memcpy(msg + ml, sig, sl);
 	ml += sl;
 	*out = msg;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ota/admission.h"
+#include "ota/cbor.h"
 #include "admission_cbor.h"
 
 
@@ -434,72 +435,10 @@ out_clear:
 
 /* ---- encoder ---- */
 
-typedef struct wr {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-} wr;
-
-static void wr_bytes(wr *w, const void *p, size_t n)
+static void wr_kv_text(ota_cbor_wr *w, const char *k, const char *v)
 {
-	if (w->oom)
-		return;
-	if (w->cap - w->len < n) {
-		size_t nc = w->cap * 2 + n + 64;
-		uint8_t *np = realloc(w->p, nc);
-		if (np == NULL) {
-			w->oom = true;
-			return;
-		}
-		w->p = np;
-		w->cap = nc;
-	}
-	if (n > 0)
-		memcpy(w->p + w->len, p, n);
-	w->len += n;
-}
-
-static void wr_head(wr *w, unsigned mt, uint64_t v)
-{
-	uint8_t b[9];
-	size_t n;
-	if (v < 24) {
-		b[0] = (uint8_t)(mt << 5 | v);
-		n = 1;
-	} else if (v <= 0xff) {
-		b[0] = (uint8_t)(mt << 5 | 24);
-		b[1] = (uint8_t)v;
-		n = 2;
-	} else if (v <= 0xffff) {
-		b[0] = (uint8_t)(mt << 5 | 25);
-		b[1] = (uint8_t)(v >> 8);
-		b[2] = (uint8_t)v;
-		n = 3;
-	} else if (v <= 0xffffffffu) {
-		b[0] = (uint8_t)(mt << 5 | 26);
-		for (int i = 0; i < 4; i++)
-			b[1 + i] = (uint8_t)(v >> (24 - 8 * i));
-		n = 5;
-	} else {
-		b[0] = (uint8_t)(mt << 5 | 27);
-		for (int i = 0; i < 8; i++)
-			b[1 + i] = (uint8_t)(v >> (56 - 8 * i));
-		n = 9;
-	}
-	wr_bytes(w, b, n);
-}
-
-static void wr_text(wr *w, const char *s)
-{
-	size_t n = strlen(s);
-	wr_head(w, 3, n);
-	wr_bytes(w, s, n);
-}
-
-static void wr_kv_text(wr *w, const char *k, const char *v)
-{
-	wr_text(w, k);
-	wr_text(w, v);
+	ota_cbor_text(w, k);
+	ota_cbor_text(w, v);
 }
 
 ota_err ota_attestation_encode(const ota_attestation *a, uint8_t **out, size_t *out_len)
@@ -517,22 +456,22 @@ ota_err ota_attestation_encode(const ota_attestation *a, uint8_t **out, size_t *
 	n += (size_t)((a->cti_len > 0) + (a->adapter[0] != 0) + has_platform +
 	              (a->segment[0] != 0) + has_policy + (a->has_prior ? 1 : 0) +
 	              (a->body.len > 0));
-	wr w = {NULL, 0, 0, false};
-	wr_head(&w, 5, n);
-	wr_head(&w, 0, OTA_CLAIM_ISS);
-	wr_text(&w, a->iss);
-	wr_head(&w, 0, OTA_CLAIM_EXP);
-	wr_head(&w, 0, (uint64_t)a->exp);
-	wr_head(&w, 0, OTA_CLAIM_IAT);
-	wr_head(&w, 0, (uint64_t)a->iat);
+	ota_cbor_wr w = {0};
+	ota_cbor_head(&w, 5, n);
+	ota_cbor_head(&w, 0, OTA_CLAIM_ISS);
+	ota_cbor_text(&w, a->iss);
+	ota_cbor_head(&w, 0, OTA_CLAIM_EXP);
+	ota_cbor_head(&w, 0, (uint64_t)a->exp);
+	ota_cbor_head(&w, 0, OTA_CLAIM_IAT);
+	ota_cbor_head(&w, 0, (uint64_t)a->iat);
 	if (a->cti_len > 0) {
-		wr_head(&w, 0, OTA_CLAIM_CTI);
-		wr_head(&w, 2, a->cti_len);
-		wr_bytes(&w, a->cti, a->cti_len);
+		ota_cbor_head(&w, 0, OTA_CLAIM_CTI);
+		ota_cbor_head(&w, 2, a->cti_len);
+		ota_cbor_put(&w, a->cti, a->cti_len);
 	}
-	wr_head(&w, 0, OTA_CLAIM_EAT_NONCE);
-	wr_head(&w, 2, a->nonce_len);
-	wr_bytes(&w, a->nonce, a->nonce_len);
+	ota_cbor_head(&w, 0, OTA_CLAIM_EAT_NONCE);
+	ota_cbor_head(&w, 2, a->nonce_len);
+	ota_cbor_put(&w, a->nonce, a->nonce_len);
 	wr_kv_text(&w, "kind", a->kind);
 	wr_kv_text(&w, "txn", a->txn);
 	wr_kv_text(&w, "trust_root", a->trust_root);
@@ -540,10 +479,10 @@ ota_err ota_attestation_encode(const ota_attestation *a, uint8_t **out, size_t *
 	if (a->adapter[0])
 		wr_kv_text(&w, "adapter", a->adapter);
 	if (has_platform) {
-		wr_text(&w, "platform");
+		ota_cbor_text(&w, "platform");
 		size_t m = (size_t)((a->platform_os[0] != 0) + (a->platform_arch[0] != 0) +
 		                    (a->platform_variant[0] != 0));
-		wr_head(&w, 5, m);
+		ota_cbor_head(&w, 5, m);
 		if (a->platform_os[0])
 			wr_kv_text(&w, "os", a->platform_os);
 		if (a->platform_arch[0])
@@ -554,8 +493,8 @@ ota_err ota_attestation_encode(const ota_attestation *a, uint8_t **out, size_t *
 	if (a->segment[0])
 		wr_kv_text(&w, "segment", a->segment);
 	if (has_policy) {
-		wr_text(&w, "policy");
-		wr_head(&w, 5, (uint64_t)((a->policy_canonical[0] != 0) + (a->policy_effective[0] != 0)));
+		ota_cbor_text(&w, "policy");
+		ota_cbor_head(&w, 5, (uint64_t)((a->policy_canonical[0] != 0) + (a->policy_effective[0] != 0)));
 		if (a->policy_canonical[0])
 			wr_kv_text(&w, "canonical", a->policy_canonical);
 		if (a->policy_effective[0])
@@ -565,8 +504,8 @@ ota_err ota_attestation_encode(const ota_attestation *a, uint8_t **out, size_t *
 	if (a->has_prior)
 		wr_kv_text(&w, "prior", a->prior);
 	if (a->body.len > 0) {
-		wr_text(&w, "body");
-		wr_bytes(&w, a->body.ptr, a->body.len);
+		ota_cbor_text(&w, "body");
+		ota_cbor_put(&w, a->body.ptr, a->body.len);
 	}
 	if (w.oom) {
 		free(w.p);

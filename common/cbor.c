@@ -1,0 +1,70 @@
+/* Deterministic CBOR writing (see include/ota/cbor.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ota/cbor.h"
+
+size_t ota_cbor_head_encode(uint8_t out[9], unsigned mt, uint64_t v)
+{
+	uint8_t m = (uint8_t)(mt << 5);
+	if (v < 24) {
+		out[0] = (uint8_t)(m | v);
+		return 1;
+	}
+	size_t n = v <= 0xff ? 1 : v <= 0xffff ? 2 : v <= 0xffffffffu ? 4 : 8;
+	out[0] = (uint8_t)(m | (n == 1 ? 24 : n == 2 ? 25 : n == 4 ? 26 : 27));
+	for (size_t i = 0; i < n; i++)
+		out[1 + i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+	return 1 + n;
+}
+
+void ota_cbor_put(ota_cbor_wr *w, const void *p, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->cap - w->len < n) {
+		size_t nc = w->cap * 2 + n + 256;
+		uint8_t *np = realloc(w->p, nc);
+		if (np == NULL) {
+			w->oom = true;
+			return;
+		}
+		w->p = np;
+		w->cap = nc;
+	}
+	if (n > 0)
+		memcpy(w->p + w->len, p, n);
+	w->len += n;
+}
+
+void ota_cbor_head(ota_cbor_wr *w, unsigned mt, uint64_t v)
+{
+	uint8_t b[9];
+	ota_cbor_put(w, b, ota_cbor_head_encode(b, mt, v));
+}
+
+void ota_cbor_int(ota_cbor_wr *w, int64_t v)
+{
+	if (v >= 0)
+		ota_cbor_head(w, OTA_CBOR_UINT, (uint64_t)v);
+	else
+		ota_cbor_head(w, OTA_CBOR_NINT, (uint64_t)(-1 - v));
+}
+
+void ota_cbor_text(ota_cbor_wr *w, const char *s)
+{
+	size_t n = strlen(s);
+	ota_cbor_head(w, OTA_CBOR_TSTR, n);
+	ota_cbor_put(w, s, n);
+}
+
+void ota_cbor_bstr(ota_cbor_wr *w, const uint8_t *p, size_t n)
+{
+	ota_cbor_head(w, OTA_CBOR_BSTR, n);
+	ota_cbor_put(w, p, n);
+}
+
+void ota_cbor_null(ota_cbor_wr *w)
+{
+	ota_cbor_head(w, OTA_CBOR_SIMPLE, 22);
+}

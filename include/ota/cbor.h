@@ -1,0 +1,52 @@
+/*
+ * ota/cbor.h - the one deterministic CBOR writer of the toolkit (RFC 8949
+ * section 4.2.1: definite lengths, shortest heads). Encoders of claims,
+ * acceptances and COSE structures use it; decoding stays with each strict
+ * reader.
+ */
+#ifndef OTA_CBOR_H
+#define OTA_CBOR_H
+
+#include "ota/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+	OTA_CBOR_UINT = 0,
+	OTA_CBOR_NINT = 1,
+	OTA_CBOR_BSTR = 2,
+	OTA_CBOR_TSTR = 3,
+	OTA_CBOR_ARRAY = 4,
+	OTA_CBOR_MAP = 5,
+	OTA_CBOR_TAG = 6,
+	OTA_CBOR_SIMPLE = 7
+};
+
+/* The shortest head of major type mt with argument v into out[9]; returns its length. */
+OTA_API size_t ota_cbor_head_encode(uint8_t out[9], unsigned mt, uint64_t v);
+
+/*
+ * A growable output buffer. Start with {0}; p is new (free()). After an
+ * allocation failure oom is set and further writes do nothing, so callers
+ * check once at the end.
+ */
+typedef struct ota_cbor_wr {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+} ota_cbor_wr;
+
+OTA_API void ota_cbor_put(ota_cbor_wr *w, const void *p, size_t n);
+OTA_API void ota_cbor_head(ota_cbor_wr *w, unsigned mt, uint64_t v);
+OTA_API void ota_cbor_int(ota_cbor_wr *w, int64_t v);
+/* A text string of strlen(s) bytes (s must be UTF-8). */
+OTA_API void ota_cbor_text(ota_cbor_wr *w, const char *s);
+OTA_API void ota_cbor_bstr(ota_cbor_wr *w, const uint8_t *p, size_t n);
+OTA_API void ota_cbor_null(ota_cbor_wr *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
