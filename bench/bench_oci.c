@@ -5,7 +5,8 @@
  * bare `run` + `delete --force` of the same rendered bundle on the same
  * runtime, in the same process and run. Medians over N runs (default 15;
  * OTA_BENCH_OCI_N). Needs root and the runtimes; skips a runtime that is
- * missing. The busybox rootfs comes from scripts/make-test-rootfs.sh.
+ * missing (OTA_BENCH_OCI_RUNTIME=runc|crun: that one only). The busybox
+ * rootfs comes from scripts/make-test-rootfs.sh.
  *
  * Two enforced figures per runtime, interleaved with the baseline in each
  * round: `oci_enforced_run_true_*` (ota_oci_run alone) and
@@ -501,7 +502,12 @@ int main(void)
 	char cwd[1024];
 	if (src == NULL)
 		src = getcwd(cwd, sizeof cwd) != NULL ? cwd : ".";
-	int rc = bench_runtime(OTA_OCI_RUNC, src, n);
-	rc |= bench_runtime(OTA_OCI_CRUN, src, n);
+	/* OTA_BENCH_OCI_RUNTIME=runc|crun: that runtime only (profiling). */
+	const char *only = getenv("OTA_BENCH_OCI_RUNTIME");
+	int rc = 0;
+	if (only == NULL || strcmp(only, "runc") == 0)
+		rc |= bench_runtime(OTA_OCI_RUNC, src, n);
+	if (only == NULL || strcmp(only, "crun") == 0)
+		rc |= bench_runtime(OTA_OCI_CRUN, src, n);
 	return rc;
 }

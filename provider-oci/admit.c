@@ -401,7 +401,7 @@ static ota_err check_host_mounts(const ota_oci_admitted *a, ota_error *err)
 {
 	uint8_t *text = NULL;
 	size_t len = 0;
-	ota_err rc = ota_file_read("/proc/self/mountinfo", OTA_OCI_MAX_MOUNTINFO_BYTES, &text, &len,
+	ota_err rc = oci_proc_read("/proc/self/mountinfo", OTA_OCI_MAX_MOUNTINFO_BYTES, &text, &len,
 	                           err);
 	if (rc != OTA_OK)
 		return rc;

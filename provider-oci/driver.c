@@ -279,6 +279,51 @@ void oci_rt_version(const oci_rt *rt, char *out, size_t cap)
 	snprintf(out, cap, "%s", buf);
 }
 
+ota_err oci_proc_read(const char *path, size_t max, uint8_t **out, size_t *out_len, ota_error *err)
+{
+	*out = NULL;
+	*out_len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot open: %s", strerror(errno));
+	/* Room for max + 1 bytes at most: one byte past max proves "too large". */
+	size_t cap = max + 2 < 16384 ? max + 2 : 16384;
+	uint8_t *buf = malloc(cap);
+	size_t len = 0;
+	ota_err rc = buf != NULL ? OTA_OK : ota_error_set(err, OTA_ERR_NOMEM, path, NULL);
+	while (rc == OTA_OK) {
+		if (len + 1 >= cap) {
+			size_t ncap = cap * 2 < max + 2 ? cap * 2 : max + 2;
+			uint8_t *nb = realloc(buf, ncap);
+			if (nb == NULL) {
+				rc = ota_error_set(err, OTA_ERR_NOMEM, path, NULL);
+				break;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = ota_error_set(err, OTA_ERR_IO, path, "read failed: %s", strerror(errno));
+		else if (r == 0)
+			break;
+		else if ((len += (size_t)r) > max)
+			rc = ota_error_set(err, OTA_ERR_TOO_LARGE, path,
+			                   "input exceeds the limit of %zu bytes", max);
+	}
+	close(fd);
+	if (rc != OTA_OK) {
+		free(buf);
+		return rc;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*out_len = len;
+	return OTA_OK;
+}
+
 void oci_bundle_remove(const char *bundle)
 {
 	if (bundle == NULL || bundle[0] == '\0')

@@ -75,8 +75,14 @@ ota_err oci_mountinfo_parse(ota_bytes text, char **buf_out, oci_mount **out, siz
 	*n = 0;
 	if (text.len > OTA_OCI_MAX_MOUNTINFO_BYTES)
 		return ota_error_set(err, OTA_ERR_TOO_LARGE, "mountinfo", "mountinfo too large");
+	/* one entry per line (at most OTA_OCI_MAX_MOUNTS: more are refused below) */
+	size_t lines = 1;
+	for (size_t i = 0; i < text.len; i++)
+		lines += text.ptr[i] == '\n';
+	if (lines > OTA_OCI_MAX_MOUNTS)
+		lines = OTA_OCI_MAX_MOUNTS;
 	char *buf = malloc(text.len + 1);
-	oci_mount *m = calloc(OTA_OCI_MAX_MOUNTS, sizeof *m);
+	oci_mount *m = calloc(lines, sizeof *m);
 	if (buf == NULL || m == NULL) {
 		free(buf);
 		free(m);
@@ -95,7 +101,7 @@ ota_err oci_mountinfo_parse(ota_bytes text, char **buf_out, oci_mount **out, siz
 	for (char *line = next_line(&cur); line != NULL; line = next_line(&cur)) {
 		if (line[0] == '\0')
 			continue;
-		if (count >= OTA_OCI_MAX_MOUNTS) {
+		if (count >= lines) { /* lines is OTA_OCI_MAX_MOUNTS when capped */
 			free(buf);
 			free(m);
 			return ota_error_set(err, OTA_ERR_TOO_LARGE, "mountinfo", "too many mounts");

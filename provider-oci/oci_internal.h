@@ -101,6 +101,11 @@ unsigned long long oci_proc_start_time(long pid);
 /* Removes a bundle directory (config.json, pid file, the dir). */
 void oci_bundle_remove(const char *bundle);
 
+/* Reads a /proc file (size 0 to stat) whole, at most max bytes, as
+ * ota_file_read does (same errors, *buf NUL-terminated, new) but in large
+ * reads: one or two read calls instead of a dozen doubling ones. */
+ota_err oci_proc_read(const char *path, size_t max, uint8_t **buf, size_t *len, ota_error *err);
+
 /* Finalize one container after the fact: kill, delete, confirm. */
 ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
                                const char *known_status, json_t **cleanup_out, ota_error *err);
