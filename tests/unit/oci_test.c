@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -189,6 +191,33 @@ static void test_admit_paths(void **state)
 	pl = plan_of(f, NULL, 0, NULL, 0);
 	pl.rootfs = "/";
 	assert_ota(admit(&pl), OTA_ERR_OCI_RUNTIME_SOCKET);
+	/* a socket file anywhere in the rootfs (scanned on a thread) is refused;
+	 * a refusal found before it (a symlinked writable path) still wins */
+	{
+		char sd[600];
+		snprintf(sd, sizeof sd, "%s/deep/er", f->rootfs);
+		shf("mkdir -p %s", sd);
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		assert_true(s >= 0);
+		struct sockaddr_un un;
+		memset(&un, 0, sizeof un);
+		un.sun_family = AF_UNIX;
+		int un_n = snprintf(un.sun_path, sizeof un.sun_path, "%s/ctl.sock", sd);
+		assert_true(un_n > 0 && (size_t)un_n < sizeof un.sun_path);
+		assert_int_equal(bind(s, (struct sockaddr *)&un, sizeof un), 0);
+		pl = plan_of(f, w, 1, NULL, 0);
+		assert_ota(admit(&pl), OTA_ERR_OCI_RUNTIME_SOCKET);
+		shf("ln -s out %s/outlink", f->repo);
+		const char *wl[] = {"outlink"};
+		pl = plan_of(f, wl, 1, NULL, 0);
+		assert_ota(admit(&pl), OTA_ERR_OCI_PATH_SYMLINK);
+		shf("rm %s/outlink", f->repo);
+		close(s);
+		unlink(un.sun_path);
+		shf("rm -r %s/deep", f->rootfs);
+		pl = plan_of(f, w, 1, NULL, 0);
+		assert_ota(admit(&pl), OTA_OK);
+	}
 	/* rootfs and repository must not overlap; argv is required */
 	pl = plan_of(f, NULL, 0, NULL, 0);
 	pl.rootfs = f->repo;
