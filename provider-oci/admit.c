@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,59 +360,6 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 	return rc;
 }
 
-/* The rootfs scan (only sockets matter there; nothing of the admitted
- * plan is read) runs on a thread while the plan's paths are resolved, the
- * host mounts checked and the repo scanned; it is joined before admission
- * decides, and its refusal reported after theirs, as when it ran last. */
-typedef struct rootfs_job {
-	const char *rootfs;
-	size_t entries;
-	ota_err rc;
-	ota_error e;
-	pthread_t th;
-	bool running, started;
-} rootfs_job;
-
-static void *rootfs_main(void *arg)
-{
-	rootfs_job *j = arg;
-	scan_ctx c = {NULL, 0, true, &j->e, NULL, 0, 0};
-	int fd = open(j->rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		j->rc = ota_error_set(&j->e, OTA_ERR_IO, j->rootfs, "open: %s", strerror(errno));
-	else
-		j->rc = scan_dir(&c, fd, "", false, 0);
-	j->entries = c.entries;
-	return NULL;
-}
-
-static void rootfs_begin(rootfs_job *j, const char *rootfs)
-{
-	memset(j, 0, sizeof *j);
-	j->rootfs = rootfs;
-	ota_error_clear(&j->e);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	j->running = pthread_create(&j->th, NULL, rootfs_main, j) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	j->started = true;
-	if (!j->running)
-		(void)rootfs_main(j); /* no thread: scan here */
-}
-
-static ota_err rootfs_end(rootfs_job *j, ota_error *err)
-{
-	if (!j->started)
-		return OTA_OK;
-	if (j->running)
-		pthread_join(j->th, NULL);
-	j->running = j->started = false;
-	if (j->rc != OTA_OK && err != NULL)
-		*err = j->e;
-	return j->rc;
-}
-
 /* Refuses when dir is "/" or an ancestor-or-equal of a runtime/control path. */
 static ota_err check_not_ancestor(const char *dir, const char *what, const char *runtime_root,
                                   ota_error *err)
@@ -526,8 +471,6 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 	if (a == NULL)
 		return OTA_ERR_NOMEM;
 	int repo_fd = -1;
-	rootfs_job rj;
-	memset(&rj, 0, sizeof rj);
 	ota_err rc = real_dir(plan->repo, "repo", &a->repo, &a->repo_dev, &a->repo_ino, err);
 	if (rc != OTA_OK)
 		goto out_fail;
@@ -545,7 +488,6 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 		                   "rootfs and repository overlap");
 		goto out_fail;
 	}
-	rootfs_begin(&rj, a->rootfs);
 	repo_fd = open(a->repo, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (repo_fd < 0) {
 		rc = ota_error_set(err, OTA_ERR_IO, a->repo, "open: %s", strerror(errno));
@@ -611,21 +553,20 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 	scan_free(&c);
 	if (rc != OTA_OK)
 		goto out_fail;
-	rc = rootfs_end(&rj, err);
-	if (rc != OTA_OK)
-		goto out_fail;
-	/* one cap over both trees, as when one count ran through both */
-	if (c.entries + rj.entries > OTA_OCI_MAX_SCAN_ENTRIES) {
-		rc = ota_error_set(err, OTA_ERR_OCI_SCAN_LIMIT, a->rootfs, "more than %u entries",
-		                   OTA_OCI_MAX_SCAN_ENTRIES);
+	c.rootfs = true;
+	fd = open(a->rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = ota_error_set(err, OTA_ERR_IO, a->rootfs, "open: %s", strerror(errno));
 		goto out_fail;
 	}
-	a->scanned_entries = c.entries + rj.entries;
+	rc = scan_dir(&c, fd, "", false, 0);
+	if (rc != OTA_OK)
+		goto out_fail;
+	a->scanned_entries = c.entries;
 	close(repo_fd);
 	*out = a;
 	return OTA_OK;
 out_fail:
-	(void)rootfs_end(&rj, NULL); /* an earlier refusal wins */
 	if (repo_fd >= 0)
 		close(repo_fd);
 	ota_oci_admitted_free(a);

@@ -413,66 +413,6 @@ static ota_err phase_end(phase_job *j, ota_error *err)
 	return j->rc;
 }
 
-/* An existing lease database is opened (sqlite open, log index, schema
- * check) on a thread while admission and rendering run; a missing one is
- * created only after admission, as before (a refused run prepares nothing).
- * Joined before its first use (the orphans' cleanup and the lease's begin,
- * both after admission), or on any earlier exit. */
-typedef struct open_job {
-	const char *path;
-	oci_lease_db *db;
-	ota_err rc;
-	ota_error e;
-	pthread_t th;
-	bool running, started, deferred;
-} open_job;
-
-static void *open_main(void *arg)
-{
-	open_job *j = arg;
-	struct stat st;
-	if (stat(j->path, &st) != 0 || !S_ISREG(st.st_mode))
-		j->deferred = true; /* created (or refused) after admission */
-	else
-		j->rc = oci_lease_open(j->path, &j->db, &j->e);
-	return NULL;
-}
-
-static void open_begin(open_job *j, const char *path)
-{
-	memset(j, 0, sizeof *j);
-	j->path = path;
-	ota_error_clear(&j->e);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	j->running = pthread_create(&j->th, NULL, open_main, j) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	j->started = true;
-	if (!j->running)
-		(void)open_main(j); /* no thread: open here */
-}
-
-/* Joins the open; *db receives the handle (the caller owns it). */
-static ota_err open_end(open_job *j, oci_lease_db **db, ota_error *err)
-{
-	*db = NULL;
-	if (!j->started)
-		return OTA_OK;
-	if (j->running) {
-		pthread_join(j->th, NULL);
-		j->running = false;
-	}
-	j->started = false;
-	if (j->deferred && err != NULL) /* first use: open or create it now */
-		j->rc = oci_lease_open(j->path, &j->db, &j->e);
-	*db = j->db;
-	j->db = NULL;
-	if (j->rc != OTA_OK && err != NULL)
-		*err = j->e;
-	return j->rc;
-}
-
 typedef struct fp_pair {
 	char before[65];
 	char after[65];
@@ -558,8 +498,6 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	bool phase_started = false; /* the "started" commit was issued */
 	phase_job phase;
 	memset(&phase, 0, sizeof phase);
-	open_job lopen;
-	memset(&lopen, 0, sizeof lopen);
 	long pid = 0;
 	bool leased = false, created = false;
 	char known_status[32] = ""; /* runtime status from terminal inspection */
@@ -571,7 +509,6 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		out->terminal = OTA_OCI_NOT_STARTED;
 		goto out_record;
 	}
-	open_begin(&lopen, o.lease_db != NULL ? o.lease_db : "/var/lib/ota/leases.db");
 	/* Admission before anything is prepared. */
 	rc = ota_oci_admit(plan, rt.root, &a, &e);
 	if (rc != OTA_OK)
@@ -613,7 +550,7 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 
 	/* Durable lease before the first mutation; orphans of dead runners
 	 * are finalized first. */
-	rc = open_end(&lopen, &db, &e);
+	rc = oci_lease_open(o.lease_db != NULL ? o.lease_db : "/var/lib/ota/leases.db", &db, &e);
 	if (rc != OTA_OK) {
 		out->terminal = OTA_OCI_NOT_STARTED;
 		goto out_record;
@@ -1045,11 +982,6 @@ out_record:
 		}
 	}
 	oci_lease_close(db);
-	if (lopen.started) { /* an exit before the lease's first use */
-		oci_lease_db *unused = NULL;
-		(void)open_end(&lopen, &unused, NULL);
-		oci_lease_close(unused);
-	}
 	json_decref(cfg);
 	free(fps);
 	ota_oci_admitted_free(a);
