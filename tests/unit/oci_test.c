@@ -191,7 +191,7 @@ static void test_admit_paths(void **state)
 	pl = plan_of(f, NULL, 0, NULL, 0);
 	pl.rootfs = "/";
 	assert_ota(admit(&pl), OTA_ERR_OCI_RUNTIME_SOCKET);
-	/* a socket file anywhere in the rootfs (scanned on a thread) is refused;
+	/* a socket file anywhere in the rootfs, however deep, is refused;
 	 * a refusal found before it (a symlinked writable path) still wins */
 	{
 		char sd[600];
