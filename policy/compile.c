@@ -391,7 +391,7 @@ static ota_err resolve_segment(walker *w, seg *s)
 	const otask *t = s->t;
 	const char *ctxname = t->context != NULL ? t->context : c->default_context;
 	const ocontext *ctx = contract_context(c, ctxname);
-	const char *backend = NULL, *lifecycle = NULL, *image = NULL, *platform = NULL;
+	const char *backend = NULL, *lifecycle = NULL, *image = NULL, *platform = NULL, *rootfs = NULL;
 	bool ctx_req = false;
 	unsigned hops = 0;
 	for (const ocontext *x = ctx; x != NULL && hops < 32; x = contract_context(c, x->extends), hops++) {
@@ -401,6 +401,8 @@ static ota_err resolve_segment(walker *w, seg *s)
 			lifecycle = x->lifecycle;
 		if (image == NULL)
 			image = x->image;
+		if (rootfs == NULL)
+			rootfs = x->rootfs;
 		if (platform == NULL)
 			platform = x->platform;
 		ctx_req = ctx_req || x->has_requirements;
@@ -426,6 +428,7 @@ static ota_err resolve_segment(walker *w, seg *s)
 			lifecycle = c->lifecycle;
 		s->lifecycle = lifecycle != NULL ? lifecycle : "unspecified";
 		s->image = image != NULL ? image : c->image;
+		s->rootfs = rootfs != NULL ? rootfs : c->rootfs;
 		if (platform == NULL)
 			platform = c->platform;
 		if (platform != NULL) {
@@ -571,6 +574,9 @@ static json_t *segment_json(const ota_policy *p, const seg *s, size_t order, con
 		json_object_set_new(exec, "context", json_null());
 	if (exec != NULL && s->image == NULL)
 		json_object_set_new(exec, "image", json_null());
+	/* Present only when declared, so contracts without it keep their identities. */
+	if (exec != NULL && s->rootfs != NULL)
+		json_object_set_new(exec, "rootfs", json_string(s->rootfs));
 	json_t *body = t->body ? yn_to_json(t->body) : json_null();
 	json_t *eff = t->effects ? yn_to_json(t->effects) : json_null();
 	(void)p;

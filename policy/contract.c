@@ -120,8 +120,13 @@ const oworkflow *contract_workflow(const ota_contract *c, const char *name)
 
 /* ---- execution ---- */
 
+/*
+ * container: {image, platform, rootfs, ...}. rootfs is our one extension: a
+ * prepared root filesystem directory, absolute or relative to the contract's
+ * directory, used instead of an image (DESIGN.md section 2a).
+ */
 static ota_err parse_container(ota_contract *c, const ynode *cn, const char **image,
-                               const char **platform, ota_error *err)
+                               const char **platform, const char **rootfs, ota_error *err)
 {
 	if (cn == NULL || yn_is_null(cn))
 		return OTA_OK;
@@ -132,6 +137,12 @@ static ota_err parse_container(ota_contract *c, const ynode *cn, const char **im
 		rc = y_str(c->doc, cn, "image", false, image, err);
 	if (rc == OTA_OK)
 		rc = y_str(c->doc, cn, "platform", false, platform, err);
+	if (rc == OTA_OK)
+		rc = y_str(c->doc, cn, "rootfs", false, rootfs, err);
+	if (rc == OTA_OK && *rootfs != NULL && ((*rootfs)[0] == '\0' || strlen(*rootfs) >= OTA_MAX_PATH_BYTES))
+		rc = where_err(c, yn_get(cn, "rootfs"), OTA_ERR_CONTRACT_VALUE, err,
+		               "container.rootfs must be a non-empty path shorter than %u bytes%s",
+		               OTA_MAX_PATH_BYTES, "");
 	if (rc == OTA_OK && *platform != NULL) {
 		ota_platform p;
 		char w[300];
@@ -178,7 +189,7 @@ static ota_err parse_execution(ota_contract *c, const ynode *ex, ota_error *err)
 	if (be != NULL && !yn_is_null(be)) {
 		rc = y_expect(d, be, YN_MAP, "execution.backends", err);
 		if (rc == OTA_OK)
-			rc = parse_container(c, yn_get(be, "container"), &c->image, &c->platform, err);
+			rc = parse_container(c, yn_get(be, "container"), &c->image, &c->platform, &c->rootfs, err);
 		if (rc != OTA_OK)
 			return rc;
 	}
@@ -205,7 +216,7 @@ static ota_err parse_execution(ota_contract *c, const ynode *ex, ota_error *err)
 			if (rc == OTA_OK)
 				rc = y_enum(d, v, "lifecycle", v_lifecycle, &o->lifecycle, err);
 			if (rc == OTA_OK)
-				rc = parse_container(c, yn_get(v, "container"), &o->image, &o->platform, err);
+				rc = parse_container(c, yn_get(v, "container"), &o->image, &o->platform, &o->rootfs, err);
 			if (rc != OTA_OK)
 				return rc;
 			const ynode *req = yn_get(v, "requirements");

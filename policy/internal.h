@@ -97,7 +97,7 @@ typedef struct {
 typedef struct {
 	const char *name;
 	const ynode *node;
-	const char *extends, *backend, *lifecycle, *image, *platform;
+	const char *extends, *backend, *lifecycle, *image, *platform, *rootfs;
 	strv compose, isolated;
 	bool has_requirements;
 } ocontext;
@@ -122,7 +122,7 @@ struct ota_contract {
 	char snapshot_id[OTA_ID_LEN + 1];
 	char contract_id[OTA_ID_LEN + 1];
 	const char *project;
-	const char *preferred, *lifecycle, *default_context, *image, *platform;
+	const char *preferred, *lifecycle, *default_context, *image, *platform, *rootfs;
 	strv supported;
 	ocontext *contexts;
 	size_t ncontexts;
@@ -162,7 +162,7 @@ ota_err y_bool(const ydoc *d, const ynode *m, const char *key, bool *out, ota_er
 typedef struct {
 	const otask *t;
 	const char *phase;
-	const char *backend, *context, *lifecycle, *image, *interaction, *kind;
+	const char *backend, *context, *lifecycle, *image, *rootfs, *interaction, *kind;
 	ota_platform plat;
 	const char *plat_source;
 	int owner_phase;

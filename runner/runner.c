@@ -253,10 +253,25 @@ ota_err ota_runner_plan_new(const json_t *seg, const json_t *eseg, const ota_run
 	p->plan.platform.variant = p->variant;
 	char hos[16], harch[16], hvar[16];
 	ota_oci_host_platform(hos, harch, hvar);
-	if (o->rootfs != NULL) {
+	/* --rootfs wins; otherwise the contract's container.rootfs (our extension),
+	 * relative to the contract's directory; otherwise container.image. */
+	char declared_rootfs[OTA_MAX_PATH_BYTES * 2];
+	const char *rootfs = o->rootfs;
+	const char *crootfs = str_at(exec, "rootfs", NULL);
+	if (rootfs == NULL && crootfs != NULL) {
+		int n = crootfs[0] == '/' ? snprintf(declared_rootfs, sizeof declared_rootfs, "%s", crootfs)
+		                          : snprintf(declared_rootfs, sizeof declared_rootfs, "%s/%s",
+		                                     o->repo != NULL ? o->repo : ".", crootfs);
+		if (n < 0 || (size_t)n >= sizeof declared_rootfs) {
+			rc = ota_error_set(err, OTA_ERR_TOO_LARGE, p->segment_id, "container.rootfs path too long");
+			goto out_fail;
+		}
+		rootfs = declared_rootfs;
+	}
+	if (rootfs != NULL) {
 		bool ok = strcmp(p->os, hos) == 0 && strcmp(p->arch, harch) == 0;
 		p->platform_check = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:b}",
-		                              "kind", "ota.platform_check/v1", "rootfs", o->rootfs,
+		                              "kind", "ota.platform_check/v1", "rootfs", rootfs,
 		                              "declared", "os", p->os, "architecture", p->arch,
 		                              "variant", p->variant, "host", "os", hos, "architecture",
 		                              harch, "variant", hvar, "ok", ok);
@@ -266,7 +281,7 @@ ota_err ota_runner_plan_new(const json_t *seg, const json_t *eseg, const ota_run
 			                   hos, harch);
 			goto out_fail;
 		}
-		p->rootfs = strdup(o->rootfs);
+		p->rootfs = strdup(rootfs);
 		if (p->rootfs == NULL) {
 			rc = OTA_ERR_NOMEM;
 			goto out_fail;

@@ -206,6 +206,38 @@ set +e; wait "$pid"; set -e
 "$OTA" cleanup --lease-db "$tmp/leases.db" --json | jq -e '(.finalized | length) == 1 and .finalized[0].confirmed
   and .finalized[0].state == "enforcement_unknown_after_interruption"' >/dev/null || fail "cleanup after SIGKILL"
 no_containers
+# ---- the rootfs: extension: a prepared root filesystem named by the contract ----
+rf=$tmp/rf-work
+mkdir -p "$rf/reports"
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox "$tmp/prepared-rootfs"
+cat >"$rf/ota.yaml" <<YAML
+version: 1
+project:
+  name: oci-rootfs-test
+execution:
+  supported: [container]
+  lifecycle: ephemeral
+  backends:
+    container:
+      platform: linux/$arch
+      rootfs: $tmp/prepared-rootfs
+tasks:
+  hello:
+    run: "echo from-prepared-rootfs > reports/out; test -x /bin/busybox"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+YAML
+"$OTA" policy show hello -f "$rf/ota.yaml" --json | jq -e --arg r "$tmp/prepared-rootfs" \
+  '[.. | objects | select(.kind? == "ota.sandbox_policy_segment/v1") | .execution.rootfs] | index($r) != null' >/dev/null \
+  || fail "container.rootfs not in the canonical segment"
+( cd "$rf" && "$OTA" run hello "${common[@]}" --receipt "$tmp/rf.json" ) || fail "rootfs run exit $?"
+[ "$(cat "$rf/reports/out")" = from-prepared-rootfs ] || fail "rootfs run output"
+jq -e --arg r "$tmp/prepared-rootfs" '.sandbox_policy.status == "enforced_through_completion"
+  and ([.evidence[] | select(.kind == "ota.platform_check/v1") | .rootfs] | index($r) != null)' "$tmp/rf.json" >/dev/null \
+  || fail "rootfs receipt: $(jq -c '[.sandbox_policy.status, [.evidence[] | select(.kind == "ota.platform_check/v1")]]' "$tmp/rf.json")"
+no_containers
 # ---- chaos: SIGKILL of the runner at assorted points, then one cleanup ----
 for d in 0 0.005 0.01 0.02 0.03 0.05 0.08 0.12 0.2 0.3; do
   "$OTA" run slow "${common[@]}" --image-store "$img" >/dev/null 2>&1 &
