@@ -9,10 +9,52 @@
 
 #include "cli.h"
 #include "ota/json.h"
+#include "ota/key.h"
+#include "ota/nonce.h"
 #include "ota/oci.h"
+#include "ota/runner.h"
 
 static const char *cleanup_usage =
-	"ota cleanup [--lease-db PATH] [--state-dir DIR] [--list] [--all] [--json]";
+	"ota cleanup [--lease-db PATH] [--state-dir DIR] [--list] [--all] [--json]\n"
+	"            [--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--evidence FILE]]";
+
+/*
+ * With a runner key, each finalized lease's cleanup record is signed as a
+ * COSE_Sign1 of kind cleanup against a single-use challenge (the same way
+ * `ota run` signs its records) and attached as "attestation"; --evidence
+ * writes the whole report atomically.
+ */
+static ota_err sign_report(json_t *rep, const char *key_path, const char *nonce_db,
+                           const char *issuer, const char *trust_root, ota_error *e)
+{
+	ota_key *key = NULL;
+	ota_nonce_store *nonces = NULL;
+	ota_err rc = ota_key_load_file(key_path, &key, e);
+	ota_nonce_opts nopts;
+	ota_nonce_opts_init(&nopts);
+	if (rc == OTA_OK)
+		rc = ota_nonce_store_open(nonce_db, &nopts, &nonces, e);
+	ota_runner_opts ro;
+	memset(&ro, 0, sizeof ro);
+	ro.runner_key = key;
+	ro.nonces = nonces;
+	ro.issuer = issuer;
+	ro.trust_root = trust_root;
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(rep, "finalized"), i, r)
+	{
+		if (rc != OTA_OK)
+			break;
+		json_t *att = NULL;
+		rc = ota_runner_sign_cleanup(&ro, r, &att, e);
+		if (rc == OTA_OK)
+			json_object_set_new(r, "attestation", att);
+	}
+	ota_nonce_store_close(nonces);
+	ota_key_free(key);
+	return rc;
+}
 
 int cmd_cleanup(int argc, char **argv)
 {
@@ -21,6 +63,7 @@ int cmd_cleanup(int argc, char **argv)
 	const char *env_db = getenv("OTA_LEASE_DB");
 	o.lease_db = env_db != NULL && env_db[0] != '\0' ? env_db : OTA_OCI_DEFAULT_LEASE_DB;
 	bool json = false, list = false, all = false;
+	const char *key = NULL, *nonce_db = NULL, *issuer = NULL, *trust_root = NULL, *evidence = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
@@ -34,6 +77,16 @@ int cmd_cleanup(int argc, char **argv)
 			o.lease_db = argv[++i];
 		else if (strcmp(a, "--state-dir") == 0 && more)
 			o.state_dir = argv[++i];
+		else if (strcmp(a, "--key") == 0 && more)
+			key = argv[++i];
+		else if (strcmp(a, "--nonce-db") == 0 && more)
+			nonce_db = argv[++i];
+		else if (strcmp(a, "--issuer") == 0 && more)
+			issuer = argv[++i];
+		else if (strcmp(a, "--trust-root") == 0 && more)
+			trust_root = argv[++i];
+		else if (strcmp(a, "--evidence") == 0 && more)
+			evidence = argv[++i];
 		else
 			return cli_usage("ota", cleanup_usage);
 	}
@@ -59,8 +112,25 @@ int cmd_cleanup(int argc, char **argv)
 		json_decref(rows);
 		return CLI_OK;
 	}
+	if ((nonce_db != NULL || issuer != NULL || trust_root != NULL || evidence != NULL) && key == NULL)
+		return cli_usage("ota", cleanup_usage);
+	if (nonce_db == NULL) {
+		const char *env_ndb = getenv("OTA_NONCE_DB");
+		nonce_db = env_ndb != NULL && env_ndb[0] != '\0' ? env_ndb : "/var/lib/ota/nonces.db";
+	}
 	json_t *rep = NULL;
 	ota_err rc = ota_oci_cleanup(&o, &rep, &e);
+	/* The leases are finalized whatever happens next; signing is evidence of it. */
+	if (rc == OTA_OK && rep != NULL && key != NULL)
+		rc = sign_report(rep, key, nonce_db, issuer, trust_root, &e);
+	if (rc == OTA_OK && rep != NULL && evidence != NULL) {
+		char *text = ota_json_dumps(rep, true);
+		if (text == NULL)
+			rc = ota_error_set(&e, OTA_ERR_NOMEM, evidence, NULL);
+		else
+			rc = ota_file_write_atomic(evidence, ota_bytes_make(text, strlen(text)), 0644, &e);
+		free(text);
+	}
 	if (json) {
 		if (rep == NULL)
 			rep = json_object();

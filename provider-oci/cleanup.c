@@ -68,10 +68,13 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		                                               : "finalized_after_runner_loss",
 		                                 now, &le);
 		free(cj);
-		json_t *rec = json_pack("{s:s, s:s, s:s, s:s?, s:o*, s:b, s:s?}", "kind",
+		json_t *rec = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:o*, s:b, s:s?, s:I}", "kind",
 		                        "ota.application/v1", "phase", "cleanup", "container_id", id,
+		                        "txn", json_string_value(json_object_get(row, "txn")),
+		                        "runtime", runtime,
 		                        "phase_at_loss", phase, "cleanup", cleanup, "confirmed",
-		                        frc == OTA_OK, "state", terminal);
+		                        frc == OTA_OK, "state", terminal, "finalized_at",
+		                        (json_int_t)now);
 		if (rec != NULL && frc != OTA_OK)
 			json_object_set_new(rec, "error", json_string(ota_err_name(e.code)));
 		json_array_append_new(finalized, rec);

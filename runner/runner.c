@@ -1026,3 +1026,44 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 		*err = e;
 	return rc;
 }
+
+ota_err ota_runner_sign_cleanup(const ota_runner_opts *o, const json_t *record, json_t **att_out,
+                                ota_error *err)
+{
+	*att_out = NULL;
+	if (o == NULL || o->runner_key == NULL || o->nonces == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "cleanup",
+		                     "signing a cleanup record needs a runner key and a nonce store");
+	const char *txn = json_string_value(json_object_get(record, "txn"));
+	const char *boundary = json_string_value(json_object_get(record, "container_id"));
+	if (boundary == NULL)
+		return ota_error_set(err, OTA_ERR_JSON_TYPE, "cleanup", "record has no container_id");
+	ota_runner_opts ro = *o;
+	ro.oci.txn = txn != NULL ? txn : "txn";
+	signer s;
+	memset(&s, 0, sizeof s);
+	s.o = &ro;
+	s.atts = json_array();
+	if (s.atts == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "cleanup", NULL);
+	char host_os[16], host_arch[16], host_variant[16];
+	ota_oci_host_platform(host_os, host_arch, host_variant);
+	snprintf(s.os, sizeof s.os, "%s", host_os);
+	snprintf(s.arch, sizeof s.arch, "%s", host_arch);
+	snprintf(s.variant, sizeof s.variant, "%s", host_variant);
+	const char *rt = json_string_value(json_object_get(record, "runtime"));
+	json_t *desc = ota_oci_capability_descriptor(rt != NULL && strcmp(rt, "crun") == 0 ? OTA_OCI_CRUN
+	                                                                                   : OTA_OCI_RUNC);
+	if (desc == NULL || ota_json_identity(desc, s.adapter, NULL) != OTA_OK)
+		s.adapter[0] = '\0';
+	json_decref(desc);
+	char id[OTA_ID_LEN + 1];
+	ota_err rc = sign_record(&s, "cleanup", record, boundary, NULL, id, err);
+	if (rc == OTA_OK) {
+		*att_out = json_incref(json_array_get(s.atts, 0));
+		if (*att_out == NULL)
+			rc = ota_error_set(err, OTA_ERR_INTERNAL, "cleanup", "no signed record");
+	}
+	json_decref(s.atts);
+	return rc;
+}

@@ -87,6 +87,20 @@ OTA_API OTA_NODISCARD ota_err ota_runner_run(const ota_policy *p, const json_t *
                                              const ota_runner_opts *o, json_t **receipt_out,
                                              int *exit_status, ota_error *err);
 
+/*
+ * Signs one record of an `ota cleanup` report (an ota.application/v1 of phase
+ * cleanup, as ota_oci_cleanup returns it in "finalized") as a COSE_Sign1 of
+ * kind cleanup with o->runner_key, against a fresh challenge from o->nonces
+ * that is consumed before the record is acknowledged; txn and boundary are the
+ * record's own txn and container_id. *att_out (new) has the shape of a
+ * receipt's attestation entry (kind, identity, record_identity, boundary,
+ * cose_sign1, challenge). Errors: usage (no key or nonce store), the nonce
+ * store's and the signer's errors.
+ */
+OTA_API OTA_NODISCARD ota_err ota_runner_sign_cleanup(const ota_runner_opts *o,
+                                                      const json_t *record, json_t **att_out,
+                                                      ota_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,7 +39,24 @@ sqlite3 "$db" "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_roo
   $$, '$(awk '{print $22}' /proc/$$/stat)', 'started', 0, 0);"
 
 "$OTA" cleanup --lease-db "$db" --list | grep -q "^$id" || fail "orphan not listed"
-"$OTA" cleanup --lease-db "$db" --json >"$tmp/rep.json"
+"$OTA" cose keygen --alg ES256 --out "$tmp/runner.pem" --pub "$tmp/runner.pub" >/dev/null
+"$OTA" cleanup --lease-db "$db" --key "$tmp/runner.pem" --nonce-db "$tmp/nonces.db" \
+  --evidence "$tmp/evidence.json" --json >"$tmp/rep.json"
+cmp -s <(jq -S .finalized "$tmp/rep.json") <(jq -S .finalized "$tmp/evidence.json") || fail "evidence file differs"
+# the cleanup record is signed (kind cleanup), against a consumed single-use challenge
+jq -r '.finalized[0].attestation.cose_sign1' "$tmp/rep.json" | base64 -d >"$tmp/cleanup.cose"
+"${OTA_VERIFY:?}" cose --key "$tmp/runner.pub" --json "$tmp/cleanup.cose" >"$tmp/cv.json" || fail "cleanup record does not verify"
+jq -r .payload "$tmp/cv.json" | base64 -d | grep -q 'cleanup' || fail "payload is not a cleanup attestation"
+jq -e --arg id "$id" '.finalized[0].attestation.kind == "cleanup" and .finalized[0].attestation.boundary == $id
+   and (.finalized[0].attestation.challenge.consumed_at > 0)' "$tmp/rep.json" >/dev/null \
+  || fail "attestation: $(jq -c .finalized[0].attestation "$tmp/rep.json")"
+python3 - "$tmp/cleanup.cose" "$tmp/bad.cose" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read()); b[-5] ^= 1
+open(sys.argv[2], 'wb').write(bytes(b))
+PY
+set +e; "$OTA_VERIFY" cose --key "$tmp/runner.pub" "$tmp/bad.cose" >/dev/null 2>&1; vrc=$?; set -e
+[ "$vrc" -eq 1 ] || fail "tampered cleanup record not refused ($vrc)"
 jq -e --arg id "$id" '.ok == true and (.finalized | length) == 1 and .finalized[0].container_id == $id
    and .finalized[0].state == "enforcement_unknown_after_interruption"
    and .finalized[0].confirmed == true and .finalized[0].cleanup.runtime_forgot == true
