@@ -43,6 +43,8 @@ sqlite3 "$db" "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_roo
 "$OTA" cleanup --lease-db "$db" --key "$tmp/runner.pem" --nonce-db "$tmp/nonces.db" \
   --evidence "$tmp/evidence.json" --json >"$tmp/rep.json"
 cmp -s <(jq -S .finalized "$tmp/rep.json") <(jq -S .finalized "$tmp/evidence.json") || fail "evidence file differs"
+/usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+  "$OTA_SOURCE_DIR/docs/schemas/cleanup-report.schema.json" "$tmp/rep.json" || fail "cleanup report schema"
 # the cleanup record is signed (kind cleanup), against a consumed single-use challenge
 jq -r '.finalized[0].attestation.cose_sign1' "$tmp/rep.json" | base64 -d >"$tmp/cleanup.cose"
 "${OTA_VERIFY:?}" cose --key "$tmp/runner.pub" --json "$tmp/cleanup.cose" >"$tmp/cv.json" || fail "cleanup record does not verify"

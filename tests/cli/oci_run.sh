@@ -54,6 +54,8 @@ else
     and ([.evidence[].kind] | index("ota.platform_check/v1") != null and index("ota.applied_policy/v1") != null)
     and ([.evidence[] | select(.phase == "terminal") | .cleanup.confirmed] == [true])' "$tmp/r1.json" >/dev/null \
     || fail "receipt: $(jq -c .sandbox_policy "$tmp/r1.json")"
+  /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+    "$OTA_SOURCE_DIR/docs/schemas/receipt.schema.json" "$tmp/r1.json" || fail "receipt schema"
   no_containers
 fi
 
