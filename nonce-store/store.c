@@ -768,6 +768,19 @@ ota_err ota_nonce_store_commit_batch(ota_nonce_store *s, ota_nonce_op *ops, size
 	return nonce_store_commit_errs(s, ops, n, now, NULL, err);
 }
 
+/* Commits one operation in its own transaction; its own refusal is the result. */
+static ota_err commit_one(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_error *err)
+{
+	ota_error oe;
+	ota_error_clear(&oe);
+	ota_err e = nonce_store_commit_errs(s, op, 1, now, &oe, err);
+	if (e != OTA_OK)
+		return e;
+	if (op->result != OTA_OK)
+		return ota_error_set(err, op->result, oe.where, "%s", oe.what);
+	return OTA_OK;
+}
+
 ota_err ota_nonce_store_issue(ota_nonce_store *s, const ota_nonce_binding *b, size_t nonce_len,
                               int64_t ttl, int64_t now, ota_challenge *out, ota_error *err)
 {
@@ -780,15 +793,9 @@ ota_err ota_nonce_store_issue(ota_nonce_store *s, const ota_nonce_binding *b, si
 	op.binding = b;
 	op.nonce_len = nonce_len;
 	op.ttl = ttl;
-	ota_error oe;
-	ota_error_clear(&oe);
-	ota_err e = nonce_store_commit_errs(s, &op, 1, now, &oe, err);
+	ota_err e = commit_one(s, &op, now, err);
 	if (e != OTA_OK)
 		return e;
-	if (op.result != OTA_OK) {
-		ota_error_set(err, op.result, oe.where, "%s", oe.what);
-		return op.result;
-	}
 	*out = op.challenge;
 	return OTA_OK;
 }
@@ -803,15 +810,9 @@ ota_err ota_nonce_store_consume(ota_nonce_store *s, ota_bytes nonce, const ota_n
 	op.kind = OTA_NONCE_OP_CONSUME;
 	op.nonce = nonce;
 	op.expect = expect;
-	ota_error oe;
-	ota_error_clear(&oe);
-	ota_err e = nonce_store_commit_errs(s, &op, 1, now, &oe, err);
+	ota_err e = commit_one(s, &op, now, err);
 	if (e != OTA_OK)
 		return e;
-	if (op.result != OTA_OK) {
-		ota_error_set(err, op.result, oe.where, "%s", oe.what);
-		return op.result;
-	}
 	if (out != NULL)
 		*out = op.challenge;
 	return OTA_OK;
