@@ -882,6 +882,8 @@ typedef struct walk {
 	size_t ntrans;
 	char lane_boundary[OTA_MAX_TXN_BYTES + 8];
 	const char *runtime;
+	bool counts_exit; /* the last segment's exit status counts (its process ran) */
+	const json_t *last_error; /* the error of the last segment's terminal record */
 } walk;
 
 /* The next attestation if it has this kind; NULL otherwise (not consumed). */
@@ -1013,6 +1015,108 @@ static void controls_applied(vctx *v, const char *where, size_t j, const json_t 
 }
 
 /* Returns the segment's derived status ("" when no process). */
+/* A segment's error names its terminal record's; the lane's error is it. */
+static void error_check(vctx *v, walk *w, const char *where, const json_t *seg,
+                        const json_t *term)
+{
+	const json_t *te = json_object_get(term, "error");
+	const json_t *se = json_object_get(seg, "error");
+	bool has = te != NULL && !json_is_null(te);
+	if (has ? !seq(json_string_value(se), sget(te, "code")) : se != NULL)
+		fail(v->r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, where,
+		     "the segment's error is not its terminal record's");
+	w->last_error = has ? te : NULL;
+	w->counts_exit = !has; /* as the runner: an errored segment reports no exit status */
+}
+
+/* The rendered policy a segment names (it may be rendered before a break). */
+static const json_t *rendered_of(vctx *v, const char *where, const json_t *seg, const char *sid,
+                                 const char *rid, char cfg[OTA_ID_LEN + 1])
+{
+	const json_t *rend = ev_get(v, rid, "ota.rendered_policy/v1");
+	cfg[0] = '\0';
+	if (rend == NULL || !seq(sget(seg, "rendered_policy_identity"), rid) ||
+	    !seq(sget(rend, "segment"), sid))
+		fail(v->r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
+		     "the rendered policy does not reconcile with the segment");
+	if (rend != NULL && ota_jcs_identity(json_object_get(rend, "config"), cfg, NULL) != OTA_OK)
+		cfg[0] = '\0';
+	if (rend != NULL && !seq(sget(rend, "config_identity"), cfg))
+		fail(v->r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
+		     "the rendered config does not have its stated identity");
+	return rend;
+}
+
+/*
+ * A segment that broke before its initial application (the runtime failed,
+ * the boundary could not be inspected): no initial record, no applied
+ * policy, and a signed terminal record, with no prior, that says the
+ * process never started. Its status is the terminal record's not_started or
+ * refused (never better), and the lane stops there. Without that terminal
+ * record the segment is unaccounted for (archive_initial_missing).
+ */
+static const char *broken_before_initial(vctx *v, walk *w, const json_t *seg, const char *sid,
+                                         const char *cid, const char *where)
+{
+	ota_archive_report *r = v->r;
+	att_info *ta = take(v, w, "terminal_application");
+	const json_t *term = ta != NULL && ta->rec != SIZE_MAX ? ev_rec(v, ta->rec) : NULL;
+	if (ta == NULL || term == NULL) {
+		fail(r, OTA_ERR_ARCHIVE_INITIAL_MISSING, where, "no signed initial application");
+		return "not_started";
+	}
+	if (!seq(sget(term, "kind"), "ota.application/v1") || !seq(sget(term, "phase"), "terminal"))
+		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where,
+		     "the terminal attestation signs another record");
+	if (json_object_get(seg, "initial_attestation_identity") != NULL ||
+	    !json_is_null(json_object_get(seg, "initial_application_identity")) ||
+	    !json_is_null(json_object_get(seg, "applied_policy_identity")))
+		fail(r, OTA_ERR_ARCHIVE_INITIAL_MISSING, where,
+		     "the receipt names an initial application or applied policy the lane does not "
+		     "carry");
+	if (!seq(sget(seg, "terminal_attestation_identity"), att_id(v, ta)) ||
+	    !seq(sget(seg, "terminal_application_identity"), ta->record))
+		fail(r, OTA_ERR_ARCHIVE_TERMINAL_MISSING, where,
+		     "the receipt names another terminal application");
+	if (!bound_to_segment(ta, sid, seg) || !seq(sget(term, "segment"), sid) ||
+	    !seq(sget(term, "txn"), v->txn))
+		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
+		     "the terminal application is bound to another segment or policy");
+	if (ta->claims.has_prior || !json_is_null(json_object_get(term, "prior")))
+		fail(r, OTA_ERR_ARCHIVE_PRIOR_MISMATCH, where,
+		     "a terminal application without an initial one has no prior");
+	char bid[160];
+	snprintf(bid, sizeof bid, "container:%s:%s", w->runtime != NULL ? w->runtime : "?",
+	         cid != NULL ? cid : "");
+	if (!seq(sget(term, "container_id"), cid) || !seq(ta->claims.boundary, cid) ||
+	    !seq(sget(seg, "boundary_lease_identity"), cid) ||
+	    !seq(sget(seg, "boundary_identity"), bid))
+		fail(r, OTA_ERR_ARCHIVE_BOUNDARY_MISMATCH, where,
+		     "the terminal application is about another boundary");
+	const char *rid = sget(seg, "rendered_policy_identity");
+	char cfg[OTA_ID_LEN + 1];
+	if (rid != NULL)
+		(void)rendered_of(v, where, seg, sid, rid, cfg);
+	else if (!json_is_null(json_object_get(seg, "rendered_policy_identity")))
+		fail(r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where, "rendered_policy_identity is malformed");
+	const char *state = sget(term, "state");
+	const char *derived = "enforcement_lost";
+	if (json_is_false(json_object_get(term, "started")) &&
+	    (seq(state, "not_started") || seq(state, "refused")))
+		derived = state;
+	if (!seq(sget(seg, "status"), derived))
+		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where, "status %s, derived %s",
+		     sget(seg, "status") != NULL ? sget(seg, "status") : "(none)", derived);
+	if (!json_equal(json_object_get(seg, "exit_status"), json_object_get(term, "exit_status")) ||
+	    !json_equal(json_object_get(seg, "timed_out"), json_object_get(term, "timed_out")))
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, where,
+		     "exit status or timeout differs from the terminal record");
+	snprintf(w->prev_terminal, sizeof w->prev_terminal, "%s", ta->record);
+	error_check(v, w, where, seg, term);
+	w->counts_exit = false;
+	return derived;
+}
+
 static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, bool *started,
                                 bool *any_process)
 {
@@ -1086,7 +1190,9 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	/* initial application */
 	att_info *ia = take(v, w, "initial_application");
 	const json_t *init = ia != NULL && ia->rec != SIZE_MAX ? ev_rec(v, ia->rec) : NULL;
-	if (ia == NULL || init == NULL) {
+	if (ia == NULL)
+		return broken_before_initial(v, w, seg, sid, cid, where);
+	if (init == NULL) {
 		fail(r, OTA_ERR_ARCHIVE_INITIAL_MISSING, where, "no signed initial application");
 		return "not_started";
 	}
@@ -1114,18 +1220,9 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	/* rendered and applied */
 	const char *rid = sget(init, "rendered_policy");
 	const char *aid = sget(init, "applied_policy");
-	const json_t *rend = ev_get(v, rid, "ota.rendered_policy/v1");
+	char cfg[OTA_ID_LEN + 1];
+	const json_t *rend = rendered_of(v, where, seg, sid, rid, cfg);
 	const json_t *appl = ev_get(v, aid, "ota.applied_policy/v1");
-	if (rend == NULL || !seq(sget(seg, "rendered_policy_identity"), rid) ||
-	    !seq(sget(rend, "segment"), sid))
-		fail(r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
-		     "the rendered policy does not reconcile with the initial application");
-	char cfg[OTA_ID_LEN + 1] = "";
-	if (rend != NULL && ota_jcs_identity(json_object_get(rend, "config"), cfg, NULL) != OTA_OK)
-		cfg[0] = '\0';
-	if (rend != NULL && !seq(sget(rend, "config_identity"), cfg))
-		fail(r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
-		     "the rendered config does not have its stated identity");
 	if (appl == NULL || !seq(sget(seg, "applied_policy_identity"), aid) ||
 	    !seq(sget(appl, "rendered_policy"), cfg) || !seq(sget(appl, "container_id"), cid) ||
 	    !json_is_true(json_object_get(appl, "ok")))
@@ -1160,6 +1257,7 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 		fail(r, OTA_ERR_ARCHIVE_BOUNDARY_MISMATCH, where,
 		     "the terminal application is about another boundary");
 	snprintf(w->prev_terminal, sizeof w->prev_terminal, "%s", ta->record);
+	error_check(v, w, where, seg, term);
 	/* derived status of the segment */
 	const char *state = sget(term, "state");
 	const json_t *cl = json_object_get(term, "cleanup");
@@ -1213,6 +1311,8 @@ static void structure_checks(vctx *v)
 	/* capability first */
 	att_info *cap = take(v, &w, "capability");
 	const json_t *desc = cap != NULL && cap->rec != SIZE_MAX ? ev_rec(v, cap->rec) : NULL;
+	const json_t *segs = json_object_get(sp, "segments");
+	const json_t *rerr = json_object_get(v->receipt, "error");
 	if (cap == NULL || desc == NULL) {
 		fail(r, OTA_ERR_ARCHIVE_CAPABILITY_MISMATCH, "attestations[0]",
 		     "the lane does not begin with a signed capability record");
@@ -1230,7 +1330,6 @@ static void structure_checks(vctx *v)
 		snprintf(w.lane_prior, sizeof w.lane_prior, "%s", att_id(v, cap));
 		w.runtime = sget(desc, "runtime");
 	}
-	const json_t *segs = json_object_get(sp, "segments");
 	size_t nseg = json_array_size(segs);
 	size_t want = ota_policy_segment_count(v->policy);
 	if (nseg > want || !json_is_array(segs))
@@ -1241,18 +1340,27 @@ static void structure_checks(vctx *v)
 	int exit_status = 0;
 	for (size_t j = 0; j < nseg && j < want; j++) {
 		const json_t *seg = json_array_get(segs, j);
+		w.counts_exit = true;
+		w.last_error = NULL;
+		if (json_object_get(seg, "error") != NULL && seq(sget(seg, "status"), "no_process"))
+			fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, "receipt.sandbox_policy.segments",
+			     "segment %zu ran no process and names an error", j);
 		const char *d = walk_segment(v, &w, j, seg, &started, &any_process);
 		if (d[0] != '\0' && rank(d) > rank(overall))
 			overall = d;
 		const json_t *es = json_object_get(seg, "exit_status");
-		if (exit_status == 0 && json_is_integer(es) && json_integer_value(es) != 0)
+		if (w.counts_exit && exit_status == 0 && json_is_integer(es) &&
+		    json_integer_value(es) != 0)
 			exit_status = (int)json_integer_value(es);
 		bool last = j + 1 == nseg;
 		/* a lane stops at the first segment not enforced or failing */
-		if (!last && (d[0] != '\0' && (rank(d) != 0 || exit_status != 0)))
+		if (!last && (d[0] != '\0' && (rank(d) != 0 || exit_status != 0 || w.last_error != NULL)))
 			fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, "receipt.sandbox_policy.segments",
 			     "segments continue after segment %zu stopped the lane", j);
 	}
+	if (w.last_error != NULL ? !json_equal(rerr, w.last_error) : rerr != NULL)
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, "receipt.error",
+		     "not the error of the segment that stopped the lane");
 	if (w.ntrans != json_array_size(json_object_get(sp, "transition_identities")))
 		fail(r, OTA_ERR_ARCHIVE_TRANSITION_MISSING, "receipt.sandbox_policy.transition_identities",
 		     "%zu transitions signed, %zu listed", w.ntrans,

@@ -22,6 +22,8 @@
 typedef struct fixture {
 	char *dir;
 	json_t *a, *b;        /* the two archives */
+	json_t *broken;       /* a third run, broken before its second segment's initial record */
+	json_t *refused;      /* a fourth, refused before anything (its image is missing) */
 	json_t *ra, *rb;      /* their signed receipts (payloads) */
 	uint8_t *pin_a, *pin_b;
 	size_t pin_a_len, pin_b_len;

@@ -9,12 +9,17 @@
  * edited status, dropped / reordered / unbound transitions, a replaced
  * boundary, an attestation from another archive, a swapped trust-root
  * snapshot, an acceptance from an untrusted verifier, a ledger replay.
+ * A third run, whose runtime refuses to create the second container, breaks
+ * before that segment's initial record: it must reconcile as not_started and
+ * the generated suite runs over it too. A fourth, refused before anything,
+ * must not verify.
  */
 #include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -114,7 +119,60 @@ static int setup(void **state)
 			return -1;
 		}
 	}
+	/* A third run whose runtime refuses to start the second segment's
+	 * container: the lane breaks before that segment's initial record. */
+	{
+		char rp[4096] = "", fb[4096];
+		FILE *q = popen("command -v runc", "r");
+		if (q == NULL || fgets(rp, sizeof rp, q) == NULL) {
+			if (q != NULL)
+				pclose(q);
+			return -1;
+		}
+		pclose(q);
+		rp[strcspn(rp, "\n")] = '\0';
+		snprintf(fb, sizeof fb, "%s/bin", d);
+		if (sh("mkdir -p %s", fb) != 0)
+			return -1;
+		snprintf(fb, sizeof fb, "%s/bin/runc", d);
+		FILE *f = fopen(fb, "w");
+		if (f == NULL)
+			return -1;
+		fprintf(f,
+		        "#!/bin/sh\n"
+		        "for x in \"$@\"; do\n"
+		        "  [ \"$x\" = run ] || continue\n"
+		        "  n=$(cat %s/runs 2>/dev/null || echo 0); n=$((n+1)); echo $n > %s/runs\n"
+		        "  if [ $n -ge 2 ]; then echo 'fake runc: no second container' >&2; exit 1; fi\n"
+		        "done\n"
+		        "exec '%s' \"$@\"\n",
+		        d, d, rp);
+		fclose(f);
+		if (chmod(fb, 0755) != 0)
+			return -1;
+	}
+	if (sh("cd %s && PATH=%s/bin:$PATH '%s' up --workflow ci --agent "
+	       "--runtime-root /run/ota/tamper-%d --lease-db %s/leases.db --state-dir %s/state "
+	       "--image-store %s/img --key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
+	       "--archive %s/broken.json >/dev/null 2>%s/err-broken; test -s %s/broken.json",
+	       w, d, cli(), (int)getpid(), d, d, d, ta, d, ta, d, d, d) != 0) {
+		sh("cat %s/err-broken %s/bin/runc >&2", d, d);
+		return -1;
+	}
+	/* A fourth run refused before anything: the image store is empty. */
+	if (sh("mkdir -p %s/noimg && cd %s && '%s' up --workflow ci --agent "
+	       "--runtime-root /run/ota/tamper-%d --lease-db %s/leases.db --state-dir %s/state "
+	       "--image-store %s/noimg --key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
+	       "--archive %s/refused.json >/dev/null 2>%s/err-refused; test -s %s/refused.json",
+	       d, w, cli(), (int)getpid(), d, d, d, ta, d, ta, d, d, d) != 0) {
+		sh("cat %s/err-refused >&2", d);
+		return -1;
+	}
 	char p[4096];
+	snprintf(p, sizeof p, "%s/broken.json", d);
+	fx.broken = load_json(p);
+	snprintf(p, sizeof p, "%s/refused.json", d);
+	fx.refused = load_json(p);
 	snprintf(p, sizeof p, "%s/a.json", d);
 	fx.a = load_json(p);
 	snprintf(p, sizeof p, "%s/b.json", d);
@@ -130,7 +188,8 @@ static int setup(void **state)
 	snprintf(p, sizeof p, "%s/keys/runner.pem", ta);
 	if (ota_key_load_file(p, &fx.runner_a, NULL) != OTA_OK)
 		return -1;
-	if (fx.a == NULL || fx.b == NULL || fx.ra == NULL || fx.rb == NULL)
+	if (fx.a == NULL || fx.b == NULL || fx.ra == NULL || fx.rb == NULL || fx.broken == NULL ||
+	    fx.refused == NULL)
 		return -1;
 	have_fixture = true;
 	return 0;
@@ -148,6 +207,8 @@ static int teardown(void **state)
 	}
 	json_decref(fx.a);
 	json_decref(fx.b);
+	json_decref(fx.broken);
+	json_decref(fx.refused);
 	json_decref(fx.ra);
 	json_decref(fx.rb);
 	free(fx.pin_a);
@@ -343,6 +404,112 @@ static void test_named(void **state)
 	}
 }
 
+/*
+ * A run broken before a segment's initial record reconciles with status
+ * not_started (what the signed terminal record says, never better), and
+ * every generated mutation of it, and of its receipt, is still rejected.
+ */
+static void verifies_as(json_t *doc, const char *status)
+{
+	char *text = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(text);
+	ota_archive_verify_opts o;
+	memset(&o, 0, sizeof o);
+	o.pinned = ota_bytes_make(fx.pin_a, fx.pin_a_len);
+	ota_archive_report *r = NULL;
+	ota_err rc = ota_archive_verify(ota_bytes_make(text, strlen(text)), &o, &r, NULL);
+	for (size_t i = 0; i < ota_archive_report_failure_count(r); i++) {
+		const char *where = NULL, *what = NULL;
+		ota_err c = ota_archive_report_failure(r, i, &where, &what);
+		fprintf(stderr, "broken run: %s at %s: %s\n", ota_err_name(c), where, what);
+	}
+	assert_ota(rc, OTA_OK);
+	assert_string_equal(ota_archive_report_status(r), status);
+	ota_archive_report_free(r);
+	free(text);
+}
+
+/* The generated suite over doc and its receipt rb, as the fixture's a. */
+static void generated_over(json_t *doc, json_t *rb, const char *label, size_t min)
+{
+	json_t *sa = fx.a, *sr = fx.ra;
+	fx.a = doc;
+	fx.ra = rb;
+	for (int pass = 0; pass < 2; pass++) {
+		tally t;
+		memset(&t, 0, sizeof t);
+		t.codes = json_object();
+		walker w = {pass == 1, &t, 0, false};
+		path p;
+		memset(&p, 0, sizeof p);
+		walk(&w, &p, pass == 1 ? fx.ra : fx.a);
+		char what[64];
+		snprintf(what, sizeof what, "%s %s", label, pass == 1 ? "receipt" : "archive");
+		report(what, &t);
+		size_t tried = 0, rej = 0;
+		for (int k = 0; k < M_KINDS; k++) {
+			tried += t.tried[k];
+			rej += t.rejected[k];
+		}
+		json_decref(t.codes);
+		assert_true(tried > min);
+		assert_int_equal(rej, tried);
+	}
+	fx.a = sa;
+	fx.ra = sr;
+}
+
+static void test_broken_run(void **state)
+{
+	(void)state;
+	if (!have_fixture)
+		skip();
+	verifies_as(fx.broken, "not_started");
+	json_t *rb = receipt_of(fx.broken);
+	assert_non_null(rb);
+	const json_t *segs = json_object_get(json_object_get(rb, "sandbox_policy"), "segments");
+	assert_int_equal(json_array_size(segs), 2);
+	assert_null(json_object_get(json_array_get(segs, 1), "initial_attestation_identity"));
+	generated_over(fx.broken, rb, "broken-run", 100);
+	json_t *sa = fx.a, *sr = fx.ra;
+	fx.a = fx.broken;
+	fx.ra = rb;
+	/* named: the broken segment claims enforcement, or the lane claims it */
+	static const char *const seg_status[] = {"sandbox_policy", "segments", "1", "status"};
+	static const char *const lane_status[] = {"sandbox_policy", "status"};
+	ota_err first = OTA_OK;
+	ota_err rc = receipt_edit(seg_status, 4, json_string("enforced_through_completion"), &first);
+	expect_refused("broken segment upgraded to enforced", rc, first);
+	rc = receipt_edit(lane_status, 2, json_string("enforced_through_completion"), &first);
+	expect_refused("broken lane upgraded to enforced", rc, first);
+	fx.a = sa;
+	fx.ra = sr;
+	json_decref(rb);
+}
+
+/*
+ * A lane refused before its capability record (no plan) carries no signed
+ * evidence: its txn, signing time, adapter and error are bound to nothing,
+ * so its archive does not verify (docs/archive.md section 7).
+ */
+static void test_refused_lane(void **state)
+{
+	(void)state;
+	if (!have_fixture)
+		skip();
+	json_t *rr = receipt_of(fx.refused);
+	assert_non_null(rr);
+	assert_int_equal(json_array_size(json_object_get(fx.refused, "attestations")), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(rr, "sandbox_policy"),
+	                                                      "status")),
+	                    "refused");
+	ota_err first = OTA_OK;
+	ota_err rc = verify_doc(fx.refused, fx.pin_a, fx.pin_a_len, NULL, &first);
+	assert_int_not_equal(rc, OTA_OK);
+	assert_int_equal(first, OTA_ERR_ARCHIVE_CAPABILITY_MISMATCH);
+	json_decref(rr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +517,8 @@ int main(void)
 		cmocka_unit_test(test_generated_archive),
 		cmocka_unit_test(test_generated_receipt),
 		cmocka_unit_test(test_named),
+		cmocka_unit_test(test_broken_run),
+		cmocka_unit_test(test_refused_lane),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
