@@ -56,6 +56,13 @@ static ota_err challenge_member(const json_t *ch, const char *txn, const char *i
 	}
 	memcpy(c.nonce, n, nl);
 	c.nonce_len = nl;
+	/* archives carry standard padded base64; ota-attestd hands out the
+	 * nonce as base64url (its challenge_record), so re-encode the bytes */
+	char *canon = NULL;
+	if (ota_base64_encode(ota_bytes_make(n, nl), &canon) != OTA_OK) {
+		free(n);
+		return ota_error_set(err, OTA_ERR_NOMEM, "challenge.nonce", "out of memory");
+	}
 	free(n);
 	c.epoch = json_integer_value(json_object_get(ch, "epoch"));
 	c.issued_at = json_integer_value(json_object_get(ch, "issued_at"));
@@ -65,12 +72,15 @@ static ota_err challenge_member(const json_t *ch, const char *txn, const char *i
 	snprintf(c.issuer, sizeof c.issuer, "%s", i != NULL ? i : issuer);
 	snprintf(c.scope, sizeof c.scope, "%s", s != NULL ? s : scope);
 	ota_err rc = ota_challenge_identity(&c, id);
-	if (rc != OTA_OK)
+	if (rc != OTA_OK) {
+		free(canon);
 		return ota_error_set(err, rc, "challenge", "cannot compute the challenge identity");
+	}
 	*out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "identity", id, "nonce",
-	                 nonce_b64, "txn", c.txn, "issuer", c.issuer, "scope", c.scope, "epoch",
+	                 canon, "txn", c.txn, "issuer", c.issuer, "scope", c.scope, "epoch",
 	                 (json_int_t)c.epoch, "issued_at", (json_int_t)c.issued_at, "expires_at",
 	                 (json_int_t)c.expires_at, "consumed_at", (json_int_t)c.consumed_at);
+	free(canon);
 	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
 }
 
