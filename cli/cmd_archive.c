@@ -12,10 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "cli.h"
 #include "ota/archive.h"
 #include "ota/json.h"
-#include "ota/nonce.h"
 #include "ota/trust.h"
 
 void cli_archive_chain_free(cli_archive_chain *c)
@@ -149,6 +150,68 @@ static int usage(void)
 	                        "[--native-platform OS/ARCH[/VAR]] -o ARCHIVE");
 }
 
+/*
+ * The acceptances ota-attestd stored for the receipt's attestations (table
+ * acceptances of nonce-store/store.c), read on a read-only connection:
+ * building an archive never writes to the endpoint's store (no epoch bump,
+ * no schema created; a missing path is refused, not created empty). An
+ * attestation without a stored acceptance is reported and left out (a
+ * runner-owned record has none; `ota-verify archive` refuses an issuer's
+ * record without one: archive_acceptance_missing).
+ */
+static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes *accs,
+                                  size_t *naccs, ota_error *e)
+{
+	struct stat st;
+	if (stat(db, &st) != 0)
+		return ota_error_set(e, errno == ENOENT ? OTA_ERR_NOT_FOUND : OTA_ERR_IO, db,
+		                     "attestd database: %s", strerror(errno));
+	sqlite3 *h = NULL;
+	sqlite3_stmt *q = NULL;
+	ota_err rc = OTA_OK;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	    sqlite3_busy_timeout(h, 10000) != SQLITE_OK ||
+	    sqlite3_prepare_v2(h, "SELECT acceptance FROM acceptances WHERE record_id = ?1", -1, &q,
+	                       NULL) != SQLITE_OK) {
+		rc = ota_error_set(e, OTA_ERR_DB, db, "not an ota-attestd database: %s",
+		                   h != NULL ? sqlite3_errmsg(h) : "cannot open");
+		goto out;
+	}
+	for (size_t i = 0; rc == OTA_OK && i < json_array_size(atts); i++) {
+		const char *id = json_string_value(json_object_get(json_array_get(atts, i), "identity"));
+		if (id == NULL)
+			continue; /* ota_archive_build names it */
+		if (*naccs == MAX_ACC) {
+			rc = ota_error_set(e, OTA_ERR_TOO_LARGE, db, "more than %d acceptances", MAX_ACC);
+			break;
+		}
+		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+		int r = sqlite3_step(q);
+		if (r == SQLITE_ROW) {
+			size_t n = (size_t)sqlite3_column_bytes(q, 0);
+			uint8_t *b = malloc(n > 0 ? n : 1);
+			if (b == NULL) {
+				rc = ota_error_set(e, OTA_ERR_NOMEM, db, "acceptance");
+			} else {
+				if (n > 0)
+					memcpy(b, sqlite3_column_blob(q, 0), n);
+				accs[(*naccs)++] = ota_bytes_make(b, n);
+			}
+		} else if (r == SQLITE_DONE) {
+			fprintf(stderr, "ota: archive: attestations[%zu] %s: no acceptance stored in %s\n",
+			        i, id, db);
+		} else {
+			rc = ota_error_set(e, OTA_ERR_DB, db, "acceptance of %s: %s", id, sqlite3_errmsg(h));
+		}
+		sqlite3_reset(q);
+		sqlite3_clear_bindings(q);
+	}
+out:
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	return rc;
+}
+
 static int build(int argc, char **argv)
 {
 	const char *receipt_path = NULL, *contract_path = NULL, *lane = NULL, *target = NULL;
@@ -210,7 +273,6 @@ static int build(int argc, char **argv)
 	size_t rl = 0, cl = 0;
 	json_t *receipt = NULL;
 	ota_key *key = NULL;
-	ota_nonce_store *store = NULL;
 	ota_archive_overlay_src ovs[OTA_MAX_OVERLAYS + 1];
 	size_t novs = 0;
 	ota_bytes accs[MAX_ACC];
@@ -246,24 +308,9 @@ static int build(int argc, char **argv)
 		if (rc == OTA_OK)
 			accs[naccs++] = ota_bytes_make(b, n);
 	}
-	if (rc == OTA_OK && db != NULL) {
-		/* the acceptances ota-attestd stored for the receipt's attestations */
-		ota_nonce_opts no;
-		ota_nonce_opts_init(&no);
-		rc = ota_nonce_store_open(db, &no, &store, &e);
-		const json_t *atts = json_object_get(receipt, "attestations");
-		for (size_t i = 0; rc == OTA_OK && i < json_array_size(atts) && naccs < MAX_ACC; i++) {
-			const char *id = json_string_value(json_object_get(json_array_get(atts, i),
-			                                                   "identity"));
-			uint8_t *acc = NULL;
-			size_t al = 0;
-			ota_error ne;
-			ota_error_clear(&ne);
-			if (id != NULL && ota_nonce_store_acceptance_get(store, id, NULL, NULL, &acc, &al,
-			                                                 &ne) == OTA_OK)
-				accs[naccs++] = ota_bytes_make(acc, al);
-		}
-	}
+	if (rc == OTA_OK && db != NULL)
+		rc = stored_acceptances(db, json_object_get(receipt, "attestations"), accs, &naccs,
+		                        &e);
 	if (rc != OTA_OK) {
 		ret = cli_fail("ota", &e);
 		goto out;
@@ -297,7 +344,6 @@ out:
 		free((void *)(uintptr_t)ovs[i].bytes.ptr);
 	for (size_t i = 0; i < naccs; i++)
 		free((void *)(uintptr_t)accs[i].ptr);
-	ota_nonce_store_close(store);
 	ota_key_free(key);
 	json_decref(receipt);
 	free(rb);
