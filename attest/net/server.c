@@ -1,6 +1,16 @@
 /*
  * attest/net/server.c - ota-attestd's HTTP endpoint over libmicrohttpd.
  * See include/ota/attestd.h and docs/attestation.md.
+ *
+ * Threads: MHD runs a pool of `threads` event loops (epoll; one per core by
+ * default). A request that needs a durable write (an attestation to admit,
+ * a challenge to issue) is judged on its pool thread (COSE, signature,
+ * claims, challenge peek; the acceptance built), then queued for the group
+ * committer of this file and its connection suspended, so a pool thread
+ * never waits for an fsync. The committer thread runs up to max_batch
+ * queued operations in one sqlite transaction (ota_nonce_store_commit_batch)
+ * and only after COMMIT has returned renders each answer and resumes its
+ * connection: nothing is acknowledged before it is durable.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,13 +33,46 @@
 #include "ota/key.h"
 #include "ota/trust.h"
 
+/* An answer: status, content type and a malloc'ed body (owned). */
+typedef struct answer {
+	unsigned status;
+	const char *ctype;
+	char *body;
+	size_t len;
+} answer;
+
+enum { RQ_READING = 0, RQ_QUEUED, RQ_READY, RQ_DONE };
+enum { JOB_NONE = 0, JOB_ISSUE, JOB_ADMIT };
+
+typedef struct req {
+	uint8_t *buf;
+	size_t len, cap;
+	bool too_large;
+	bool counted;                /* in d->inflight until completed */
+	int state;
+	int job;
+	struct MHD_Connection *conn;
+	struct req *next;            /* committer queue */
+	const char *method, *url;    /* MHD's, valid while the request lives */
+	ota_nonce_op op;
+	answer ans;                  /* filled by the committer, sent on resume */
+	/* JOB_ISSUE */
+	json_t *json;                /* the parsed body; binding points into it */
+	ota_nonce_binding binding;
+	/* JOB_ADMIT */
+	int64_t now;
+	uint8_t *acc;
+	size_t acc_len;
+	ota_admission adm;
+} req;
+
 struct ota_attestd {
 	struct MHD_Daemon *mhd;
+	int listen_fd;
 	uint16_t port;
 	ota_attestd_opts opts;
 	ota_clock clock;
 	ota_nonce_store *store;
-	ota_nonce_committer *committer;
 	ota_trust_root *root;
 	uint8_t *root_json;
 	size_t root_json_len;
@@ -38,15 +81,22 @@ struct ota_attestd {
 	ota_acceptance_signer signer;
 	ota_admission_ctx actx;
 	atomic_ullong requests, challenges, accepted, refused, http_errors, too_large;
+	/* the group committer */
+	pthread_t committer;
+	bool committer_started;
+	pthread_mutex_t mu;
+	pthread_cond_t work;  /* queue not empty, or stopping */
+	pthread_cond_t idle;  /* queue empty and no batch running */
+	req *qhead, *qtail;
+	bool closing;         /* no more jobs are queued */
+	bool stop;            /* the committer exits once the queue is empty */
+	bool busy;            /* a batch is running */
+	ota_nonce_op *bops;
+	req **breqs;
+	atomic_ullong batches, batch_ops;
+	atomic_uint inflight; /* requests queued, not yet completed */
+	uint64_t issued_since_purge; /* committer thread only */
 };
-
-typedef struct req {
-	uint8_t *buf;
-	size_t len, cap;
-	bool too_large;
-	bool answered;
-	struct timespec t0;
-} req;
 
 void ota_attestd_opts_init(ota_attestd_opts *o)
 {
@@ -57,7 +107,7 @@ void ota_attestd_opts_init(ota_attestd_opts *o)
 	o->max_connections = OTA_MAX_HTTP_CONNECTIONS;
 	o->timeout_s = OTA_HTTP_TIMEOUT_SECONDS;
 	o->max_body = OTA_MAX_HTTP_BODY_BYTES;
-	o->threads = 8;
+	o->threads = 0;
 	o->max_batch = 256;
 	o->sync = OTA_NONCE_SYNC_FULL;
 	ota_admission_opts_init(&o->admission);
@@ -69,6 +119,11 @@ static int64_t now_of(const ota_attestd *d)
 }
 
 /* ---- logging ---- */
+
+static bool logging(const ota_attestd *d)
+{
+	return d->opts.log != NULL;
+}
 
 static void log_json(ota_attestd *d, json_t *o)
 {
@@ -85,6 +140,89 @@ static void log_json(ota_attestd *d, json_t *o)
 		free(s);
 	}
 	json_decref(o);
+}
+
+/* ---- a small JSON text builder (the hot answer is built without jansson) ---- */
+
+typedef struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+} sbuf;
+
+static void sb_reserve(sbuf *b, size_t n)
+{
+	if (b->oom || b->cap - b->len >= n)
+		return;
+	size_t nc = b->cap == 0 ? 1024 : b->cap;
+	while (nc - b->len < n)
+		nc *= 2;
+	char *np = realloc(b->p, nc);
+	if (np == NULL) {
+		b->oom = true;
+		return;
+	}
+	b->p = np;
+	b->cap = nc;
+}
+
+static void sb_raw(sbuf *b, const char *s, size_t n)
+{
+	sb_reserve(b, n + 1);
+	if (b->oom)
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void sb_lit(sbuf *b, const char *s)
+{
+	sb_raw(b, s, strlen(s));
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped (as
+ * jansson does; UTF-8 passes through). */
+static void sb_str(sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	sb_reserve(b, 6 * n + 3);
+	if (b->oom)
+		return;
+	char *w = b->p + b->len;
+	*w++ = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\') {
+			*w++ = '\\';
+			*w++ = (char)ch;
+		} else if (ch < 0x20) {
+			static const char hex[] = "0123456789abcdef";
+			const char *esc = ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : ch == '\r' ? "\\r"
+			                : ch == '\b' ? "\\b" : ch == '\f' ? "\\f" : NULL;
+			if (esc != NULL) {
+				*w++ = esc[0];
+				*w++ = esc[1];
+			} else {
+				memcpy(w, "\\u00", 4);
+				w[4] = hex[ch >> 4];
+				w[5] = hex[ch & 15];
+				w += 6;
+			}
+		} else {
+			*w++ = (char)ch;
+		}
+	}
+	*w++ = '"';
+	*w = '\0';
+	b->len = (size_t)(w - b->p);
+}
+
+static void sb_int(sbuf *b, long long v)
+{
+	char t[32];
+	int n = snprintf(t, sizeof t, "%lld", v);
+	sb_raw(b, t, (size_t)n);
 }
 
 /* ---- responses ---- */
@@ -138,41 +276,37 @@ static unsigned status_for(ota_err e)
 	}
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *ctype,
-                                 char *body, size_t len)
+static void answer_set(answer *a, unsigned status, const char *ctype, char *body, size_t len)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	if (r == NULL) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	a->status = status;
+	a->ctype = ctype;
+	a->body = body;
+	a->len = len;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *o)
+/* o (consumed) as compact JSON with sorted keys and a newline. */
+static void answer_json(answer *a, unsigned status, json_t *o)
 {
 	char *s = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	json_decref(o);
-	if (s == NULL)
-		return MHD_NO;
+	if (s == NULL) {
+		answer_set(a, 0, NULL, NULL, 0); /* no answer: the connection is closed */
+		return;
+	}
 	size_t n = strlen(s);
 	char *t = realloc(s, n + 2);
 	if (t == NULL) {
 		free(s);
-		return MHD_NO;
+		answer_set(a, 0, NULL, NULL, 0);
+		return;
 	}
 	t[n] = '\n';
 	t[n + 1] = '\0';
-	return send_text(c, status, "application/json", t, n + 1);
+	answer_set(a, status, "application/json", t, n + 1);
 }
 
-static enum MHD_Result send_error(ota_attestd *d, struct MHD_Connection *c, const char *method,
-                                  const char *url, const ota_error *e)
+static void answer_error(ota_attestd *d, answer *a, const char *method, const char *url,
+                         const ota_error *e)
 {
 	unsigned st = status_for(e->code);
 	if (st >= 500)
@@ -180,20 +314,126 @@ static enum MHD_Result send_error(ota_attestd *d, struct MHD_Connection *c, cons
 	json_t *o = json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "code", ota_err_name(e->code), "where",
 	                      e->where, "message",
 	                      e->what[0] != '\0' ? e->what : ota_err_message(e->code));
-	log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "level",
-	                      st >= 500 ? "error" : "warn", "event", "refused", "method", method,
-	                      "path", url, "status", (int)st, "code", ota_err_name(e->code), "where",
-	                      e->where));
-	return send_json(c, st, o);
+	if (logging(d))
+		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "level",
+		                      st >= 500 ? "error" : "warn", "event", "refused", "method",
+		                      method, "path", url, "status", (int)st, "code",
+		                      ota_err_name(e->code), "where", e->where));
+	answer_json(a, st, o);
 }
 
-static enum MHD_Result fail(ota_attestd *d, struct MHD_Connection *c, const char *method,
-                            const char *url, ota_err code, const char *where, const char *what)
+static void answer_fail(ota_attestd *d, answer *a, const char *method, const char *url,
+                        ota_err code, const char *where, const char *what)
 {
 	ota_error e;
 	ota_error_clear(&e);
 	ota_error_set(&e, code, where, "%s", what);
-	return send_error(d, c, method, url, &e);
+	answer_error(d, a, method, url, &e);
+}
+
+/* Queues a (its body handed over to MHD either way). */
+static enum MHD_Result answer_send(struct MHD_Connection *c, answer *a)
+{
+	if (a->body == NULL)
+		return MHD_NO;
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(a->len, a->body, MHD_RESPMEM_MUST_FREE);
+	a->body = NULL;
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->ctype);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ret = MHD_queue_response(c, a->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ---- the group committer ---- */
+
+static void finish_job(ota_attestd *d, req *r, int64_t now);
+
+/*
+ * Hands r (its op filled) to the committer and suspends its connection;
+ * the committer fills r->ans and resumes it. Called on the request's pool
+ * thread, which must not touch r afterwards.
+ */
+static void enqueue(ota_attestd *d, struct MHD_Connection *c, req *r)
+{
+	r->conn = c;
+	r->state = RQ_QUEUED;
+	r->counted = true;
+	atomic_fetch_add(&d->inflight, 1);
+	MHD_suspend_connection(c); /* before the committer can see r */
+	pthread_mutex_lock(&d->mu);
+	if (d->closing) {
+		pthread_mutex_unlock(&d->mu);
+		answer_fail(d, &r->ans, r->method, r->url, OTA_ERR_HTTP_UNAVAILABLE, "attestd",
+		            "shutting down");
+		r->state = RQ_READY;
+		MHD_resume_connection(c);
+		return;
+	}
+	r->next = NULL;
+	if (d->qtail != NULL)
+		d->qtail->next = r;
+	else
+		d->qhead = r;
+	d->qtail = r;
+	pthread_cond_signal(&d->work);
+	pthread_mutex_unlock(&d->mu);
+}
+
+static void *committer_main(void *arg)
+{
+	ota_attestd *d = arg;
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
+		while (d->qhead == NULL && !d->stop)
+			pthread_cond_wait(&d->work, &d->mu);
+		if (d->qhead == NULL)
+			break; /* stopping, nothing left */
+		size_t n = 0;
+		while (d->qhead != NULL && n < d->opts.max_batch) {
+			req *r = d->qhead;
+			d->qhead = r->next;
+			if (d->qhead == NULL)
+				d->qtail = NULL;
+			d->breqs[n++] = r;
+		}
+		d->busy = true;
+		pthread_mutex_unlock(&d->mu);
+
+		for (size_t i = 0; i < n; i++)
+			d->bops[i] = d->breqs[i]->op;
+		int64_t now = now_of(d);
+		ota_err be = ota_nonce_store_commit_batch(d->store, d->bops, n, now, NULL);
+		(void)be; /* on failure every op's result carries the error */
+		atomic_fetch_add(&d->batches, 1);
+		atomic_fetch_add(&d->batch_ops, n);
+		for (size_t i = 0; i < n; i++) {
+			req *r = d->breqs[i];
+			r->op.result = d->bops[i].result;
+			r->op.challenge = d->bops[i].challenge;
+			finish_job(d, r, now);
+			r->state = RQ_READY;
+			MHD_resume_connection(r->conn); /* r is the pool thread's again */
+		}
+		if (d->issued_since_purge >= 4096) {
+			d->issued_since_purge = 0;
+			uint64_t gone = 0;
+			if (ota_nonce_store_purge(d->store, now, &gone, NULL) == OTA_OK && gone > 0)
+				log_json(d, json_pack("{s:s, s:s, s:I}", "level", "info", "event", "purged",
+				                      "count", (json_int_t)gone));
+		}
+		pthread_mutex_lock(&d->mu);
+		d->busy = false;
+		if (d->qhead == NULL)
+			pthread_cond_broadcast(&d->idle);
+	}
+	d->busy = false;
+	pthread_cond_broadcast(&d->idle);
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
 }
 
 /* ---- routes ---- */
@@ -229,19 +469,26 @@ static const char *json_str(json_t *o, const char *k)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static enum MHD_Result route_challenges(ota_attestd *d, struct MHD_Connection *c, req *r,
-                                        const char *method, const char *url)
+/* true when r was queued (the answer comes from the committer) */
+static bool route_challenges(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a)
 {
+	const char *method = r->method, *url = r->url;
 	ota_error e;
 	ota_error_clear(&e);
-	if (!content_type_is(c, "application/json"))
-		return fail(d, c, method, url, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
+	if (!content_type_is(c, "application/json")) {
+		answer_fail(d, a, method, url, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
 		            "want application/json");
-	if (r->len > OTA_MAX_JSON_REQUEST_BYTES)
-		return fail(d, c, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body", "JSON body too large");
+		return false;
+	}
+	if (r->len > OTA_MAX_JSON_REQUEST_BYTES) {
+		answer_fail(d, a, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body", "JSON body too large");
+		return false;
+	}
 	json_t *o = NULL;
-	if (ota_json_parse(ota_bytes_make(r->buf, r->len), &o, &e) != OTA_OK)
-		return send_error(d, c, method, url, &e);
+	if (ota_json_parse(ota_bytes_make(r->buf, r->len), &o, &e) != OTA_OK) {
+		answer_error(d, a, method, url, &e);
+		return false;
+	}
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v)
@@ -249,7 +496,8 @@ static enum MHD_Result route_challenges(ota_attestd *d, struct MHD_Connection *c
 		if (strcmp(k, "txn") != 0 && strcmp(k, "issuer") != 0 && strcmp(k, "scope") != 0 &&
 		    strcmp(k, "nonce_bytes") != 0 && strcmp(k, "ttl") != 0) {
 			json_decref(o);
-			return fail(d, c, method, url, OTA_ERR_HTTP_BAD_REQUEST, "body", "unknown member");
+			answer_fail(d, a, method, url, OTA_ERR_HTTP_BAD_REQUEST, "body", "unknown member");
+			return false;
 		}
 	}
 	ota_nonce_binding b = {json_str(o, "txn"), json_str(o, "issuer"), json_str(o, "scope")};
@@ -257,36 +505,53 @@ static enum MHD_Result route_challenges(ota_attestd *d, struct MHD_Connection *c
 	if (b.txn == NULL || b.issuer == NULL || b.scope == NULL || (nb != NULL && !json_is_integer(nb)) ||
 	    (tt != NULL && !json_is_integer(tt))) {
 		json_decref(o);
-		return fail(d, c, method, url, OTA_ERR_HTTP_BAD_REQUEST, "body",
+		answer_fail(d, a, method, url, OTA_ERR_HTTP_BAD_REQUEST, "body",
 		            "want {txn, issuer, scope: strings, nonce_bytes?, ttl?: integers}");
+		return false;
 	}
 	json_int_t nbytes = nb != NULL ? json_integer_value(nb) : 0;
 	json_int_t ttl = tt != NULL ? json_integer_value(tt) : d->opts.challenge_ttl;
 	if (nbytes < 0 || nbytes > 1024) {
 		json_decref(o);
-		return fail(d, c, method, url, OTA_ERR_NONCE_LENGTH, "nonce_bytes", "16..64");
+		answer_fail(d, a, method, url, OTA_ERR_NONCE_LENGTH, "nonce_bytes", "16..64");
+		return false;
 	}
 	if (principal_is_issuer(d, b.issuer, &e) != OTA_OK) {
 		json_decref(o);
-		return send_error(d, c, method, url, &e);
+		answer_error(d, a, method, url, &e);
+		return false;
 	}
-	ota_nonce_op op;
-	memset(&op, 0, sizeof op);
-	op.kind = OTA_NONCE_OP_ISSUE;
-	op.binding = &b;
-	op.nonce_len = (size_t)nbytes;
-	op.ttl = (int64_t)ttl;
-	ota_err rc = ota_nonce_committer_run(d->committer, &op);
-	json_decref(o); /* b pointed into o */
-	if (rc != OTA_OK)
-		return fail(d, c, method, url, rc, "challenge", ota_err_message(rc));
-	ota_challenge *ch = &op.challenge;
+	r->json = o; /* b points into it; released once the job is answered */
+	r->binding = b;
+	r->job = JOB_ISSUE;
+	memset(&r->op, 0, sizeof r->op);
+	r->op.kind = OTA_NONCE_OP_ISSUE;
+	r->op.binding = &r->binding;
+	r->op.nonce_len = (size_t)nbytes;
+	r->op.ttl = (int64_t)ttl;
+	enqueue(d, c, r);
+	return true;
+}
+
+static void finish_issue(ota_attestd *d, req *r)
+{
+	const char *method = r->method, *url = r->url;
+	answer *a = &r->ans;
+	ota_err rc = r->op.result;
+	if (rc != OTA_OK) {
+		answer_fail(d, a, method, url, rc, "challenge", ota_err_message(rc));
+		return;
+	}
+	ota_challenge *ch = &r->op.challenge;
 	char id[OTA_ID_LEN + 1];
 	char *nonce = NULL;
 	if (ota_challenge_identity(ch, id) != OTA_OK ||
-	    ota_base64url_encode(ota_bytes_make(ch->nonce, ch->nonce_len), &nonce) != OTA_OK)
-		return fail(d, c, method, url, OTA_ERR_NOMEM, "challenge", "encoding");
+	    ota_base64url_encode(ota_bytes_make(ch->nonce, ch->nonce_len), &nonce) != OTA_OK) {
+		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "challenge", "encoding");
+		return;
+	}
 	atomic_fetch_add(&d->challenges, 1);
+	d->issued_since_purge++;
 	json_t *out = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "ok", 1, "challenge", id,
 	                        "nonce", nonce, "txn", ch->txn, "issuer", ch->issuer, "scope", ch->scope,
 	                        "issued_at", (json_int_t)ch->issued_at, "expires_at",
@@ -296,99 +561,150 @@ static enum MHD_Result route_challenges(ota_attestd *d, struct MHD_Connection *c
 		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:s}", "level", "info", "event",
 		                      "challenge_issued", "challenge", id, "txn", ch->txn, "issuer",
 		                      ch->issuer));
-	if ((atomic_load(&d->challenges) & 4095u) == 0) {
-		uint64_t gone = 0;
-		if (ota_nonce_store_purge(d->store, now_of(d), &gone, NULL) == OTA_OK && gone > 0)
-			log_json(d, json_pack("{s:s, s:s, s:I}", "level", "info", "event", "purged",
-			                      "count", (json_int_t)gone));
-	}
-	return send_json(c, MHD_HTTP_CREATED, out);
+	answer_json(a, MHD_HTTP_CREATED, out);
 }
 
-static enum MHD_Result route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r,
-                                          const char *method, const char *url)
+static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a)
 {
-	if (!content_type_is(c, "application/cose"))
-		return fail(d, c, method, url, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
+	const char *method = r->method, *url = r->url;
+	if (!content_type_is(c, "application/cose")) {
+		answer_fail(d, a, method, url, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
 		            "want application/cose");
+		return false;
+	}
 	ota_error e;
 	ota_error_clear(&e);
-	ota_admission a;
-	uint8_t *acc = NULL;
-	size_t acc_len = 0;
-	int64_t now = now_of(d);
-	ota_err rc = ota_admission_admit(&d->actx, ota_bytes_make(r->buf, r->len),
-	                                 ota_bytes_make(NULL, 0), now, ota_acceptance_build, &d->signer,
-	                                 d->committer, &a, &acc, &acc_len, &e);
+	r->now = now_of(d);
+	ota_err rc = ota_admission_prepare(&d->actx, ota_bytes_make(r->buf, r->len),
+	                                   ota_bytes_make(NULL, 0), r->now, &r->adm, &e);
+	if (rc == OTA_OK)
+		rc = ota_acceptance_build(&d->signer, &r->adm, &r->acc, &r->acc_len, &e);
 	if (rc != OTA_OK) {
 		atomic_fetch_add(&d->refused, 1);
-		return send_error(d, c, method, url, &e);
+		answer_error(d, a, method, url, &e);
+		return false;
 	}
-	char *b64 = NULL;
-	if (ota_base64_encode(ota_bytes_make(acc, acc_len), &b64) != OTA_OK) {
-		free(acc);
-		return fail(d, c, method, url, OTA_ERR_NOMEM, "acceptance", "encoding");
-	}
-	free(acc);
-	atomic_fetch_add(&d->accepted, 1);
-	json_t *out = json_pack("{s:b, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "ok", 1, "result",
-	                        "accepted", "attestation", a.record_id, "challenge", a.challenge_id,
-	                        "accepted_at", (json_int_t)now, "txn", a.claims.txn, "boundary",
-	                        a.claims.boundary, "issuer", a.issuer_principal, "acceptance", b64);
-	free(b64);
-	if (out != NULL) {
-		json_object_set_new(out, "prior",
-		                    a.claims.has_prior ? json_string(a.claims.prior) : json_null());
-		/* the challenge itself (its identity is sha256 over these JCS
-		 * bytes), for archives that must retain it */
-		char *cj = NULL;
-		size_t cl = 0;
-		if (ota_challenge_jcs(&a.challenge, &cj, &cl) == OTA_OK) {
-			json_t *co = json_loadb(cj, cl, 0, NULL);
-			if (co != NULL)
-				json_object_set_new(out, "challenge_record", co);
-			free(cj);
-		}
-	}
-	if (d->opts.log_requests)
-		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:s}", "level", "info", "event", "accepted",
-		                      "attestation", a.record_id, "txn", a.claims.txn, "issuer",
-		                      a.issuer_principal));
-	return send_json(c, MHD_HTTP_CREATED, out);
+	r->job = JOB_ADMIT;
+	ota_admission_op(&r->adm, ota_bytes_make(r->acc, r->acc_len), &r->op);
+	enqueue(d, c, r);
+	return true;
 }
 
-static enum MHD_Result route_acceptance(ota_attestd *d, struct MHD_Connection *c, const char *method,
-                                        const char *url, const char *id)
+/* The 201 answer of an admitted attestation, keys in sorted order (as
+ * jansson's JSON_SORT_KEYS would write them). */
+static void finish_admit(ota_attestd *d, req *r)
 {
-	if (!ota_id_is_valid(id))
-		return fail(d, c, method, url, OTA_ERR_ID_MALFORMED, "id", "want sha256:<64 hex>");
+	const char *method = r->method, *url = r->url;
+	answer *a = &r->ans;
+	ota_admission *ad = &r->adm;
+	ota_err rc = r->op.result;
+	if (rc != OTA_OK) {
+		ota_error e;
+		ota_error_clear(&e);
+		ota_error_set(&e, rc, "admission", "%s", ota_err_message(rc));
+		atomic_fetch_add(&d->refused, 1);
+		answer_error(d, a, method, url, &e);
+		return;
+	}
+	char *b64 = NULL, *cj = NULL;
+	size_t cl = 0;
+	if (ota_base64_encode(ota_bytes_make(r->acc, r->acc_len), &b64) != OTA_OK ||
+	    ota_challenge_jcs(&ad->challenge, &cj, &cl) != OTA_OK) {
+		free(b64);
+		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "acceptance", "encoding");
+		return;
+	}
+	atomic_fetch_add(&d->accepted, 1);
+	sbuf b = {NULL, 0, 0, false};
+	sb_reserve(&b, strlen(b64) + cl + 1024);
+	sb_lit(&b, "{\"acceptance\":");
+	sb_str(&b, b64);
+	sb_lit(&b, ",\"accepted_at\":");
+	sb_int(&b, (long long)r->now);
+	sb_lit(&b, ",\"attestation\":");
+	sb_str(&b, ad->record_id);
+	sb_lit(&b, ",\"boundary\":");
+	sb_str(&b, ad->claims.boundary);
+	sb_lit(&b, ",\"challenge\":");
+	sb_str(&b, ad->challenge_id);
+	sb_lit(&b, ",\"challenge_record\":");
+	sb_raw(&b, cj, cl); /* JCS: already compact JSON with sorted keys */
+	sb_lit(&b, ",\"issuer\":");
+	sb_str(&b, ad->issuer_principal);
+	sb_lit(&b, ",\"ok\":true,\"prior\":");
+	if (ad->claims.has_prior)
+		sb_str(&b, ad->claims.prior);
+	else
+		sb_lit(&b, "null");
+	sb_lit(&b, ",\"result\":\"accepted\",\"txn\":");
+	sb_str(&b, ad->claims.txn);
+	sb_lit(&b, "}\n");
+	free(b64);
+	free(cj);
+	if (d->opts.log_requests)
+		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:s}", "level", "info", "event", "accepted",
+		                      "attestation", ad->record_id, "txn", ad->claims.txn, "issuer",
+		                      ad->issuer_principal));
+	if (b.oom) {
+		free(b.p);
+		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "acceptance", "answer");
+		return;
+	}
+	answer_set(a, MHD_HTTP_CREATED, "application/json", b.p, b.len);
+}
+
+static void finish_job(ota_attestd *d, req *r, int64_t now)
+{
+	(void)now;
+	if (r->job == JOB_ISSUE)
+		finish_issue(d, r);
+	else
+		finish_admit(d, r);
+	json_decref(r->json);
+	r->json = NULL;
+}
+
+static void route_acceptance(ota_attestd *d, answer *a, const char *method, const char *url,
+                             const char *id)
+{
+	if (!ota_id_is_valid(id)) {
+		answer_fail(d, a, method, url, OTA_ERR_ID_MALFORMED, "id", "want sha256:<64 hex>");
+		return;
+	}
 	ota_error e;
 	ota_error_clear(&e);
 	uint8_t *acc = NULL;
 	size_t acc_len = 0;
-	if (ota_nonce_store_acceptance_get(d->store, id, NULL, NULL, &acc, &acc_len, &e) != OTA_OK)
-		return send_error(d, c, method, url, &e);
+	if (ota_nonce_store_acceptance_get(d->store, id, NULL, NULL, &acc, &acc_len, &e) != OTA_OK) {
+		answer_error(d, a, method, url, &e);
+		return;
+	}
 	char *b64 = NULL;
 	ota_err rc = ota_base64_encode(ota_bytes_make(acc, acc_len), &b64);
 	free(acc);
-	if (rc != OTA_OK)
-		return fail(d, c, method, url, OTA_ERR_NOMEM, "acceptance", "encoding");
+	if (rc != OTA_OK) {
+		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "acceptance", "encoding");
+		return;
+	}
 	json_t *out = json_pack("{s:b, s:s, s:s}", "ok", 1, "attestation", id, "acceptance", b64);
 	free(b64);
-	return send_json(c, MHD_HTTP_OK, out);
+	answer_json(a, MHD_HTTP_OK, out);
 }
 
-static enum MHD_Result route_metrics(ota_attestd *d, struct MHD_Connection *c)
+static void route_metrics(ota_attestd *d, answer *a)
 {
 	uint64_t live = 0, consumed = 0, stored = 0, batches = 0, ops = 0;
 	if (ota_nonce_store_counts(d->store, &live, &consumed, &stored, NULL) != OTA_OK)
 		live = consumed = stored = 0;
-	ota_nonce_committer_stats(d->committer, &batches, &ops);
+	batches = atomic_load(&d->batches);
+	ops = atomic_load(&d->batch_ops);
 	char *s = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&s, &n);
-	if (f == NULL)
-		return MHD_NO;
+	if (f == NULL) {
+		answer_set(a, 0, NULL, NULL, 0);
+		return;
+	}
 	struct {
 		const char *name, *type, *help;
 		unsigned long long v;
@@ -423,57 +739,73 @@ static enum MHD_Result route_metrics(ota_attestd *d, struct MHD_Connection *c)
 		        m[i].type, m[i].name, m[i].v);
 	if (fclose(f) != 0) {
 		free(s);
-		return MHD_NO;
+		answer_set(a, 0, NULL, NULL, 0);
+		return;
 	}
-	return send_text(c, MHD_HTTP_OK, "text/plain; version=0.0.4", s, n);
+	answer_set(a, MHD_HTTP_OK, "text/plain; version=0.0.4", s, n);
 }
 
-static enum MHD_Result dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, const char *url,
-                                const char *method)
+/* Fills *a, or queues r and returns true (the committer answers). */
+static bool dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a)
 {
+	const char *url = r->url, *method = r->method;
 	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
 	if (r->too_large) {
 		atomic_fetch_add(&d->too_large, 1);
-		return fail(d, c, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body", "request body too large");
+		answer_fail(d, a, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body", "request body too large");
+		return false;
+	}
+	if (strcmp(url, "/v1/attestations") == 0) {
+		if (!post) {
+			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "POST only");
+			return false;
+		}
+		return route_attestations(d, c, r, a);
+	}
+	if (strcmp(url, "/v1/challenges") == 0) {
+		if (!post) {
+			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "POST only");
+			return false;
+		}
+		return route_challenges(d, c, r, a);
 	}
 	if (strcmp(url, "/healthz") == 0) {
 		if (!get)
-			return fail(d, c, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
-		return send_json(c, MHD_HTTP_OK,
-		                 json_pack("{s:b, s:I, s:s}", "ok", 1, "epoch",
-		                           (json_int_t)ota_nonce_store_epoch(d->store), "version",
-		                           ota_version()));
+			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+		else
+			answer_json(a, MHD_HTTP_OK,
+			            json_pack("{s:b, s:I, s:s}", "ok", 1, "epoch",
+			                      (json_int_t)ota_nonce_store_epoch(d->store), "version",
+			                      ota_version()));
+		return false;
 	}
 	if (strcmp(url, "/metrics") == 0) {
 		if (!get)
-			return fail(d, c, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
-		return route_metrics(d, c);
+			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+		else
+			route_metrics(d, a);
+		return false;
 	}
 	if (strcmp(url, "/v1/trust-root") == 0) {
-		if (!get)
-			return fail(d, c, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+		if (!get) {
+			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+			return false;
+		}
 		char *copy = malloc(d->root_json_len + 1);
-		if (copy == NULL)
-			return MHD_NO;
-		memcpy(copy, d->root_json, d->root_json_len);
-		return send_text(c, MHD_HTTP_OK, "application/json", copy, d->root_json_len);
-	}
-	if (strcmp(url, "/v1/challenges") == 0) {
-		if (!post)
-			return fail(d, c, method, url, OTA_ERR_HTTP_METHOD, url, "POST only");
-		return route_challenges(d, c, r, method, url);
-	}
-	if (strcmp(url, "/v1/attestations") == 0) {
-		if (!post)
-			return fail(d, c, method, url, OTA_ERR_HTTP_METHOD, url, "POST only");
-		return route_attestations(d, c, r, method, url);
+		if (copy != NULL)
+			memcpy(copy, d->root_json, d->root_json_len);
+		answer_set(a, MHD_HTTP_OK, "application/json", copy, d->root_json_len);
+		return false;
 	}
 	if (strncmp(url, "/v1/acceptances/", 16) == 0) {
 		if (!get)
-			return fail(d, c, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
-		return route_acceptance(d, c, method, url, url + 16);
+			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+		else
+			route_acceptance(d, a, method, url, url + 16);
+		return false;
 	}
-	return fail(d, c, method, url, OTA_ERR_HTTP_NOT_FOUND, url, "no such route");
+	answer_fail(d, a, method, url, OTA_ERR_HTTP_NOT_FOUND, url, "no such route");
+	return false;
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
@@ -487,7 +819,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		r = calloc(1, sizeof *r);
 		if (r == NULL)
 			return MHD_NO;
-		clock_gettime(CLOCK_MONOTONIC, &r->t0);
+		r->method = method;
+		r->url = url;
 		*con_cls = r;
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -498,11 +831,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 				/* answer now, without reading the body; MHD closes
 				 * the connection after this response */
 				r->too_large = true;
-				r->answered = true;
+				r->state = RQ_DONE;
 				atomic_fetch_add(&d->requests, 1);
 				atomic_fetch_add(&d->too_large, 1);
-				return fail(d, c, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body",
+				answer a;
+				answer_fail(d, &a, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body",
 				            "declared Content-Length over the cap");
+				return answer_send(c, &a);
 			}
 		}
 		return MHD_YES;
@@ -510,7 +845,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (*upload_data_size > 0) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (r->too_large)
+		if (r->too_large || r->state != RQ_READING)
 			return MHD_YES; /* discard: memory stays flat */
 		if (n > d->opts.max_body - r->len) {
 			r->too_large = true;
@@ -535,21 +870,36 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		r->len += n;
 		return MHD_YES;
 	}
-	if (r->answered)
+	switch (r->state) {
+	case RQ_READING:
+		break;
+	case RQ_READY: /* resumed by the committer */
+		r->state = RQ_DONE;
+		return answer_send(c, &r->ans);
+	default:
 		return MHD_YES;
-	r->answered = true;
+	}
 	atomic_fetch_add(&d->requests, 1);
-	return dispatch(d, c, r, url, method);
+	answer a = {0, NULL, NULL, 0};
+	if (dispatch(d, c, r, &a))
+		return MHD_YES; /* suspended; r belongs to the committer until resumed */
+	r->state = RQ_DONE;
+	return answer_send(c, &a);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
+	ota_attestd *d = cls;
 	(void)c;
 	(void)toe;
 	req *r = *con_cls;
 	if (r != NULL) {
+		if (r->counted)
+			atomic_fetch_sub(&d->inflight, 1);
+		free(r->ans.body);
+		json_decref(r->json);
+		free(r->acc);
 		free(r->buf);
 		free(r);
 		*con_cls = NULL;
@@ -637,6 +987,7 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 	ota_attestd *d = calloc(1, sizeof *d);
 	if (d == NULL)
 		return ota_error_set(err, OTA_ERR_NOMEM, "attestd", "daemon");
+	d->listen_fd = -1;
 	d->opts = *o;
 	if (d->opts.bind_addr == NULL)
 		d->opts.bind_addr = "127.0.0.1";
@@ -646,11 +997,22 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		d->opts.timeout_s = OTA_HTTP_TIMEOUT_SECONDS;
 	if (d->opts.max_body == 0 || d->opts.max_body > OTA_MAX_HTTP_BODY_BYTES)
 		d->opts.max_body = OTA_MAX_HTTP_BODY_BYTES;
-	if (d->opts.threads == 0)
-		d->opts.threads = 8;
+	if (d->opts.threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		d->opts.threads = n > 0 ? (unsigned)n : 1;
+	}
+	if (d->opts.threads > 64)
+		d->opts.threads = 64;
+	if (d->opts.max_batch == 0)
+		d->opts.max_batch = 256;
+	if (d->opts.max_batch > OTA_NONCE_MAX_BATCH)
+		d->opts.max_batch = OTA_NONCE_MAX_BATCH;
 	if (d->opts.admission.max_age == 0 && d->opts.admission.max_lifetime == 0)
 		ota_admission_opts_init(&d->opts.admission);
 	d->clock = o->clock != NULL ? *o->clock : ota_clock_system();
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->work, NULL);
+	pthread_cond_init(&d->idle, NULL);
 	int64_t now = now_of(d);
 	if ((e = load_root(d, now, err)) != OTA_OK || (e = load_verifier(d, now, err)) != OTA_OK)
 		goto out_stop;
@@ -662,11 +1024,17 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 	uint64_t gone = 0;
 	if (ota_nonce_store_purge(d->store, now, &gone, NULL) != OTA_OK)
 		gone = 0;
-	if ((e = ota_nonce_committer_new(d->store, d->opts.max_batch, &d->clock, &d->committer)) !=
-	    OTA_OK) {
-		ota_error_set(err, e, "attestd", "group committer");
+	d->bops = calloc(d->opts.max_batch, sizeof *d->bops);
+	d->breqs = calloc(d->opts.max_batch, sizeof *d->breqs);
+	if (d->bops == NULL || d->breqs == NULL) {
+		e = ota_error_set(err, OTA_ERR_NOMEM, "attestd", "group committer");
 		goto out_stop;
 	}
+	if (pthread_create(&d->committer, NULL, committer_main, d) != 0) {
+		e = ota_error_set(err, OTA_ERR_INTERNAL, "attestd", "group committer thread");
+		goto out_stop;
+	}
+	d->committer_started = true;
 	d->actx.root = d->root;
 	d->actx.store = d->store;
 	d->actx.opts = d->opts.admission;
@@ -675,28 +1043,35 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		e = err != NULL ? err->code : OTA_ERR_HTTP_TRANSPORT;
 		goto out_stop;
 	}
-	/* Handlers block until their group commit is durable, so each
-	 * connection gets its own thread (bounded by the connection limit);
-	 * with a thread pool, connections sharing a thread would wait for each
-	 * other's fsync. */
-	(void)d->opts.threads;
-	d->mhd = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL,
-		NULL, handler, d, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64u * 1024u),
-		MHD_OPTION_NOTIFY_COMPLETED, completed, d, MHD_OPTION_END);
+	d->listen_fd = fd;
+	/* A pool of event loops (one per core by default); requests waiting
+	 * for their group commit are suspended, not blocking a thread. */
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+	if (d->opts.threads > 1)
+		d->mhd = MHD_start_daemon(
+			flags, 0, NULL, NULL, handler, d, MHD_OPTION_LISTEN_SOCKET, fd,
+			MHD_OPTION_THREAD_POOL_SIZE, (unsigned)d->opts.threads,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64u * 1024u),
+			MHD_OPTION_NOTIFY_COMPLETED, completed, d, MHD_OPTION_END);
+	else
+		d->mhd = MHD_start_daemon(
+			flags, 0, NULL, NULL, handler, d, MHD_OPTION_LISTEN_SOCKET, fd,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64u * 1024u),
+			MHD_OPTION_NOTIFY_COMPLETED, completed, d, MHD_OPTION_END);
 	if (d->mhd == NULL) {
-		close(fd);
 		e = ota_error_set(err, OTA_ERR_HTTP_TRANSPORT, "attestd", "cannot start the HTTP daemon");
 		goto out_stop;
 	}
-	log_json(d, json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:s}", "level", "info", "event",
-	                      "listening", "addr", d->opts.bind_addr, "port", (int)d->port, "epoch",
-	                      (json_int_t)ota_nonce_store_epoch(d->store), "verifier", d->verifier_id,
-	                      "trust_root", ota_trust_root_identity(d->root), "sync",
-	                      d->opts.sync == OTA_NONCE_SYNC_FULL ? "full" : "normal"));
+	log_json(d, json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:i}", "level", "info",
+	                      "event", "listening", "addr", d->opts.bind_addr, "port", (int)d->port,
+	                      "epoch", (json_int_t)ota_nonce_store_epoch(d->store), "verifier",
+	                      d->verifier_id, "trust_root", ota_trust_root_identity(d->root), "sync",
+	                      d->opts.sync == OTA_NONCE_SYNC_FULL ? "full" : "normal", "threads",
+	                      (int)d->opts.threads));
 	*out = d;
 	return OTA_OK;
 out_stop:
@@ -714,12 +1089,41 @@ void ota_attestd_stop(ota_attestd *d)
 	if (d == NULL)
 		return;
 	if (d->mhd != NULL) {
-		MHD_stop_daemon(d->mhd); /* waits for the handlers in flight */
+		/* 1. no new connections (the listening socket is ours again;
+		 * if quiescing fails, MHD still owns and closes it) */
+		if (MHD_quiesce_daemon(d->mhd) == MHD_INVALID_SOCKET)
+			d->listen_fd = -1;
+		/* 2. no new jobs (answered 503); the queued ones commit and
+		 * their connections are resumed */
+		pthread_mutex_lock(&d->mu);
+		d->closing = true;
+		while (d->qhead != NULL || d->busy)
+			pthread_cond_wait(&d->idle, &d->mu);
+		pthread_mutex_unlock(&d->mu);
+		/* 3. their answers go out (bounded by the idle timeout) */
+		struct timespec ms = {0, 1000000};
+		for (unsigned i = 0; atomic_load(&d->inflight) > 0 && i < d->opts.timeout_s * 1000u; i++)
+			nanosleep(&ms, NULL);
+		MHD_stop_daemon(d->mhd);
 		log_json(d, json_pack("{s:s, s:s, s:I, s:I}", "level", "info", "event", "stopped",
 		                      "accepted", (json_int_t)atomic_load(&d->accepted), "refused",
 		                      (json_int_t)atomic_load(&d->refused)));
 	}
-	ota_nonce_committer_free(d->committer);
+	if (d->listen_fd >= 0)
+		close(d->listen_fd);
+	if (d->committer_started) {
+		pthread_mutex_lock(&d->mu);
+		d->closing = true;
+		d->stop = true;
+		pthread_cond_broadcast(&d->work);
+		pthread_mutex_unlock(&d->mu);
+		pthread_join(d->committer, NULL);
+	}
+	pthread_cond_destroy(&d->idle);
+	pthread_cond_destroy(&d->work);
+	pthread_mutex_destroy(&d->mu);
+	free(d->bops);
+	free(d->breqs);
 	ota_nonce_store_close(d->store);
 	ota_trust_root_free(d->root);
 	ota_key_free(d->vkey);

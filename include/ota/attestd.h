@@ -8,8 +8,9 @@
  * GET /healthz, GET /metrics (Prometheus text). Every error answer is JSON
  * {"ok": false, "code": <stable error name>, "where": ..., "message": ...}.
  *
- * Durable state goes through one group committer: an answer (a challenge or
- * an acceptance) is sent only after its transaction has committed.
+ * Durable state goes through one group committer thread: an answer (a
+ * challenge or an acceptance) is sent only after the sqlite transaction
+ * holding it has committed; until then its connection is suspended.
  */
 #ifndef OTA_ATTESTD_H
 #define OTA_ATTESTD_H
@@ -31,9 +32,10 @@ typedef struct ota_attestd_opts {
 	unsigned max_connections;     /* default OTA_MAX_HTTP_CONNECTIONS */
 	unsigned timeout_s;           /* idle connection timeout; default OTA_HTTP_TIMEOUT_SECONDS */
 	size_t max_body;              /* default OTA_MAX_HTTP_BODY_BYTES */
-	unsigned threads;             /* unused: each connection has its own thread (handlers
-	                                 block until their group commit is durable) */
-	size_t max_batch;             /* group commit batch; default 256 */
+	unsigned threads;             /* HTTP event loops (MHD thread pool); default (0): one
+	                                 per online CPU. A request waiting for its group
+	                                 commit is suspended and holds no thread. */
+	size_t max_batch;             /* operations per group commit; default 256 */
 	ota_nonce_sync sync;          /* default OTA_NONCE_SYNC_FULL */
 	int64_t challenge_ttl;        /* default (0): OTA_NONCE_DEFAULT_TTL */
 	bool log_requests;            /* one log line per request (else refusals and errors) */
