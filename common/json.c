@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "ota/json.h"
 #include "ota/limits.h"
 
@@ -86,38 +88,71 @@ ota_err ota_json_parse(ota_bytes in, json_t **out, ota_error *err)
 	return OTA_OK;
 }
 
-/* ---- growable output buffer ---- */
+/* ---- output: a growable buffer, or a SHA-256 stream ---- */
+
+#define SB_CHUNK 16384u
 
 typedef struct {
 	char *p;
 	size_t len, cap;
 	bool oom;
+	EVP_MD_CTX *md; /* non-NULL: flushed into this digest, never grown past SB_CHUNK */
 } sbuf;
+
+static void sb_flush(sbuf *b)
+{
+	if (b->md != NULL && b->len > 0) {
+		if (EVP_DigestUpdate(b->md, b->p, b->len) != 1)
+			b->oom = true;
+		b->len = 0;
+	}
+}
+
+static void sb_grow(sbuf *b, size_t n)
+{
+	if (b->md != NULL) {
+		sb_flush(b);
+		if (n <= b->cap)
+			return;
+		/* one piece larger than the chunk: hash it in place by the caller */
+		return;
+	}
+	size_t ncap = b->cap ? b->cap : 256;
+	while (b->len + n + 1 > ncap)
+		ncap *= 2;
+	char *np = realloc(b->p, ncap);
+	if (np == NULL) {
+		b->oom = true;
+		return;
+	}
+	b->p = np;
+	b->cap = ncap;
+}
 
 static void sb_put(sbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
 	if (b->len + n + 1 > b->cap) {
-		size_t ncap = b->cap ? b->cap : 256;
-		while (b->len + n + 1 > ncap)
-			ncap *= 2;
-		char *np = realloc(b->p, ncap);
-		if (np == NULL) {
-			b->oom = true;
+		sb_grow(b, n);
+		if (b->oom)
+			return;
+		if (b->md != NULL && n + 1 > b->cap) {
+			if (EVP_DigestUpdate(b->md, s, n) != 1)
+				b->oom = true;
 			return;
 		}
-		b->p = np;
-		b->cap = ncap;
 	}
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
-	b->p[b->len] = '\0';
 }
 
-static void sb_putc(sbuf *b, char c)
+static inline void sb_putc(sbuf *b, char c)
 {
-	sb_put(b, &c, 1);
+	if (b->len + 2 <= b->cap && !b->oom)
+		b->p[b->len++] = c;
+	else
+		sb_put(b, &c, 1);
 }
 
 /* ---- UTF-8 ---- */
@@ -162,66 +197,72 @@ static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
-/* UTF-16 code units of a UTF-8 string; *out new. false when malformed/OOM. */
-static bool to_utf16(const char *s, size_t n, uint16_t **out, size_t *out_len)
-{
-	uint16_t *u = malloc((n + 1) * sizeof *u);
-	if (u == NULL)
-		return false;
-	size_t j = 0, i = 0;
-	while (i < n) {
-		uint32_t cp;
-		size_t k = utf8_next((const unsigned char *)s + i, n - i, &cp);
-		if (k == 0) {
-			free(u);
-			return false;
-		}
-		i += k;
-		if (cp >= 0x10000) {
-			cp -= 0x10000;
-			u[j++] = (uint16_t)(0xd800 | (cp >> 10));
-			u[j++] = (uint16_t)(0xdc00 | (cp & 0x3ff));
-		} else {
-			u[j++] = (uint16_t)cp;
-		}
-	}
-	*out = u;
-	*out_len = j;
-	return true;
-}
-
 /* ---- JCS ---- */
 
 typedef struct {
 	const char *key;
 	size_t key_len;
-	uint16_t *u16;
-	size_t u16_len;
 	json_t *value;
 } member;
 
+/*
+ * Member names in the order of their UTF-16 code units, compared on their
+ * UTF-8 bytes. Byte order is code point order; UTF-16 order differs only
+ * where a supplementary character (a surrogate pair, 0xD800..0xDBFF first)
+ * meets a BMP character at or above U+E000. Names that are not valid UTF-8
+ * are refused when they are written; here they compare by bytes.
+ */
 static int member_cmp(const void *a, const void *b)
 {
 	const member *x = a, *y = b;
-	size_t n = x->u16_len < y->u16_len ? x->u16_len : y->u16_len;
-	for (size_t i = 0; i < n; i++)
-		if (x->u16[i] != y->u16[i])
-			return x->u16[i] < y->u16[i] ? -1 : 1;
-	if (x->u16_len == y->u16_len)
-		return 0;
-	return x->u16_len < y->u16_len ? -1 : 1;
+	const unsigned char *p = (const unsigned char *)x->key, *q = (const unsigned char *)y->key;
+	size_t n = x->key_len < y->key_len ? x->key_len : y->key_len, i = 0;
+	while (i < n && p[i] == q[i])
+		i++;
+	if (i == n)
+		return x->key_len == y->key_len ? 0 : (x->key_len < y->key_len ? -1 : 1);
+	if (p[i] < 0x80 || q[i] < 0x80)
+		return p[i] < q[i] ? -1 : 1;
+	while (i > 0 && (p[i] & 0xc0) == 0x80) /* back to the start of the character */
+		i--;
+	uint32_t cx, cy;
+	if (utf8_next(p + i, x->key_len - i, &cx) == 0 || utf8_next(q + i, y->key_len - i, &cy) == 0)
+		return p[i] < q[i] ? -1 : (p[i] > q[i] ? 1 : 0);
+	if ((cx >= 0x10000) != (cy >= 0x10000)) {
+		/* one surrogate pair: its high surrogate against the BMP unit */
+		if (cx >= 0x10000)
+			cx = 0xd800 | ((cx - 0x10000) >> 10);
+		else
+			cy = 0xd800 | ((cy - 0x10000) >> 10);
+	}
+	return cx < cy ? -1 : (cx > cy ? 1 : 0);
+}
+
+static bool plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
 static ota_err put_string(sbuf *b, const char *s, size_t n, ota_error *err)
 {
 	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
 	sb_putc(b, '"');
 	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
+		size_t r = i;
+		while (r < n && plain(u[r]))
+			r++;
+		if (r > i) {
+			sb_put(b, s + i, r - i);
+			i = r;
+			if (i == n)
+				break;
+		}
+		unsigned char c = u[i];
 		if (c >= 0x80) {
 			uint32_t cp;
-			size_t k = utf8_next((const unsigned char *)s + i, n - i, &cp);
+			size_t k = utf8_next(u + i, n - i, &cp);
 			if (k == 0)
 				return ota_error_set(err, OTA_ERR_JSON_INVALID_UTF8, "json",
 				                     "string is not valid UTF-8");
@@ -251,18 +292,48 @@ static ota_err put_string(sbuf *b, const char *s, size_t n, ota_error *err)
 		case '\r':
 			sb_put(b, "\\r", 2);
 			break;
-		default:
-			if (c < 0x20) {
-				char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-				sb_put(b, e, 6);
-			} else {
-				sb_putc(b, (char)c);
-			}
+		default: {
+			char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			sb_put(b, e, 6);
+		}
 		}
 		i++;
 	}
 	sb_putc(b, '"');
 	return OTA_OK;
+}
+
+static void put_int(sbuf *b, long long v)
+{
+	char num[24];
+	size_t k = sizeof num;
+	unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do {
+		num[--k] = (char)('0' + m % 10);
+		m /= 10;
+	} while (m != 0);
+	if (v < 0)
+		num[--k] = '-';
+	sb_put(b, num + k, sizeof num - k);
+}
+
+/* Members sorted in m (n of them); insertion sort for the small objects
+ * identified records are made of, qsort beyond. */
+static void sort_members(member *m, size_t n)
+{
+	if (n > 24) {
+		qsort(m, n, sizeof *m, member_cmp);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		member t = m[i];
+		size_t j = i;
+		while (j > 0 && member_cmp(&m[j - 1], &t) > 0) {
+			m[j] = m[j - 1];
+			j--;
+		}
+		m[j] = t;
+	}
 }
 
 static ota_err jcs_value(sbuf *b, const json_t *v, unsigned depth, ota_error *err)
@@ -288,16 +359,15 @@ static ota_err jcs_value(sbuf *b, const json_t *v, unsigned depth, ota_error *er
 		if (i > OTA_JSON_MAX_SAFE_INT || i < -OTA_JSON_MAX_SAFE_INT)
 			return ota_error_set(err, OTA_ERR_JSON_NUMBER_RANGE, "json",
 			                     "integer %lld outside +-(2^53-1)", (long long)i);
-		char num[32];
-		int n = snprintf(num, sizeof num, "%lld", (long long)i);
-		sb_put(b, num, (size_t)n);
+		put_int(b, (long long)i);
 		return OTA_OK;
 	}
 	case JSON_STRING:
 		return put_string(b, json_string_value(v), json_string_length(v), err);
 	case JSON_ARRAY: {
 		sb_putc(b, '[');
-		for (size_t i = 0; i < json_array_size(v); i++) {
+		size_t n = json_array_size(v);
+		for (size_t i = 0; i < n; i++) {
 			if (i > 0)
 				sb_putc(b, ',');
 			ota_err rc = jcs_value(b, json_array_get(v, i), depth + 1, err);
@@ -309,7 +379,8 @@ static ota_err jcs_value(sbuf *b, const json_t *v, unsigned depth, ota_error *er
 	}
 	case JSON_OBJECT: {
 		size_t n = json_object_size(v), i = 0;
-		member *m = calloc(n ? n : 1, sizeof *m);
+		member small[32];
+		member *m = n <= 32 ? small : calloc(n, sizeof *m);
 		if (m == NULL)
 			return ota_error_set(err, OTA_ERR_NOMEM, "json", NULL);
 		ota_err rc = OTA_OK;
@@ -318,30 +389,28 @@ static ota_err jcs_value(sbuf *b, const json_t *v, unsigned depth, ota_error *er
 			m[i].key = json_object_iter_key(it);
 			m[i].key_len = json_object_iter_key_len(it);
 			m[i].value = json_object_iter_value(it);
-			if (!to_utf16(m[i].key, m[i].key_len, &m[i].u16, &m[i].u16_len)) {
-				rc = ota_error_set(err, OTA_ERR_JSON_INVALID_UTF8, "json",
-				                   "member name is not valid UTF-8");
-				goto out_free;
-			}
 		}
-		qsort(m, i, sizeof *m, member_cmp);
+		sort_members(m, i);
 		sb_putc(b, '{');
 		for (size_t k = 0; k < i; k++) {
 			if (k > 0)
 				sb_putc(b, ',');
 			rc = put_string(b, m[k].key, m[k].key_len, err);
-			if (rc != OTA_OK)
-				goto out_free;
+			if (rc != OTA_OK) {
+				if (rc == OTA_ERR_JSON_INVALID_UTF8)
+					rc = ota_error_set(err, OTA_ERR_JSON_INVALID_UTF8, "json",
+					                   "member name is not valid UTF-8");
+				break;
+			}
 			sb_putc(b, ':');
 			rc = jcs_value(b, m[k].value, depth + 1, err);
 			if (rc != OTA_OK)
-				goto out_free;
+				break;
 		}
-		sb_putc(b, '}');
-	out_free:
-		for (size_t k = 0; k < n; k++)
-			free(m[k].u16);
-		free(m);
+		if (rc == OTA_OK)
+			sb_putc(b, '}');
+		if (m != small)
+			free(m);
 		return rc;
 	}
 	}
@@ -366,22 +435,44 @@ ota_err ota_jcs_serialize(const json_t *v, char **out, size_t *out_len, ota_erro
 		free(b.p);
 		return ota_error_set(err, OTA_ERR_INTERNAL, "json", "empty output");
 	}
+	b.p[b.len] = '\0'; /* sb_grow keeps one byte spare */
 	*out = b.p;
 	*out_len = b.len;
 	return OTA_OK;
 }
 
+/* The identity streams the canonical bytes into SHA-256 (no whole copy). */
 ota_err ota_jcs_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *err)
 {
-	char *s;
-	size_t n;
+	static const char hex[] = "0123456789abcdef";
 	out[0] = '\0';
-	ota_err rc = ota_jcs_serialize(v, &s, &n, err);
+	if (v == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "json", "no value");
+	char chunk[SB_CHUNK];
+	sbuf b = {0};
+	b.p = chunk;
+	b.cap = sizeof chunk;
+	b.md = EVP_MD_CTX_new();
+	if (b.md == NULL || EVP_DigestInit_ex(b.md, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(b.md);
+		return ota_error_set(err, OTA_ERR_CRYPTO, "json", "sha256");
+	}
+	ota_err rc = jcs_value(&b, v, 0, err);
+	sb_flush(&b);
+	unsigned char d[32];
+	unsigned int dl = 0;
+	if (rc == OTA_OK && (b.oom || EVP_DigestFinal_ex(b.md, d, &dl) != 1 || dl != 32))
+		rc = ota_error_set(err, OTA_ERR_CRYPTO, "json", "sha256");
+	EVP_MD_CTX_free(b.md);
 	if (rc != OTA_OK)
 		return rc;
-	rc = ota_sha256_id(ota_bytes_make(s, n), out);
-	free(s);
-	return rc;
+	memcpy(out, "sha256:", 7);
+	for (size_t i = 0; i < 32; i++) {
+		out[7 + 2 * i] = hex[d[i] >> 4];
+		out[8 + 2 * i] = hex[d[i] & 15];
+	}
+	out[OTA_ID_LEN] = '\0';
+	return OTA_OK;
 }
 
 ota_err ota_json_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *err)

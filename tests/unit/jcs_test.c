@@ -246,6 +246,122 @@ static void test_identity_matches_bytes(void **state)
 }
 
 /* The independent Python canonicaliser agrees with every vector. */
+/* UTF-8 -> UTF-16 code units (reference for the member order). */
+static size_t ref_utf16(const char *s, uint16_t *out)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t j = 0;
+	while (*u != 0) {
+		uint32_t cp;
+		if (u[0] < 0x80) {
+			cp = u[0];
+			u += 1;
+		} else if ((u[0] & 0xe0) == 0xc0) {
+			cp = (uint32_t)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
+			u += 2;
+		} else if ((u[0] & 0xf0) == 0xe0) {
+			cp = (uint32_t)(u[0] & 0x0f) << 12 | (uint32_t)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+			u += 3;
+		} else {
+			cp = (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3f) << 12 |
+			     (uint32_t)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
+			u += 4;
+		}
+		if (cp >= 0x10000) {
+			out[j++] = (uint16_t)(0xd800 | ((cp - 0x10000) >> 10));
+			out[j++] = (uint16_t)(0xdc00 | ((cp - 0x10000) & 0x3ff));
+		} else {
+			out[j++] = (uint16_t)cp;
+		}
+	}
+	return j;
+}
+
+static int ref_cmp(const char *a, const char *b)
+{
+	uint16_t x[256], y[256];
+	size_t n = ref_utf16(a, x), m = ref_utf16(b, y);
+	for (size_t i = 0; i < n && i < m; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return n == m ? 0 : (n < m ? -1 : 1);
+}
+
+/*
+ * Differential: 2,000 objects of up to 40 random member names drawn from
+ * characters on every side of the UTF-8/UTF-16 order split (ASCII, Latin-1,
+ * U+D7FF, U+E000, U+FFFD, U+FFFF, U+10000, U+1F600, U+10FFFF), serialized;
+ * the names must come out in the reference UTF-16 order, and the identity
+ * must be the SHA-256 of the serialized bytes.
+ */
+static void test_member_order_differential(void **state)
+{
+	(void)state;
+	static const char *const atoms[] = {"a",   "b",   "\xc3\xa9", "\xed\x9f\xbf", "\xee\x80\x80",
+	                                    "\xef\xbf\xbd", "\xef\xbf\xbf", "\xf0\x90\x80\x80",
+	                                    "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "z", "\x7f"};
+	srand(12345);
+	for (int round = 0; round < 2000; round++) {
+		json_t *o = json_object();
+		size_t n = 1 + (size_t)(rand() % 40);
+		for (size_t i = 0; i < n; i++) {
+			char k[64] = "";
+			size_t len = 1 + (size_t)(rand() % 4);
+			for (size_t j = 0; j < len; j++)
+				strcat(k, atoms[rand() % (int)(sizeof atoms / sizeof *atoms)]);
+			json_object_set_new(o, k, json_integer((json_int_t)i));
+		}
+		char *out = NULL;
+		size_t ol = 0;
+		assert_ota(ota_jcs_serialize(o, &out, &ol, NULL), OTA_OK);
+		json_t *back = json_loadb(out, ol, JSON_PRESERVE_ORDER, NULL);
+		assert_non_null(back);
+		const char *prev = NULL;
+		size_t seen = 0;
+		const char *k;
+		json_t *v;
+		json_object_foreach(back, k, v) {
+			if (prev != NULL)
+				assert_true(ref_cmp(prev, k) < 0);
+			prev = k;
+			seen++;
+		}
+		assert_int_equal(seen, json_object_size(o));
+		char id[OTA_ID_LEN + 1], want[OTA_ID_LEN + 1];
+		assert_ota(ota_jcs_identity(o, id, NULL), OTA_OK);
+		assert_ota(ota_sha256_id(ota_bytes_make(out, ol), want), OTA_OK);
+		assert_string_equal(id, want);
+		json_decref(back);
+		json_decref(o);
+		free(out);
+	}
+}
+
+/* The streamed identity of a value larger than the hash chunk. */
+static void test_identity_large(void **state)
+{
+	(void)state;
+	json_t *a = json_array();
+	char big[40000];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	for (int i = 0; i < 50; i++) {
+		json_array_append_new(a, json_string(i % 7 == 0 ? big : "a\"b\\c\n"));
+		json_array_append_new(a, json_integer(-(json_int_t)i * 1000003));
+	}
+	char *out = NULL;
+	size_t ol = 0;
+	assert_ota(ota_jcs_serialize(a, &out, &ol, NULL), OTA_OK);
+	assert_true(ol > 200000);
+	char id[OTA_ID_LEN + 1], want[OTA_ID_LEN + 1];
+	assert_ota(ota_jcs_identity(a, id, NULL), OTA_OK);
+	assert_ota(ota_sha256_id(ota_bytes_make(out, ol), want), OTA_OK);
+	assert_string_equal(id, want);
+	assert_non_null(strstr(out, "-1000003,"));
+	free(out);
+	json_decref(a);
+}
+
 static void test_python_check(void **state)
 {
 	(void)state;
@@ -271,6 +387,8 @@ int main(void)
 		cmocka_unit_test(test_output_is_compact),
 		cmocka_unit_test(test_built_values),
 		cmocka_unit_test(test_identity_matches_bytes),
+		cmocka_unit_test(test_member_order_differential),
+		cmocka_unit_test(test_identity_large),
 		cmocka_unit_test(test_python_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
