@@ -365,6 +365,16 @@ jq -e '.ok == true and .status == "enforced_through_completion" and .failures ==
   >"$tmp/v.txt" || fail "--require-status"
 grep -q '^ok: archive reconciles: status enforced_through_completion, 13 signatures verified$' "$tmp/v.txt" \
   || fail "verify text: $(cat "$tmp/v.txt")"
+# the same acceptances as files (what `ota attest submit --out` wrote) build an equal archive
+accs=()
+for i in $(seq 1 6); do accs+=(--acceptance "$tmp/a$i.acc"); done
+"$OTA" archive build --receipt "$tmp/receipt.json" --contract "$w/ota.yaml" --task check --agent \
+  --native-platform "$NATIVE" --trust "$t" --key "$tmp/runner.pem" "${accs[@]}" -o "$tmp/files.json" \
+  2>/dev/null || fail "archive build --acceptance"
+verify "$tmp/files.json" "$tmp/vf.json" || fail "archive from acceptance files: $(cat "$tmp/vf.json")"
+jq -e --slurpfile a "$tmp/A.json" '.acceptances == $a[0].acceptances and .attestations == $a[0].attestations
+  and .challenges == $a[0].challenges and .evidence == $a[0].evidence' "$tmp/files.json" >/dev/null \
+  || fail "acceptance files and the store give different archives"
 # without the store the same receipt has no acceptances: every issuer record is refused
 "$OTA" archive build --receipt "$tmp/receipt.json" --contract "$w/ota.yaml" --task check --agent \
   --native-platform "$NATIVE" --trust "$t" --key "$tmp/runner.pem" -o "$tmp/noacc.json" 2>/dev/null \
