@@ -131,8 +131,13 @@ static ota_err spki_der(EVP_PKEY *p, uint8_t **out, size_t *out_len)
 	return OTA_OK;
 }
 
-/* Takes ownership of p, even on failure. */
-static ota_err key_wrap(EVP_PKEY *p, bool priv, ota_key **out, ota_error *err)
+/*
+ * Takes ownership of p, even on failure. spki (may be NULL) is p's
+ * SubjectPublicKeyInfo DER exactly as i2d_PUBKEY writes it, when the caller
+ * already holds it (the fixed-form fast path of ota_key_load_pem).
+ */
+static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t spki_len,
+                            ota_key **out, ota_error *err)
 {
 	*out = NULL;
 	ota_key *k = calloc(1, sizeof *k);
@@ -220,15 +225,19 @@ static ota_err key_wrap(EVP_PKEY *p, bool priv, ota_key **out, ota_error *err)
 		rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot fetch SHA-2");
 		goto fail;
 	}
-	uint8_t *der = NULL;
-	size_t der_len = 0;
-	rc = spki_der(p, &der, &der_len);
-	if (rc != OTA_OK) {
-		rc = ota_error_set(err, rc, "key", "cannot encode SubjectPublicKeyInfo");
-		goto fail;
+	if (spki != NULL) {
+		rc = ota_sha256(ota_bytes_make(spki, spki_len), k->kid);
+	} else {
+		uint8_t *der = NULL;
+		size_t der_len = 0;
+		rc = spki_der(p, &der, &der_len);
+		if (rc != OTA_OK) {
+			rc = ota_error_set(err, rc, "key", "cannot encode SubjectPublicKeyInfo");
+			goto fail;
+		}
+		rc = ota_sha256(ota_bytes_make(der, der_len), k->kid);
+		free(der);
 	}
-	rc = ota_sha256(ota_bytes_make(der, der_len), k->kid);
-	free(der);
 	if (rc != OTA_OK) {
 		rc = ota_error_set(err, rc, "key", "cannot hash SubjectPublicKeyInfo");
 		goto fail;
@@ -239,6 +248,48 @@ fail:
 	ERR_clear_error();
 	ota_key_free(k);
 	return rc;
+}
+
+static ota_err key_wrap(EVP_PKEY *p, bool priv, ota_key **out, ota_error *err)
+{
+	return key_wrap_der(p, priv, NULL, 0, out, err);
+}
+
+/*
+ * The two SubjectPublicKeyInfo forms trust roots are made of, byte for byte
+ * what i2d_PUBKEY writes: P-256 with an uncompressed point and Ed25519. For
+ * these the key is built from the raw point (no OpenSSL decoder) and the kid
+ * hashes the input DER, which is then exactly the canonical encoding.
+ * Anything else takes the general path.
+ */
+static const uint8_t SPKI_P256[26] = {0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48,
+                                      0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
+                                      0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00};
+static const uint8_t SPKI_ED25519[12] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+                                         0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
+
+static EVP_PKEY *spki_fast(const uint8_t *der, size_t n)
+{
+	if (n == sizeof SPKI_ED25519 + 32 && memcmp(der, SPKI_ED25519, sizeof SPKI_ED25519) == 0)
+		return EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, der + sizeof SPKI_ED25519,
+		                                   32);
+	if (n != sizeof SPKI_P256 + 65 || memcmp(der, SPKI_P256, sizeof SPKI_P256) != 0 ||
+	    der[sizeof SPKI_P256] != 0x04)
+		return NULL;
+	OSSL_PARAM params[3];
+	char group[] = "P-256";
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0);
+	params[1] = OSSL_PARAM_construct_octet_string(
+		OSSL_PKEY_PARAM_PUB_KEY, (void *)(uintptr_t)(der + sizeof SPKI_P256), 65);
+	params[2] = OSSL_PARAM_construct_end();
+	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+	EVP_PKEY *pk = NULL;
+	if (c == NULL || EVP_PKEY_fromdata_init(c) != 1 ||
+	    EVP_PKEY_fromdata(c, &pk, EVP_PKEY_PUBLIC_KEY, params) != 1)
+		pk = NULL;
+	EVP_PKEY_CTX_free(c);
+	ERR_clear_error();
+	return pk;
 }
 
 /* Never prompts: encrypted private keys are refused. */
@@ -326,6 +377,11 @@ ota_err ota_key_load_pem(ota_bytes pem, ota_key **out, ota_error *err)
 		data = NULL;
 	}
 	if (strcmp(name, "PUBLIC KEY") == 0) {
+		EVP_PKEY *fast = data_len > 0 ? spki_fast(data, (size_t)data_len) : NULL;
+		if (fast != NULL) {
+			rc = key_wrap_der(fast, false, data, (size_t)data_len, out, err);
+			goto out;
+		}
 		const unsigned char *p = data;
 		EVP_PKEY *pk = d2i_PUBKEY(NULL, &p, data_len);
 		if (pk == NULL) {

@@ -287,6 +287,56 @@ static void test_jwk_refusals(void **s)
 	}
 }
 
+/*
+ * The fixed-form fast path of public PEM loading (P-256 uncompressed,
+ * Ed25519) gives the same key, SPKI and kid as the general path: for fresh
+ * keys, the DER re-encoded by i2d_PUBKEY is the DER loaded, and the key
+ * verifies what its private half signed.
+ */
+static void test_public_pem_fast_path(void **s)
+{
+	(void)s;
+	static const ota_alg algs[] = {OTA_ALG_ES256, OTA_ALG_EDDSA};
+	for (size_t a = 0; a < 2; a++)
+		for (int i = 0; i < 25; i++) {
+			ota_key *k = NULL, *pub = NULL;
+			assert_ota(ota_key_generate(algs[a], &k), OTA_OK);
+			char *pem = NULL;
+			assert_ota(ota_key_public_pem(k, &pem), OTA_OK);
+			assert_ota(ota_key_load_pem(ota_bytes_make(pem, strlen(pem)), &pub, NULL), OTA_OK);
+			uint8_t *d1 = NULL, *d2 = NULL;
+			size_t l1 = 0, l2 = 0;
+			assert_ota(ota_key_spki_der(k, &d1, &l1), OTA_OK);
+			assert_ota(ota_key_spki_der(pub, &d2, &l2), OTA_OK);
+			assert_int_equal(l1, l2);
+			assert_memory_equal(d1, d2, l1);
+			uint8_t kid1[32], kid2[32], want[32];
+			assert_ota(ota_key_kid(k, kid1), OTA_OK);
+			assert_ota(ota_key_kid(pub, kid2), OTA_OK);
+			assert_int_equal(EVP_Digest(d2, l2, want, NULL, EVP_sha256(), NULL), 1);
+			assert_memory_equal(kid1, kid2, 32);
+			assert_memory_equal(kid2, want, 32);
+			uint8_t sig[256];
+			size_t sl = 0;
+			static const char text[] = "fast path";
+			assert_ota(ota_key_sign(k, algs[a], ota_bytes_make(text, sizeof text),
+			                        (ota_buf){sig, sizeof sig}, &sl),
+			           OTA_OK);
+			assert_ota(ota_key_verify(pub, algs[a], ota_bytes_make(text, sizeof text),
+			                          ota_bytes_make(sig, sl)),
+			           OTA_OK);
+			sig[0] ^= 1;
+			assert_int_not_equal(ota_key_verify(pub, algs[a], ota_bytes_make(text, sizeof text),
+			                                    ota_bytes_make(sig, sl)),
+			                     OTA_OK);
+			free(d1);
+			free(d2);
+			free(pem);
+			ota_key_free(pub);
+			ota_key_free(k);
+		}
+}
+
 static void test_spki_off_curve(void **s)
 {
 	(void)s;
@@ -421,6 +471,7 @@ int main(void)
 	    cmocka_unit_test(test_jwk),               cmocka_unit_test(test_jwk_refusals),
 	    cmocka_unit_test(test_spki_off_curve),    cmocka_unit_test(test_pem_refusals),
 	    cmocka_unit_test(test_rsa),               cmocka_unit_test(test_load_file),
+	    cmocka_unit_test(test_public_pem_fast_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
