@@ -43,6 +43,8 @@ struct ota_key {
 	EVP_PKEY_CTX *vctx; /* EC: initialised for verification once, duplicated per call */
 	EVP_MD_CTX *edctx;  /* EdDSA: initialised for verification once, copied per call */
 	uint8_t kid[32];
+	uint8_t *spki;      /* SubjectPublicKeyInfo DER, as i2d_PUBKEY writes it (once) */
+	size_t spki_len;
 };
 
 /* ---- algorithms ---- */
@@ -108,6 +110,7 @@ void ota_key_free(ota_key *k)
 	EVP_MD_free(k->sha256);
 	EVP_MD_free(k->sha384);
 	EVP_MD_free(k->sha512);
+	free(k->spki);
 	free(k);
 }
 
@@ -226,18 +229,21 @@ static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t 
 		goto fail;
 	}
 	if (spki != NULL) {
-		rc = ota_sha256(ota_bytes_make(spki, spki_len), k->kid);
+		k->spki = malloc(spki_len);
+		if (k->spki == NULL) {
+			rc = ota_error_set(err, OTA_ERR_NOMEM, "key", NULL);
+			goto fail;
+		}
+		memcpy(k->spki, spki, spki_len);
+		k->spki_len = spki_len;
 	} else {
-		uint8_t *der = NULL;
-		size_t der_len = 0;
-		rc = spki_der(p, &der, &der_len);
+		rc = spki_der(p, &k->spki, &k->spki_len);
 		if (rc != OTA_OK) {
 			rc = ota_error_set(err, rc, "key", "cannot encode SubjectPublicKeyInfo");
 			goto fail;
 		}
-		rc = ota_sha256(ota_bytes_make(der, der_len), k->kid);
-		free(der);
 	}
+	rc = ota_sha256(ota_bytes_make(k->spki, k->spki_len), k->kid);
 	if (rc != OTA_OK) {
 		rc = ota_error_set(err, rc, "key", "cannot hash SubjectPublicKeyInfo");
 		goto fail;
@@ -838,9 +844,14 @@ ota_err ota_key_spki_der(const ota_key *k, uint8_t **out, size_t *out_len)
 {
 	*out = NULL;
 	*out_len = 0;
-	if (k == NULL)
+	if (k == NULL || k->spki == NULL)
 		return OTA_ERR_USAGE;
-	return spki_der(k->pkey, out, out_len);
+	*out = malloc(k->spki_len);
+	if (*out == NULL)
+		return OTA_ERR_NOMEM;
+	memcpy(*out, k->spki, k->spki_len);
+	*out_len = k->spki_len;
+	return OTA_OK;
 }
 
 static ota_err bio_take(BIO *b, char **out, size_t *out_len)
@@ -865,13 +876,33 @@ ota_err ota_key_public_pem(const ota_key *k, char **out)
 	*out = NULL;
 	if (k == NULL)
 		return OTA_ERR_USAGE;
-	BIO *b = BIO_new(BIO_s_mem());
-	if (b == NULL)
+	if (k->spki == NULL)
+		return OTA_ERR_USAGE;
+	/* PEM as PEM_write_bio_PUBKEY writes it: 64-column base64 of the SPKI */
+	static const char head[] = "-----BEGIN PUBLIC KEY-----\n", tail[] = "-----END PUBLIC KEY-----\n";
+	char *b64 = NULL;
+	ota_err rc = ota_base64_encode(ota_bytes_make(k->spki, k->spki_len), &b64);
+	if (rc != OTA_OK)
+		return rc;
+	size_t bl = strlen(b64), lines = (bl + 63) / 64;
+	char *p = malloc(sizeof head + bl + lines + sizeof tail);
+	if (p == NULL) {
+		free(b64);
 		return OTA_ERR_NOMEM;
-	ota_err rc = PEM_write_bio_PUBKEY(b, k->pkey) == 1 ? bio_take(b, out, NULL) : OTA_ERR_CRYPTO;
-	BIO_free(b);
-	ERR_clear_error();
-	return rc;
+	}
+	size_t n = 0;
+	memcpy(p, head, sizeof head - 1);
+	n += sizeof head - 1;
+	for (size_t i = 0; i < bl; i += 64) {
+		size_t c = bl - i < 64 ? bl - i : 64;
+		memcpy(p + n, b64 + i, c);
+		n += c;
+		p[n++] = '\n';
+	}
+	memcpy(p + n, tail, sizeof tail); /* with its NUL */
+	free(b64);
+	*out = p;
+	return OTA_OK;
 }
 
 ota_err ota_key_private_pem(const ota_key *k, char **out, size_t *out_len)

@@ -337,6 +337,46 @@ static void test_public_pem_fast_path(void **s)
 		}
 }
 
+/* Public PEM and SPKI come from the DER kept at load: byte for byte what
+ * OpenSSL's PEM_write_bio_PUBKEY / i2d_PUBKEY write, for every key type. */
+static void test_public_pem_matches_openssl(void **s)
+{
+	(void)s;
+	static const ota_alg algs[] = {OTA_ALG_ES256, OTA_ALG_ES384, OTA_ALG_ES512, OTA_ALG_EDDSA};
+	for (size_t a = 0; a < 4; a++) {
+		ota_key *k = NULL;
+		assert_ota(ota_key_generate(algs[a], &k), OTA_OK);
+		char *priv = NULL, *mine = NULL;
+		size_t pl = 0;
+		assert_ota(ota_key_private_pem(k, &priv, &pl), OTA_OK);
+		assert_ota(ota_key_public_pem(k, &mine), OTA_OK);
+		BIO *in = BIO_new_mem_buf(priv, (int)pl);
+		EVP_PKEY *pk = PEM_read_bio_PrivateKey(in, NULL, NULL, NULL);
+		assert_non_null(pk);
+		BIO *outb = BIO_new(BIO_s_mem());
+		assert_int_equal(PEM_write_bio_PUBKEY(outb, pk), 1);
+		char *theirs = NULL;
+		long tl = BIO_get_mem_data(outb, &theirs);
+		assert_int_equal((size_t)tl, strlen(mine));
+		assert_memory_equal(theirs, mine, (size_t)tl);
+		unsigned char *der = NULL;
+		int dl = i2d_PUBKEY(pk, &der);
+		uint8_t *kd = NULL;
+		size_t kl = 0;
+		assert_ota(ota_key_spki_der(k, &kd, &kl), OTA_OK);
+		assert_int_equal((size_t)dl, kl);
+		assert_memory_equal(der, kd, kl);
+		free(kd);
+		OPENSSL_free(der);
+		BIO_free(outb);
+		BIO_free(in);
+		EVP_PKEY_free(pk);
+		free(mine);
+		free(priv);
+		ota_key_free(k);
+	}
+}
+
 static void test_spki_off_curve(void **s)
 {
 	(void)s;
@@ -472,6 +512,7 @@ int main(void)
 	    cmocka_unit_test(test_spki_off_curve),    cmocka_unit_test(test_pem_refusals),
 	    cmocka_unit_test(test_rsa),               cmocka_unit_test(test_load_file),
 	    cmocka_unit_test(test_public_pem_fast_path),
+	    cmocka_unit_test(test_public_pem_matches_openssl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
