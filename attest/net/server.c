@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -606,17 +607,17 @@ static void finish_admit(ota_attestd *d, req *r)
 		answer_error(d, a, method, url, &e);
 		return;
 	}
-	char *b64 = NULL, *cj = NULL;
-	size_t cl = 0;
+	char *b64 = NULL, *nonce = NULL;
+	const ota_challenge *ch = &ad->challenge;
 	if (ota_base64_encode(ota_bytes_make(r->acc, r->acc_len), &b64) != OTA_OK ||
-	    ota_challenge_jcs(&ad->challenge, &cj, &cl) != OTA_OK) {
+	    ota_base64url_encode(ota_bytes_make(ch->nonce, ch->nonce_len), &nonce) != OTA_OK) {
 		free(b64);
 		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "acceptance", "encoding");
 		return;
 	}
 	atomic_fetch_add(&d->accepted, 1);
 	sbuf b = {NULL, 0, 0, false};
-	sb_reserve(&b, strlen(b64) + cl + 1024);
+	sb_reserve(&b, strlen(b64) + 2048);
 	sb_lit(&b, "{\"acceptance\":");
 	sb_str(&b, b64);
 	sb_lit(&b, ",\"accepted_at\":");
@@ -628,7 +629,24 @@ static void finish_admit(ota_attestd *d, req *r)
 	sb_lit(&b, ",\"challenge\":");
 	sb_str(&b, ad->challenge_id);
 	sb_lit(&b, ",\"challenge_record\":");
-	sb_raw(&b, cj, cl); /* JCS: already compact JSON with sorted keys */
+	/* the challenge object in its JCS form (RFC 8785: sorted keys, no
+	 * spaces, integers, strings escaped as sb_str does), the bytes its
+	 * identity hashes (ota_challenge_jcs writes the same) */
+	sb_lit(&b, "{\"epoch\":");
+	sb_int(&b, (long long)ch->epoch);
+	sb_lit(&b, ",\"expires_at\":");
+	sb_int(&b, (long long)ch->expires_at);
+	sb_lit(&b, ",\"issued_at\":");
+	sb_int(&b, (long long)ch->issued_at);
+	sb_lit(&b, ",\"issuer\":");
+	sb_str(&b, ch->issuer);
+	sb_lit(&b, ",\"kind\":\"ota.challenge/v1\",\"nonce\":");
+	sb_str(&b, nonce);
+	sb_lit(&b, ",\"scope\":");
+	sb_str(&b, ch->scope);
+	sb_lit(&b, ",\"txn\":");
+	sb_str(&b, ch->txn);
+	sb_lit(&b, "}");
 	sb_lit(&b, ",\"issuer\":");
 	sb_str(&b, ad->issuer_principal);
 	sb_lit(&b, ",\"ok\":true,\"prior\":");
@@ -640,7 +658,7 @@ static void finish_admit(ota_attestd *d, req *r)
 	sb_str(&b, ad->claims.txn);
 	sb_lit(&b, "}\n");
 	free(b64);
-	free(cj);
+	free(nonce);
 	if (d->opts.log_requests)
 		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:s}", "level", "info", "event", "accepted",
 		                      "attestation", ad->record_id, "txn", ad->claims.txn, "issuer",
@@ -906,6 +924,23 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/* Answers go out without waiting for the peer's delayed ACK of an
+ * earlier segment (MHD may write the head and the body separately). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	(void)socket_context;
+	if (toe != MHD_CONNECTION_NOTIFY_STARTED)
+		return;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci != NULL) {
+		int one = 1;
+		setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	}
+}
+
 /* ---- lifecycle ---- */
 
 static ota_err load_root(ota_attestd *d, int64_t now, ota_error *err)
@@ -1053,19 +1088,22 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 			MHD_OPTION_THREAD_POOL_SIZE, (unsigned)d->opts.threads,
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64u * 1024u),
-			MHD_OPTION_NOTIFY_COMPLETED, completed, d, MHD_OPTION_END);
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16u * 1024u),
+			MHD_OPTION_NOTIFY_COMPLETED, completed, d,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, d, MHD_OPTION_END);
 	else
 		d->mhd = MHD_start_daemon(
 			flags, 0, NULL, NULL, handler, d, MHD_OPTION_LISTEN_SOCKET, fd,
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64u * 1024u),
-			MHD_OPTION_NOTIFY_COMPLETED, completed, d, MHD_OPTION_END);
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16u * 1024u),
+			MHD_OPTION_NOTIFY_COMPLETED, completed, d,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, d, MHD_OPTION_END);
 	if (d->mhd == NULL) {
 		e = ota_error_set(err, OTA_ERR_HTTP_TRANSPORT, "attestd", "cannot start the HTTP daemon");
 		goto out_stop;
 	}
+	d->listen_fd = -1; /* MHD's now */
 	log_json(d, json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:i}", "level", "info",
 	                      "event", "listening", "addr", d->opts.bind_addr, "port", (int)d->port,
 	                      "epoch", (json_int_t)ota_nonce_store_epoch(d->store), "verifier",
@@ -1089,22 +1127,21 @@ void ota_attestd_stop(ota_attestd *d)
 	if (d == NULL)
 		return;
 	if (d->mhd != NULL) {
-		/* 1. no new connections (the listening socket is ours again;
-		 * if quiescing fails, MHD still owns and closes it) */
-		if (MHD_quiesce_daemon(d->mhd) == MHD_INVALID_SOCKET)
-			d->listen_fd = -1;
-		/* 2. no new jobs (answered 503); the queued ones commit and
-		 * their connections are resumed */
+		/* 1. no new jobs (answered 503 http_unavailable); the queued
+		 * ones commit and their connections are resumed. (No
+		 * MHD_quiesce_daemon: with a thread pool in epoll mode it races
+		 * a worker that drops the listening socket at its connection
+		 * limit, and MHD 0.9.75 aborts.) */
 		pthread_mutex_lock(&d->mu);
 		d->closing = true;
 		while (d->qhead != NULL || d->busy)
 			pthread_cond_wait(&d->idle, &d->mu);
 		pthread_mutex_unlock(&d->mu);
-		/* 3. their answers go out (bounded by the idle timeout) */
+		/* 2. their answers go out (bounded by the idle timeout) */
 		struct timespec ms = {0, 1000000};
 		for (unsigned i = 0; atomic_load(&d->inflight) > 0 && i < d->opts.timeout_s * 1000u; i++)
 			nanosleep(&ms, NULL);
-		MHD_stop_daemon(d->mhd);
+		MHD_stop_daemon(d->mhd); /* closes the listening socket */
 		log_json(d, json_pack("{s:s, s:s, s:I, s:I}", "level", "info", "event", "stopped",
 		                      "accepted", (json_int_t)atomic_load(&d->accepted), "refused",
 		                      (json_int_t)atomic_load(&d->refused)));
