@@ -17,6 +17,7 @@
 
 #include <openssl/evp.h>
 
+#include "md.h"
 #include "ota/json.h"
 #include "ota/limits.h"
 
@@ -453,7 +454,7 @@ ota_err ota_jcs_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *e
 	b.p = chunk;
 	b.cap = sizeof chunk;
 	b.md = EVP_MD_CTX_new();
-	if (b.md == NULL || EVP_DigestInit_ex(b.md, EVP_sha256(), NULL) != 1) {
+	if (b.md == NULL || EVP_DigestInit_ex(b.md, ota_md_sha2(256), NULL) != 1) {
 		EVP_MD_CTX_free(b.md);
 		return ota_error_set(err, OTA_ERR_CRYPTO, "json", "sha256");
 	}

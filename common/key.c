@@ -26,6 +26,7 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
+#include "md.h"
 #include "ota/json.h"
 #include "ota/key.h"
 #include "ota/limits.h"
@@ -221,9 +222,15 @@ static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t 
 		                   "key type %s is not supported", OBJ_nid2sn(id));
 		goto fail;
 	}
-	k->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-	k->sha384 = EVP_MD_fetch(NULL, "SHA384", NULL);
-	k->sha512 = EVP_MD_fetch(NULL, "SHA512", NULL);
+	/* the process-wide digests; each key holds its own reference */
+	EVP_MD *md[3] = {(EVP_MD *)(uintptr_t)ota_md_sha2(256), (EVP_MD *)(uintptr_t)ota_md_sha2(384),
+	                 (EVP_MD *)(uintptr_t)ota_md_sha2(512)};
+	for (int i = 0; i < 3; i++)
+		if (md[i] == NULL || EVP_MD_up_ref(md[i]) != 1)
+			md[i] = NULL;
+	k->sha256 = md[0];
+	k->sha384 = md[1];
+	k->sha512 = md[2];
 	if (k->sha256 == NULL || k->sha384 == NULL || k->sha512 == NULL) {
 		rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot fetch SHA-2");
 		goto fail;

@@ -1,6 +1,7 @@
 /* Small helpers: hex, base64, files, SHA-256 identities, secret hygiene. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <openssl/evp.h>
 
 #include "ota/common.h"
+#include "md.h"
 
 #ifndef OTA_VERSION_STRING
 #define OTA_VERSION_STRING "0.0.0"
@@ -317,10 +319,28 @@ ota_err ota_base64_decode(const char *in, size_t in_len, uint8_t **out, size_t *
 	return OTA_OK;
 }
 
+static EVP_MD *g_sha2[3];
+static pthread_once_t g_sha2_once = PTHREAD_ONCE_INIT;
+
+static void sha2_fetch(void)
+{
+	g_sha2[0] = EVP_MD_fetch(NULL, "SHA256", NULL);
+	g_sha2[1] = EVP_MD_fetch(NULL, "SHA384", NULL);
+	g_sha2[2] = EVP_MD_fetch(NULL, "SHA512", NULL);
+}
+
+const EVP_MD *ota_md_sha2(unsigned bits)
+{
+	if (pthread_once(&g_sha2_once, sha2_fetch) != 0)
+		return NULL;
+	return bits == 256 ? g_sha2[0] : bits == 384 ? g_sha2[1] : bits == 512 ? g_sha2[2] : NULL;
+}
+
 ota_err ota_sha256(ota_bytes data, uint8_t out[32])
 {
 	unsigned int n = 0;
-	if (EVP_Digest(data.ptr, data.len, out, &n, EVP_sha256(), NULL) != 1 || n != 32)
+	const EVP_MD *md = ota_md_sha2(256);
+	if (md == NULL || EVP_Digest(data.ptr, data.len, out, &n, md, NULL) != 1 || n != 32)
 		return OTA_ERR_CRYPTO;
 	return OTA_OK;
 }
