@@ -178,7 +178,11 @@ static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t 
 		k->kind = KIND_EC;
 		k->bits = (unsigned)EVP_PKEY_get_bits(p);
 		EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, p, NULL);
-		int ok = c != NULL && EVP_PKEY_public_check(c) == 1;
+		/* P-256/384/521 have cofactor 1: a point on the curve (with
+		 * coordinates in range, not infinity) is in the prime-order group,
+		 * so the quick check is the whole check (the full one also
+		 * multiplies by the order, an extra scalar multiplication). */
+		int ok = c != NULL && EVP_PKEY_public_check_quick(c) == 1;
 		EVP_PKEY_CTX_free(c);
 		if (!ok) {
 			ERR_clear_error();
