@@ -817,15 +817,48 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 			sg.adapter[0] = '\0';
 		sg.canon = ota_policy_canonical_identity(p);
 		sg.eff = ota_policy_effective_identity(p);
-		if (rc == OTA_OK && desc != NULL) {
+		/* The capability is signed even when a plan refused the lane: the
+		 * refusal is then signed on the lane's boundary right after it. */
+		bool plan_refused = rc != OTA_OK;
+		if (desc != NULL) {
 			json_array_append(evidence, desc);
-			rc = sign_record(&sg, "capability", desc, lane_boundary, NULL, sg.lane_prior, &e);
-			if (rc != OTA_OK) {
+			ota_error ce;
+			ota_error_clear(&ce);
+			ota_err crc =
+				sign_record(&sg, "capability", desc, lane_boundary, NULL, sg.lane_prior, &ce);
+			if (crc != OTA_OK) {
+				if (rc == OTA_OK) {
+					rc = crc;
+					e = ce;
+				}
 				overall = OTA_OCI_REFUSED;
 				all_ran = false;
+				plan_refused = false;
 			}
 		}
 		json_decref(desc);
+		if (plan_refused && sg.lane_prior[0] != '\0') {
+			/* what refused the lane, before anything was prepared: a terminal
+			 * record of the lane (no segment, no container) */
+			json_t *ref = json_pack(
+				"{s:s, s:s, s:s, s:s?, s:s, s:b, s:b, s:I, s:b, s:{s:s, s:s, s:s}, s:I}", "kind",
+				"ota.application/v1", "phase", "terminal", "provider", "oci_local", "txn",
+				o->oci.txn, "state", "refused", "started", 0, "interrupted", 0, "exit_status",
+				(json_int_t)-1, "timed_out", 0, "error", "code", ota_err_name(e.code), "where",
+				e.where, "message", e.what, "at", (json_int_t)runner_now(o));
+			char rid[OTA_ID_LEN + 1];
+			ota_error re;
+			ota_error_clear(&re);
+			ota_err rrc = ref != NULL ? sign_record(&sg, "terminal_application", ref,
+			                                        lane_boundary, sg.lane_prior, rid, &re)
+			                          : OTA_ERR_NOMEM;
+			if (rrc == OTA_OK) {
+				json_array_append(evidence, ref);
+				if (rid[0] != '\0')
+					memcpy(sg.lane_prior, rid, sizeof rid);
+			}
+			json_decref(ref);
+		}
 	}
 	for (size_t i = 0; rc == OTA_OK && i < n; i++) {
 		const json_t *es = json_array_get(esegs, i);

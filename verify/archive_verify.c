@@ -1301,6 +1301,47 @@ static json_t *controls_for(const json_t *eff, bool enforced)
 	return c;
 }
 
+/*
+ * A lane refused before anything was prepared (a segment the runner could
+ * not plan): after the capability, one terminal record of the lane itself
+ * (no segment, no container), signed on the lane boundary after the
+ * capability, state refused, nothing started, carrying the refusal's error;
+ * the receipt lists no segment. Returns "refused", or NULL when the next
+ * attestation is not such a record (the lane is then walked as usual).
+ */
+static const char *refused_lane(vctx *v, walk *w)
+{
+	ota_archive_report *r = v->r;
+	const json_t *sp = v->sp;
+	if (w->next >= v->a->natt || strcmp(v->ai[w->next].claims.kind, "terminal_application") != 0)
+		return NULL;
+	att_info *rf = take(v, w, "terminal_application");
+	const json_t *rec = rf->rec != SIZE_MAX ? ev_rec(v, rf->rec) : NULL;
+	const char *where = "attestations[1]";
+	if (rec == NULL || !seq(sget(rec, "kind"), "ota.application/v1") ||
+	    !seq(sget(rec, "phase"), "terminal") || json_object_get(rec, "segment") != NULL ||
+	    json_object_get(rec, "container_id") != NULL) {
+		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where, "the lane's refusal signs another record");
+		return "refused";
+	}
+	if (!seq(sget(rec, "txn"), v->txn) || rf->claims.segment[0] != '\0' ||
+	    !seq(rf->claims.boundary, w->lane_boundary) ||
+	    !seq(rf->claims.policy_canonical, sget(sp, "canonical_identity")) ||
+	    !seq(rf->claims.policy_effective, sget(sp, "effective_identity")))
+		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
+		     "the refusal is bound to another lane or policy");
+	if (!rf->claims.has_prior || !seq(rf->claims.prior, w->lane_prior))
+		fail(r, OTA_ERR_ARCHIVE_PRIOR_MISMATCH, where, "the refusal does not follow the capability");
+	const json_t *er = json_object_get(rec, "error");
+	if (!seq(sget(rec, "state"), "refused") || !json_is_false(json_object_get(rec, "started")) ||
+	    !json_is_object(er) || !json_is_string(json_object_get(er, "code")))
+		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where,
+		     "the lane's terminal record is not a refusal before anything started");
+	snprintf(w->lane_prior, sizeof w->lane_prior, "%s", att_id(v, rf));
+	w->last_error = er;
+	return "refused";
+}
+
 static void structure_checks(vctx *v)
 {
 	ota_archive_report *r = v->r;
@@ -1330,13 +1371,14 @@ static void structure_checks(vctx *v)
 		snprintf(w.lane_prior, sizeof w.lane_prior, "%s", att_id(v, cap));
 		w.runtime = sget(desc, "runtime");
 	}
+	const char *refused = json_array_size(segs) == 0 && cap != NULL ? refused_lane(v, &w) : NULL;
 	size_t nseg = json_array_size(segs);
 	size_t want = ota_policy_segment_count(v->policy);
 	if (nseg > want || !json_is_array(segs))
 		fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, "receipt.sandbox_policy.segments",
 		     "%zu segments, the re-derived policy has %zu", nseg, want);
 	bool started = false, any_process = false;
-	const char *overall = "enforced_through_completion";
+	const char *overall = refused != NULL ? refused : "enforced_through_completion";
 	int exit_status = 0;
 	for (size_t j = 0; j < nseg && j < want; j++) {
 		const json_t *seg = json_array_get(segs, j);

@@ -12,7 +12,7 @@
  * A third run, whose runtime refuses to create the second container, breaks
  * before that segment's initial record: it must reconcile as not_started and
  * the generated suite runs over it too. A fourth, refused before anything,
- * must not verify.
+ * must reconcile as refused, and the generated suite runs over it as well.
  */
 #include "test_util.h"
 
@@ -488,25 +488,40 @@ static void test_broken_run(void **state)
 }
 
 /*
- * A lane refused before its capability record (no plan) carries no signed
- * evidence: its txn, signing time, adapter and error are bound to nothing,
- * so its archive does not verify (docs/archive.md section 7).
+ * A lane refused before anything was prepared (its image is missing): the
+ * capability and the lane's signed refusal (a terminal record without
+ * segment or container) reconcile as refused, and every generated mutation
+ * of the archive and of its receipt is rejected.
  */
 static void test_refused_lane(void **state)
 {
 	(void)state;
 	if (!have_fixture)
 		skip();
+	verifies_as(fx.refused, "refused");
 	json_t *rr = receipt_of(fx.refused);
 	assert_non_null(rr);
-	assert_int_equal(json_array_size(json_object_get(fx.refused, "attestations")), 0);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(rr, "sandbox_policy"),
-	                                                      "status")),
-	                    "refused");
+	assert_int_equal(json_array_size(json_object_get(fx.refused, "attestations")), 2);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(rr, "sandbox_policy"),
+	                                                 "segments")),
+	                 0);
+	assert_non_null(json_string_value(json_object_get(json_object_get(rr, "error"), "code")));
+	generated_over(fx.refused, rr, "refused-lane", 100);
+	json_t *sa = fx.a, *sr = fx.ra;
+	fx.a = fx.refused;
+	fx.ra = rr;
+	static const char *const lane_status[] = {"sandbox_policy", "status"};
+	static const char *const started[] = {"execution_started"};
+	static const char *const code[] = {"error", "code"};
 	ota_err first = OTA_OK;
-	ota_err rc = verify_doc(fx.refused, fx.pin_a, fx.pin_a_len, NULL, &first);
-	assert_int_not_equal(rc, OTA_OK);
-	assert_int_equal(first, OTA_ERR_ARCHIVE_CAPABILITY_MISMATCH);
+	ota_err rc = receipt_edit(lane_status, 2, json_string("not_started"), &first);
+	expect_refused("refused lane claims not_started", rc, first);
+	rc = receipt_edit(started, 1, json_true(), &first);
+	expect_refused("refused lane claims a start", rc, first);
+	rc = receipt_edit(code, 2, json_string("oci_policy_unsupported"), &first);
+	expect_refused("refused lane names another error", rc, first);
+	fx.a = sa;
+	fx.ra = sr;
 	json_decref(rr);
 }
 
