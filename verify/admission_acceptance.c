@@ -3,6 +3,7 @@
  * acceptance records (include/ota/acceptance.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "admission_cbor.h"
@@ -14,15 +15,20 @@ static ota_err malformed(ota_error *err, const char *where, const char *what)
 	return ota_error_set(err, OTA_ERR_ACCEPTANCE_MALFORMED, where, "%s", what);
 }
 
-static ota_err parse_payload(ota_bytes p, ota_acceptance *a, ota_error *err)
+/* The payload: 13 claims, or 14 (the last key "salt", 16 bytes) in the
+ * batch form. */
+static ota_err parse_payload(ota_bytes p, bool batch, ota_acceptance *a, ota_error *err)
 {
+	const uint64_t want = batch ? 14 : 13;
 	rd r = {p.ptr, p.len, 0};
 	unsigned mt = 0;
 	uint64_t n = 0, kv = 0;
 	ota_error sub;
 	ota_error_clear(&sub);
-	if (rd_head(&r, &mt, &n, &sub) != OTA_OK || mt != 5 || n != 13)
-		return malformed(err, "acceptance", "payload is not a map of 13 claims");
+	if (rd_head(&r, &mt, &n, &sub) != OTA_OK || mt != 5 || n != want)
+		return malformed(err, "acceptance",
+		                 batch ? "payload is not a map of 14 claims (batch form)"
+		                       : "payload is not a map of 13 claims");
 	uint32_t seen = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		char key[32] = "";
@@ -38,8 +44,8 @@ static ota_err parse_payload(ota_bytes p, ota_acceptance *a, ota_error *err)
 			memcpy(key, t.ptr, t.len);
 			static const char *const names[] = {"kind", "result", "attestation", "challenge",
 			                                    "issuer", "txn", "boundary", "prior",
-			                                    "trust_root", "verifier"};
-			for (int j = 0; j < 10; j++)
+			                                    "trust_root", "verifier", "salt"};
+			for (int j = 0; j < (batch ? 11 : 10); j++)
 				if (strcmp(key, names[j]) == 0)
 					k = 3 + j;
 		}
@@ -96,6 +102,13 @@ static ota_err parse_payload(ota_bytes p, ota_acceptance *a, ota_error *err)
 				return malformed(err, "verifier", "id differs from iss");
 			break;
 		}
+		case 13: {
+			uint8_t salt[OTA_ACCEPTANCE_SALT_BYTES];
+			size_t sl = 0;
+			e = rd_bstr(&r, "salt", salt, OTA_ACCEPTANCE_SALT_BYTES, OTA_ACCEPTANCE_SALT_BYTES,
+			            &sl, &sub);
+			break;
+		}
 		default: break;
 		}
 		if (e != OTA_OK)
@@ -103,8 +116,178 @@ static ota_err parse_payload(ota_bytes p, ota_acceptance *a, ota_error *err)
 	}
 	if (r.off != r.len)
 		return malformed(err, "acceptance", "trailing bytes");
-	if (seen != (1u << 13) - 1)
+	if (seen != (1u << want) - 1)
 		return malformed(err, "acceptance", "missing claims");
+	return OTA_OK;
+}
+
+/* ---- the batch form ---- */
+
+/* Whether the protected header declares the RFC 9162 tree (label 395,
+ * value 1; any other value is refused) and the signed tree size (label
+ * "tree_size", required with 395 and only with it). */
+static ota_err protected_vds(ota_bytes prot, bool *batch, uint64_t *tree_size, ota_error *err)
+{
+	rd r = {prot.ptr, prot.len, 0};
+	unsigned mt = 0;
+	uint64_t n = 0, v = 0;
+	ota_error sub;
+	ota_error_clear(&sub);
+	*batch = false;
+	*tree_size = 0;
+	bool has_size = false;
+	if (rd_head(&r, &mt, &n, &sub) != OTA_OK || mt != 5)
+		return malformed(err, "protected", "not a map");
+	for (uint64_t i = 0; i < n; i++) {
+		if (rd_head(&r, &mt, &v, &sub) != OTA_OK)
+			return malformed(err, "protected", sub.what);
+		bool vds = mt == 0 && v == OTA_COSE_HEADER_VDS, size = false;
+		if (mt == 3) {
+			ota_bytes t;
+			if (rd_span(&r, v, &t, &sub) != OTA_OK)
+				return malformed(err, "protected", sub.what);
+			size = t.len == strlen(OTA_COSE_HEADER_TREE_SIZE) &&
+			       memcmp(t.ptr, OTA_COSE_HEADER_TREE_SIZE, t.len) == 0;
+		} else if (mt != 0 && mt != 1) {
+			return malformed(err, "protected", "label type");
+		}
+		if (vds) {
+			if (rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 0 || v != OTA_VDS_RFC9162_SHA256)
+				return malformed(err, "protected", "vds (395) is not 1 (RFC9162_SHA256)");
+			*batch = true;
+		} else if (size) {
+			if (rd_head(&r, &mt, tree_size, &sub) != OTA_OK || mt != 0 || *tree_size == 0 ||
+			    *tree_size > OTA_ACCEPTANCE_MAX_BATCH)
+				return malformed(err, "protected", "tree_size out of range");
+			has_size = true;
+		} else if (rd_skip(&r, 0, &sub) != OTA_OK) {
+			return malformed(err, "protected", sub.what);
+		}
+	}
+	if (*batch != has_size)
+		return malformed(err, "protected", "vds (395) and tree_size go together");
+	return OTA_OK;
+}
+
+/*
+ * The unprotected header of a message the strict decoder accepted (tag 18
+ * [protected, unprotected, payload, signature]). Single form: no 396.
+ * Batch form: exactly {396: {-1: [bstr]}}; *proof is that bstr.
+ */
+static ota_err unprotected_proof(ota_bytes cose, bool batch, ota_bytes *proof, ota_error *err)
+{
+	rd r = {cose.ptr, cose.len, 0};
+	unsigned mt = 0;
+	uint64_t n = 0, v = 0;
+	ota_bytes t = {NULL, 0};
+	ota_error sub;
+	ota_error_clear(&sub);
+	if (rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 6 || v != OTA_COSE_SIGN1_TAG ||
+	    rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 4 || v != 4 ||
+	    rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 2 || rd_span(&r, v, &t, &sub) != OTA_OK ||
+	    rd_head(&r, &mt, &n, &sub) != OTA_OK || mt != 5)
+		return malformed(err, "acceptance", "not a tagged COSE_Sign1");
+	if (!batch) {
+		for (uint64_t i = 0; i < n; i++) {
+			if (rd_head(&r, &mt, &v, &sub) != OTA_OK)
+				return malformed(err, "unprotected", sub.what);
+			if (mt == 0 && v == OTA_COSE_HEADER_VDP)
+				return malformed(err, "unprotected",
+				                 "an inclusion proof (396) without vds (395) protected");
+			if (mt == 3 && rd_span(&r, v, &t, &sub) != OTA_OK)
+				return malformed(err, "unprotected", sub.what);
+			if (rd_skip(&r, 0, &sub) != OTA_OK)
+				return malformed(err, "unprotected", sub.what);
+		}
+		return OTA_OK;
+	}
+	if (n != 1 || rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 0 || v != OTA_COSE_HEADER_VDP)
+		return malformed(err, "unprotected", "the batch form's unprotected header is {396: ...}");
+	if (rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 5 || v != 1 ||
+	    rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 1 || v != 0 ||
+	    rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 4 || v != 1 ||
+	    rd_head(&r, &mt, &v, &sub) != OTA_OK || mt != 2 || rd_span(&r, v, proof, &sub) != OTA_OK)
+		return malformed(err, "unprotected", "vdp (396) is not {-1: [one inclusion proof]}");
+	return OTA_OK;
+}
+
+static ota_err hash2(uint8_t prefix, const uint8_t *a, size_t al, const uint8_t *b, size_t bl,
+                     uint8_t out[32])
+{
+	uint8_t buf[65];
+	if (1 + al + bl > sizeof buf)
+		return OTA_ERR_INTERNAL;
+	buf[0] = prefix;
+	memcpy(buf + 1, a, al);
+	memcpy(buf + 1 + al, b, bl);
+	return ota_sha256(ota_bytes_make(buf, 1 + al + bl), out);
+}
+
+/*
+ * proof = [tree_size, leaf_index, [path: bstr 32...]] (shortest heads, no
+ * trailing bytes); folds the leaf hash of payload to *root (RFC 9162
+ * section 2.1.3.2: a path of the wrong length for its tree is refused).
+ */
+static ota_err fold_proof(ota_bytes proof, uint64_t signed_size, ota_bytes payload,
+                          uint8_t root[32], ota_error *err)
+{
+	rd r = {proof.ptr, proof.len, 0};
+	unsigned mt = 0;
+	uint64_t n = 0, size = 0, index = 0, np = 0;
+	ota_error sub;
+	ota_error_clear(&sub);
+	if (rd_head(&r, &mt, &n, &sub) != OTA_OK || mt != 4 || n != 3 ||
+	    rd_head(&r, &mt, &size, &sub) != OTA_OK || mt != 0 ||
+	    rd_head(&r, &mt, &index, &sub) != OTA_OK || mt != 0 ||
+	    rd_head(&r, &mt, &np, &sub) != OTA_OK || mt != 4)
+		return malformed(err, "inclusion_proof", "not [tree_size, leaf_index, [path]]");
+	if (size == 0 || size > OTA_ACCEPTANCE_MAX_BATCH)
+		return malformed(err, "inclusion_proof", "tree size out of range");
+	if (size != signed_size)
+		return malformed(err, "inclusion_proof", "tree size differs from the signed tree_size");
+	if (index >= size)
+		return malformed(err, "inclusion_proof", "leaf index not below the tree size");
+	if (np > 64)
+		return malformed(err, "inclusion_proof", "path too long");
+	/* the leaf hash: 0x00 || payload */
+	uint8_t *lb = malloc(payload.len + 1);
+	if (lb == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "acceptance", "leaf");
+	lb[0] = 0x00;
+	memcpy(lb + 1, payload.ptr, payload.len);
+	ota_err e = ota_sha256(ota_bytes_make(lb, payload.len + 1), root);
+	free(lb);
+	if (e != OTA_OK)
+		return ota_error_set(err, e, "acceptance", "leaf hash");
+	uint64_t fn = index, sn = size - 1;
+	for (uint64_t i = 0; i < np; i++) {
+		ota_bytes p;
+		if (rd_head(&r, &mt, &n, &sub) != OTA_OK || mt != 2 || n != 32 ||
+		    rd_span(&r, n, &p, &sub) != OTA_OK)
+			return malformed(err, "inclusion_proof", "path entries are 32-byte hashes");
+		if (sn == 0)
+			return malformed(err, "inclusion_proof", "path longer than its tree");
+		uint8_t t[32];
+		if ((fn & 1u) == 1u || fn == sn) {
+			e = hash2(0x01, p.ptr, 32, root, 32, t);
+			if ((fn & 1u) == 0)
+				while ((fn & 1u) == 0 && fn != 0) {
+					fn >>= 1;
+					sn >>= 1;
+				}
+		} else {
+			e = hash2(0x01, root, 32, p.ptr, 32, t);
+		}
+		if (e != OTA_OK)
+			return ota_error_set(err, e, "acceptance", "node hash");
+		memcpy(root, t, 32);
+		fn >>= 1;
+		sn >>= 1;
+	}
+	if (sn != 0)
+		return malformed(err, "inclusion_proof", "path shorter than its tree");
+	if (r.off != r.len)
+		return malformed(err, "inclusion_proof", "trailing bytes");
 	return OTA_OK;
 }
 
@@ -118,14 +301,32 @@ ota_err ota_acceptance_verify(ota_bytes cose, const ota_trust_root *root, int64_
 	ota_cose_sign1 m;
 	if ((e = ota_cose_sign1_decode(cose, NULL, &m, err)) != OTA_OK)
 		return e;
+	bool batch = false;
+	uint64_t tree_size = 0;
+	ota_bytes proof = {NULL, 0};
+	if ((e = protected_vds(m.protected_bytes, &batch, &tree_size, err)) != OTA_OK ||
+	    (e = unprotected_proof(cose, batch, &proof, err)) != OTA_OK)
+		return e;
 	const ota_key *key = NULL;
 	const ota_trust_principal *who = NULL;
 	if ((e = ota_trust_lookup(root, m.kid, m.alg, OTA_TRUST_ROLE_VERIFIER, NULL, at, &key, &who,
 	                          err)) != OTA_OK)
 		return e;
-	if ((e = ota_cose_sign1_check(&m, key, ota_bytes_make(NULL, 0), err)) != OTA_OK)
+	if (batch) {
+		/* the signature is over the tree's root, which the proof
+		 * derives from this payload */
+		uint8_t tree_root[32];
+		if ((e = fold_proof(proof, tree_size, m.payload, tree_root, err)) != OTA_OK)
+			return e;
+		ota_cose_sign1 signed_root = m;
+		signed_root.payload = ota_bytes_make(tree_root, sizeof tree_root);
+		if ((e = ota_cose_sign1_check(&signed_root, key, ota_bytes_make(NULL, 0), err)) !=
+		    OTA_OK)
+			return e;
+	} else if ((e = ota_cose_sign1_check(&m, key, ota_bytes_make(NULL, 0), err)) != OTA_OK) {
 		return e;
-	if ((e = parse_payload(m.payload, out, err)) != OTA_OK)
+	}
+	if ((e = parse_payload(m.payload, batch, out, err)) != OTA_OK)
 		goto out_clear;
 	if (strcmp(ota_trust_principal_id(who), out->verifier_id) != 0 ||
 	    memcmp(out->verifier_kid, m.kid.ptr, 32) != 0) {

@@ -5,12 +5,14 @@
  * Threads: MHD runs a pool of `threads` event loops (epoll; one per core by
  * default). A request that needs a durable write (an attestation to admit,
  * a challenge to issue) is judged on its pool thread (COSE, signature,
- * claims, challenge peek; the acceptance built), then queued for the group
- * committer of this file and its connection suspended, so a pool thread
- * never waits for an fsync. The committer thread runs up to max_batch
- * queued operations in one sqlite transaction (ota_nonce_store_commit_batch)
- * and only after COMMIT has returned renders each answer and resumes its
- * connection: nothing is acknowledged before it is durable.
+ * claims, challenge peek), then queued for the group committer of this
+ * file and its connection suspended, so a pool thread never waits for an
+ * fsync. The committer thread takes up to max_batch queued jobs, signs the
+ * acceptances of the batch's admissions with one signature over a Merkle
+ * tree (ota_acceptance_build_batch), runs the operations in one sqlite
+ * transaction (ota_nonce_store_commit_batch) and only after COMMIT has
+ * returned renders each answer and resumes its connection: nothing is
+ * acknowledged before it is durable.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,6 +96,9 @@ struct ota_attestd {
 	bool busy;            /* a batch is running */
 	ota_nonce_op *bops;
 	req **breqs;
+	ota_admission **badm;  /* the batch's admissions, its acceptances */
+	uint8_t **baccs;
+	size_t *bacc_lens;
 	atomic_ullong batches, batch_ops;
 	atomic_uint inflight; /* requests queued, not yet completed */
 	uint64_t issued_since_purge; /* committer thread only */
@@ -384,6 +389,40 @@ static void enqueue(ota_attestd *d, struct MHD_Connection *c, req *r)
 	pthread_mutex_unlock(&d->mu);
 }
 
+/*
+ * The acceptances of the batch's admissions: one Merkle tree over their
+ * payloads and one signature over its root (ota_acceptance_build_batch),
+ * then each ADMIT operation. If signing fails, those jobs carry the error
+ * (op.kind 0: not part of the transaction).
+ */
+static void sign_batch(ota_attestd *d, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (d->breqs[i]->job == JOB_ADMIT)
+			d->badm[k++] = &d->breqs[i]->adm;
+	if (k == 0)
+		return;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_acceptance_build_batch(&d->signer, (const ota_admission *const *)d->badm, k,
+	                                        d->baccs, d->bacc_lens, &e);
+	for (size_t i = 0, j = 0; i < n; i++) {
+		req *r = d->breqs[i];
+		if (r->job != JOB_ADMIT)
+			continue;
+		if (rc != OTA_OK) {
+			memset(&r->op, 0, sizeof r->op);
+			r->op.result = rc;
+			continue;
+		}
+		r->acc = d->baccs[j];
+		r->acc_len = d->bacc_lens[j];
+		j++;
+		ota_admission_op(&r->adm, ota_bytes_make(r->acc, r->acc_len), &r->op);
+	}
+}
+
 static void *committer_main(void *arg)
 {
 	ota_attestd *d = arg;
@@ -404,17 +443,25 @@ static void *committer_main(void *arg)
 		d->busy = true;
 		pthread_mutex_unlock(&d->mu);
 
+		sign_batch(d, n);
+		size_t m = 0; /* operations of this transaction */
 		for (size_t i = 0; i < n; i++)
-			d->bops[i] = d->breqs[i]->op;
+			if (d->breqs[i]->op.kind != 0)
+				d->bops[m++] = d->breqs[i]->op;
 		int64_t now = now_of(d);
-		ota_err be = ota_nonce_store_commit_batch(d->store, d->bops, n, now, NULL);
-		(void)be; /* on failure every op's result carries the error */
-		atomic_fetch_add(&d->batches, 1);
-		atomic_fetch_add(&d->batch_ops, n);
-		for (size_t i = 0; i < n; i++) {
+		if (m > 0) {
+			ota_err be = ota_nonce_store_commit_batch(d->store, d->bops, m, now, NULL);
+			(void)be; /* on failure every op's result carries the error */
+			atomic_fetch_add(&d->batches, 1);
+			atomic_fetch_add(&d->batch_ops, m);
+		}
+		for (size_t i = 0, j = 0; i < n; i++) {
 			req *r = d->breqs[i];
-			r->op.result = d->bops[i].result;
-			r->op.challenge = d->bops[i].challenge;
+			if (r->op.kind != 0) {
+				r->op.result = d->bops[j].result;
+				r->op.challenge = d->bops[j].challenge;
+				j++;
+			}
 			finish_job(d, r, now);
 			r->state = RQ_READY;
 			MHD_resume_connection(r->conn); /* r is the pool thread's again */
@@ -578,15 +625,14 @@ static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r,
 	r->now = now_of(d);
 	ota_err rc = ota_admission_prepare(&d->actx, ota_bytes_make(r->buf, r->len),
 	                                   ota_bytes_make(NULL, 0), r->now, &r->adm, &e);
-	if (rc == OTA_OK)
-		rc = ota_acceptance_build(&d->signer, &r->adm, &r->acc, &r->acc_len, &e);
 	if (rc != OTA_OK) {
 		atomic_fetch_add(&d->refused, 1);
 		answer_error(d, a, method, url, &e);
 		return false;
 	}
+	/* the committer signs the acceptances of its batch (one signature)
+	 * and fills the ADMIT operation */
 	r->job = JOB_ADMIT;
-	ota_admission_op(&r->adm, ota_bytes_make(r->acc, r->acc_len), &r->op);
 	enqueue(d, c, r);
 	return true;
 }
@@ -1061,7 +1107,11 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		gone = 0;
 	d->bops = calloc(d->opts.max_batch, sizeof *d->bops);
 	d->breqs = calloc(d->opts.max_batch, sizeof *d->breqs);
-	if (d->bops == NULL || d->breqs == NULL) {
+	d->badm = calloc(d->opts.max_batch, sizeof *d->badm);
+	d->baccs = calloc(d->opts.max_batch, sizeof *d->baccs);
+	d->bacc_lens = calloc(d->opts.max_batch, sizeof *d->bacc_lens);
+	if (d->bops == NULL || d->breqs == NULL || d->badm == NULL || d->baccs == NULL ||
+	    d->bacc_lens == NULL) {
 		e = ota_error_set(err, OTA_ERR_NOMEM, "attestd", "group committer");
 		goto out_stop;
 	}
@@ -1161,6 +1211,9 @@ void ota_attestd_stop(ota_attestd *d)
 	pthread_mutex_destroy(&d->mu);
 	free(d->bops);
 	free(d->breqs);
+	free(d->badm);
+	free(d->baccs);
+	free(d->bacc_lens);
 	ota_nonce_store_close(d->store);
 	ota_trust_root_free(d->root);
 	ota_key_free(d->vkey);

@@ -15,6 +15,24 @@
  *   "txn", "boundary" and "prior" (text, prior null for the first record)
  *   "trust_root"   identity of the trust-root snapshot used
  *   "verifier"     {"id": text, "version": text, "kid": bstr}
+ *
+ * Two forms, told apart by the protected header (docs/attestation.md):
+ *
+ * - single: protected {1: alg, 4: kid}, the signature over the payload
+ *   (ota_acceptance_build);
+ * - batch: the acceptances of one group commit share one signature over
+ *   the root of an RFC 9162 Merkle tree (SHA-256; leaf = 0x00 || payload,
+ *   node = 0x01 || left || right) of their payloads, in the spirit of COSE
+ *   Receipts (draft-ietf-cose-merkle-tree-proofs): protected {1: alg,
+ *   4: kid, 395 (vds): 1 (RFC9162_SHA256), "tree_size": n}, unprotected
+ *   {396 (vdp): {-1 (inclusion proofs): [bstr .cbor [tree_size (= n),
+ *   leaf_index, [* bstr32]]]}},
+ *   the payload embedded, and the signature over the Sig_structure whose
+ *   payload is the 32-byte root (ota_acceptance_build_batch). Its payload
+ *   carries a 14th claim, "salt" (16 random bytes), so that a leaf of the
+ *   batch that was refused in the transaction (its hash is a sibling in
+ *   the others' proofs) can never be opened. A generic COSE verifier
+ *   refuses this form (the signature is not over the payload).
  */
 #ifndef OTA_ACCEPTANCE_H
 #define OTA_ACCEPTANCE_H
@@ -40,6 +58,26 @@ OTA_API OTA_NODISCARD ota_err ota_acceptance_build(void *ctx, const ota_admissio
                                                    uint8_t **out, size_t *out_len,
                                                    ota_error *err);
 
+#define OTA_ACCEPTANCE_SALT_BYTES 16u
+#define OTA_ACCEPTANCE_MAX_BATCH 4096u /* leaves per tree (= OTA_NONCE_MAX_BATCH) */
+#define OTA_COSE_HEADER_VDS 395        /* verifiable data structure */
+#define OTA_COSE_HEADER_VDP 396        /* verifiable data structure proofs */
+#define OTA_VDS_RFC9162_SHA256 1
+#define OTA_COSE_HEADER_TREE_SIZE "tree_size" /* protected: the signed tree's size */
+
+/*
+ * Builds the acceptances of the n (1..OTA_ACCEPTANCE_MAX_BATCH) prepared
+ * admissions a[0..n) in the batch form: one Merkle tree over their payloads
+ * (leaf i = a[i]), one signature over its root. outs[i] (new, free()) and
+ * out_lens[i] receive acceptance i; all are cleared on failure (with n
+ * in range: an n of 0 or over the cap touches nothing). Errors:
+ * usage, nomem, crypto_error, key_*.
+ */
+OTA_API OTA_NODISCARD ota_err ota_acceptance_build_batch(const ota_acceptance_signer *s,
+                                                         const ota_admission *const *a, size_t n,
+                                                         uint8_t **outs, size_t *out_lens,
+                                                         ota_error *err);
+
 /* The payload of an acceptance, parsed (strings copied). */
 typedef struct ota_acceptance {
 	char verifier_id[OTA_ATT_TEXT_MAX + 1];
@@ -59,9 +97,14 @@ typedef struct ota_acceptance {
 } ota_acceptance;
 
 /*
- * Verifies an acceptance with the verifier key named by its kid in root
- * (role verifier, judged at `at`) and parses its payload into *out (cleared
- * on failure). Errors: cose_*, trust_*, signature_invalid,
+ * Verifies an acceptance of either form with the verifier key named by its
+ * kid in root (role verifier, judged at `at`) and parses its payload into
+ * *out (cleared on failure). The batch form: its one inclusion proof
+ * (tree size equal to the protected one, at most OTA_ACCEPTANCE_MAX_BATCH
+ * leaves, leaf index below it, a path of exactly the length that index and
+ * size give) is folded from the payload's leaf hash to a root, and the
+ * signature must verify over that root. Errors: cose_*,
+ * trust_*, signature_invalid (also: a proof that leads to another root),
  * acceptance_malformed.
  */
 OTA_API OTA_NODISCARD ota_err ota_acceptance_verify(ota_bytes cose, const ota_trust_root *root,
