@@ -23,6 +23,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +192,20 @@ static void sb_lit(sbuf *b, const char *s)
  * jansson does; UTF-8 passes through). */
 static void sb_str(sbuf *b, const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), plain = 0;
+	while (plain < n && (unsigned char)s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\')
+		plain++;
+	if (plain == n) { /* nothing to escape (base64, identities, most text) */
+		sb_reserve(b, n + 3);
+		if (b->oom)
+			return;
+		b->p[b->len] = '"';
+		memcpy(b->p + b->len + 1, s, n);
+		b->p[b->len + 1 + n] = '"';
+		b->len += n + 2;
+		b->p[b->len] = '\0';
+		return;
+	}
 	sb_reserve(b, 6 * n + 3);
 	if (b->oom)
 		return;
@@ -880,9 +894,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	req *r = *con_cls;
 	(void)version;
 	if (r == NULL) {
-		r = calloc(1, sizeof *r);
+		/* adm (most of the struct) is cleared by ota_admission_prepare */
+		r = malloc(sizeof *r);
 		if (r == NULL)
 			return MHD_NO;
+		memset(r, 0, offsetof(req, adm));
 		r->method = method;
 		r->url = url;
 		*con_cls = r;
