@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "ota/admission.h"
 #include "ota/attestd.h"
+#include "ota/cbor.h"
 #include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/key.h"
@@ -47,6 +48,110 @@ static bool copy_claim(json_t *o, const char *k, char *dst, size_t cap, ota_erro
 	return true;
 }
 
+/* Members of o all in names (NULL-terminated); else attestation_claim_unknown. */
+static bool known_members(json_t *o, const char *where, const char *const *names, ota_error *e)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v) {
+		size_t i = 0;
+		while (names[i] != NULL && strcmp(names[i], k) != 0)
+			i++;
+		if (names[i] == NULL) {
+			ota_error_set(e, OTA_ERR_ATT_CLAIM_UNKNOWN, where, "unknown claim %s", k);
+			return false;
+		}
+	}
+	return true;
+}
+
+typedef struct {
+	uint8_t *enc; /* the encoded key */
+	size_t len;
+	json_t *v;
+} body_member;
+
+static int body_member_cmp(const void *a, const void *b)
+{
+	const body_member *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->enc, y->enc, n);
+	return c != 0 ? c : (x->len < y->len ? -1 : x->len > y->len);
+}
+
+/*
+ * The JSON body as CBOR in the deterministic form of RFC 8949 section 4.2.1
+ * (shortest heads, definite lengths, map keys in the bytewise order of their
+ * encodings): strings -> text, integers -> ints, true/false/null, arrays,
+ * objects -> maps with text keys. Floats are refused; 16 levels at most.
+ */
+static bool body_cbor(ota_cbor_wr *w, const json_t *v, unsigned depth, ota_error *e)
+{
+	if (depth > 16) {
+		ota_error_set(e, OTA_ERR_TOO_DEEP, "body", "nests deeper than 16");
+		return false;
+	}
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		ota_cbor_head(w, 3, json_string_length(v));
+		ota_cbor_put(w, json_string_value(v), json_string_length(v));
+		return true;
+	case JSON_INTEGER:
+		ota_cbor_int(w, (int64_t)json_integer_value(v));
+		return true;
+	case JSON_TRUE:
+		ota_cbor_head(w, 7, 21);
+		return true;
+	case JSON_FALSE:
+		ota_cbor_head(w, 7, 20);
+		return true;
+	case JSON_NULL:
+		ota_cbor_null(w);
+		return true;
+	case JSON_ARRAY: {
+		ota_cbor_head(w, 4, json_array_size(v));
+		for (size_t i = 0; i < json_array_size(v); i++)
+			if (!body_cbor(w, json_array_get(v, i), depth + 1, e))
+				return false;
+		return true;
+	}
+	case JSON_OBJECT: {
+		size_t n = json_object_size(v), i = 0;
+		body_member *m = calloc(n + 1, sizeof *m);
+		if (m == NULL) {
+			ota_error_set(e, OTA_ERR_NOMEM, "body", NULL);
+			return false;
+		}
+		const char *k;
+		json_t *x;
+		bool ok = true;
+		json_object_foreach((json_t *)(uintptr_t)v, k, x) {
+			ota_cbor_wr kw = {0};
+			ota_cbor_head(&kw, 3, strlen(k));
+			ota_cbor_put(&kw, k, strlen(k));
+			m[i++] = (body_member){kw.p, kw.len, x};
+			ok = ok && !kw.oom;
+		}
+		qsort(m, i, sizeof *m, body_member_cmp);
+		ota_cbor_head(w, 5, i);
+		for (size_t j = 0; ok && j < i; j++) {
+			ota_cbor_put(w, m[j].enc, m[j].len);
+			ok = body_cbor(w, m[j].v, depth + 1, e);
+		}
+		for (size_t j = 0; j < i; j++)
+			free(m[j].enc);
+		free(m);
+		if (!ok && e->code == OTA_OK)
+			ota_error_set(e, OTA_ERR_NOMEM, "body", NULL);
+		return ok;
+	}
+	case JSON_REAL:
+	default:
+		ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, "body", "floats have no place in a body");
+		return false;
+	}
+}
+
 /* CLAIMS.json -> signed COSE (new). */
 static ota_err build_signed(const char *key_path, const char *claims_path, uint8_t **out,
                             size_t *out_len, ota_error *e)
@@ -68,7 +173,24 @@ static ota_err build_signed(const char *key_path, const char *claims_path, uint8
 		rc = ota_error_set(e, OTA_ERR_JSON_TYPE, claims_path, "claims must be an object");
 		goto out;
 	}
+	static const char *const top[] = {"iss",      "exp",      "iat",      "cti",  "eat_nonce",
+	                                  "kind",     "txn",      "trust_root", "provider",
+	                                  "adapter",  "platform", "segment",  "policy", "boundary",
+	                                  "prior",    "body",     NULL};
+	static const char *const pn[] = {"canonical", "effective", NULL};
+	static const char *const fn[] = {"os", "architecture", "variant", NULL};
 	json_t *pol = json_object_get(o, "policy"), *plat = json_object_get(o, "platform");
+	if (!known_members(o, "claims", top, e) ||
+	    (pol != NULL && (!json_is_object(pol) || !known_members(pol, "policy", pn, e))) ||
+	    (plat != NULL && (!json_is_object(plat) || !known_members(plat, "platform", fn, e)))) {
+		rc = e->code != OTA_OK ? e->code
+		                       : ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, "claims",
+		                                       "policy and platform are objects");
+		goto out;
+	}
+	json_t *pv = json_object_get(o, "prior");
+	if (pv != NULL && json_is_null(pv))
+		json_object_del(o, "prior"); /* null: the first record of its boundary */
 	if (!copy_claim(o, "iss", a.iss, sizeof a.iss, e) || !copy_claim(o, "kind", a.kind, sizeof a.kind, e) ||
 	    !copy_claim(o, "txn", a.txn, sizeof a.txn, e) ||
 	    !copy_claim(o, "trust_root", a.trust_root, sizeof a.trust_root, e) ||
@@ -87,8 +209,30 @@ static ota_err build_signed(const char *key_path, const char *claims_path, uint8
 	}
 	a.has_prior = a.prior[0] != '\0';
 	json_t *iat = json_object_get(o, "iat"), *exp = json_object_get(o, "exp");
-	a.iat = json_is_integer(iat) ? (int64_t)json_integer_value(iat) : (int64_t)time(NULL);
-	a.exp = json_is_integer(exp) ? (int64_t)json_integer_value(exp) : a.iat + 120;
+	if ((iat != NULL && (!json_is_integer(iat) || json_integer_value(iat) < 0)) ||
+	    (exp != NULL && (!json_is_integer(exp) || json_integer_value(exp) < 0))) {
+		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, iat != NULL && !json_is_integer(iat) ? "iat" : "exp",
+		                   "seconds: a non-negative integer");
+		goto out;
+	}
+	a.iat = iat != NULL ? (int64_t)json_integer_value(iat) : (int64_t)time(NULL);
+	a.exp = exp != NULL ? (int64_t)json_integer_value(exp) : a.iat + 120;
+	const json_t *cti = json_object_get(o, "cti");
+	if (cti != NULL) {
+		uint8_t *cb = NULL;
+		size_t cl = 0;
+		if (!json_is_string(cti) ||
+		    ota_base64_decode(json_string_value(cti), json_string_length(cti), &cb, &cl) !=
+		            OTA_OK ||
+		    cl == 0 || cl > sizeof a.cti) {
+			free(cb);
+			rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, "cti", "base64url of 1..64 bytes");
+			goto out;
+		}
+		memcpy(a.cti, cb, cl);
+		a.cti_len = cl;
+		free(cb);
+	}
 	const char *n64 = json_string_value(json_object_get(o, "eat_nonce"));
 	if (n64 == NULL) {
 		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_MISSING, "eat_nonce", "base64url challenge nonce");
@@ -104,7 +248,24 @@ static ota_err build_signed(const char *key_path, const char *claims_path, uint8
 	memcpy(a.nonce, nonce, nl);
 	a.nonce_len = nl;
 	free(nonce);
-	if ((rc = ota_attestation_encode(&a, &payload, &pl)) != OTA_OK) {
+	ota_cbor_wr bw = {0};
+	const json_t *body = json_object_get(o, "body");
+	if (body != NULL) {
+		if (!body_cbor(&bw, body, 0, e)) {
+			free(bw.p);
+			rc = e->code;
+			goto out;
+		}
+		if (bw.oom) {
+			free(bw.p);
+			rc = ota_error_set(e, OTA_ERR_NOMEM, "body", NULL);
+			goto out;
+		}
+		a.body = ota_bytes_make(bw.p, bw.len);
+	}
+	rc = ota_attestation_encode(&a, &payload, &pl);
+	free(bw.p);
+	if (rc != OTA_OK) {
 		ota_error_set(e, rc, claims_path, "cannot encode the claims");
 		goto out;
 	}

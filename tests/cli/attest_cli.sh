@@ -105,6 +105,32 @@ expect_err attestation_issuer_role
 run 2 "$OTA" attest challenge --url "$U" --txn t
 run 2 "$OTA" attest submit --url "$U"
 
+# ---- CLAIMS.json is strict: body (deterministic CBOR) and cti are carried, nothing unknown ----
+openssl pkey -in "$work/issuer-FIXTURE.pem" -pubout -out "$work/issuer.pub" 2>/dev/null
+payload_hex() { "$OTA_VERIFY" cose --key "$work/issuer.pub" --json "$1" | jq -r .payload | base64 -d | od -v -An -tx1 | tr -d ' \n'; }
+Z=$(printf 'sha256:%064d' 0)
+jq --arg z "$Z" '. + {body: $z, cti: "AAECAw"}' "$work/c1.json" >"$work/cb.json"
+run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/cb.json" --out "$work/cb.cose"
+h=$(payload_hex "$work/cb.cose")
+case "$h" in *64626f64797847$(printf '%s' "$Z" | od -v -An -tx1 | tr -d ' \n')*) pass "body: CBOR text of the identity" ;; *) bad "body not carried: $h" ;; esac
+case "$h" in *074400010203*) pass "cti carried" ;; *) bad "cti not carried: $h" ;; esac
+jq '. + {body: {b: [1, true, null], a: "x"}}' "$work/c1.json" >"$work/cm.json"
+run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/cm.json" --out "$work/cm.cose"
+case "$(payload_hex "$work/cm.cose")" in *64626f6479a26161617861628301f5f6*) pass "body map in deterministic order" ;; *) bad "body map" ;; esac
+jq '. + {colour: "red"}' "$work/c1.json" >"$work/cu.json"
+run 1 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/cu.json" --out "$work/cu.cose"
+expect_err attestation_claim_unknown
+[ ! -e "$work/cu.cose" ] && pass "nothing written for refused claims" || bad "wrote cu.cose"
+jq '. + {body: {x: 1.5}}' "$work/c1.json" >"$work/cf.json"
+run 1 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/cf.json" --out "$work/cf.cose"
+expect_err attestation_claim_type
+jq '. + {iat: "yesterday"}' "$work/c1.json" >"$work/ci.json"
+run 1 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/ci.json" --out "$work/ci.cose"
+expect_err attestation_claim_type
+jq '. + {policy: {canonical: "x", colour: "y"}}' "$work/c1.json" >"$work/cp.json"
+run 1 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/cp.json" --out "$work/cp.cose"
+expect_err attestation_claim_unknown
+
 # ---- raw HTTP ----
 code() { curl -s -o "$work/body" -w '%{http_code}' "$@"; }
 [ "$(code "$U/healthz")" = 200 ] && jq -e '.ok == true' "$work/body" >/dev/null && pass "/healthz" || bad "/healthz"
