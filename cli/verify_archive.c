@@ -1,6 +1,6 @@
 /*
- * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--require-status S]
- *                    [--ledger DB] [--json]
+ * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
+ *                    [--require-status S] [--ledger DB] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
  * 2 on usage or unreadable input; 3 on internal errors.
  */
@@ -14,13 +14,14 @@
 
 static int usage(void)
 {
-	return cli_usage("ota-verify", "archive ARCHIVE --trust PINNED [--at TIME] "
+	return cli_usage("ota-verify", "archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] "
 	                               "[--require-status STATUS] [--ledger DB] [--json]");
 }
 
 int verify_archive(int argc, char **argv)
 {
 	const char *path = NULL, *pinned = NULL, *at = NULL, *status = NULL, *ledger = NULL;
+	const char *max_age = NULL;
 	bool json = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -31,6 +32,8 @@ int verify_archive(int argc, char **argv)
 			pinned = argv[++i];
 		else if (strcmp(a, "--at") == 0 && more)
 			at = argv[++i];
+		else if (strcmp(a, "--max-age") == 0 && more)
+			max_age = argv[++i];
 		else if (strcmp(a, "--require-status") == 0 && more)
 			status = argv[++i];
 		else if (strcmp(a, "--ledger") == 0 && more)
@@ -46,6 +49,13 @@ int verify_archive(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.require_status = status;
 	o.ledger = ledger;
+	if (max_age != NULL) {
+		char *end = NULL;
+		long long v = strtoll(max_age, &end, 10);
+		if (end == max_age || *end != '\0' || v <= 0 || v > 100LL * 366 * 86400)
+			return usage();
+		o.max_age = (int64_t)v;
+	}
 	if (at != NULL) {
 		if (ota_trust_time_parse(at, &o.at) != OTA_OK)
 			return usage();

@@ -1552,6 +1552,13 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 	for (size_t i = 0; i < v.a->natt; i++)
 		attestation_check(&v, i);
 	structure_checks(&v);
+	if (o->max_age > 0) {
+		int64_t now = o->have_at ? o->at : ota_clock_now(NULL);
+		if (v.signed_at < now - o->max_age || v.signed_at > now + 300)
+			fail(r, OTA_ERR_ARCHIVE_STALE, "receipt.signed_at",
+			     "signed at %lld, the verifier's time is %lld, at most %lld s old accepted",
+			     (long long)v.signed_at, (long long)now, (long long)o->max_age);
+	}
 	if (o->require_status != NULL && !seq(r->status, o->require_status))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_NOT_REQUIRED, "status", "derived %s, required %s",
 		     r->status, o->require_status);

@@ -102,6 +102,15 @@ typedef struct ota_archive_verify_opts {
 	const char *require_status; /* NULL: none */
 	const char *ledger;         /* sqlite file recording used challenges; NULL: none */
 	size_t max_failures;        /* 0: 64 */
+	/*
+	 * > 0: the receipt's signed_at must lie within max_age seconds before
+	 * the verifier's time (`at` when have_at, else the system clock) and
+	 * at most 300 s after it (archive_stale). Runner-owned records are
+	 * judged at times the runner itself recorded, so a stolen runner key,
+	 * revoked since, could sign a backdated archive; a merge gate that
+	 * only takes fresh archives closes that window.
+	 */
+	int64_t max_age;
 } ota_archive_verify_opts;
 
 /* The verdict: every failed check by its error name, the derived status. */
