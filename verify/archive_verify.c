@@ -1029,6 +1029,35 @@ static void error_check(vctx *v, walk *w, const char *where, const json_t *seg,
 	w->counts_exit = !has; /* as the runner: an errored segment reports no exit status */
 }
 
+/* A segment's terminal record: its kind, the receipt's names for it, its binding. */
+static void terminal_named(vctx *v, const char *where, const json_t *seg, const char *sid,
+                           att_info *ta, const json_t *term)
+{
+	ota_archive_report *r = v->r;
+	if (!seq(sget(term, "kind"), "ota.application/v1") || !seq(sget(term, "phase"), "terminal"))
+		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where,
+		     "the terminal attestation signs another record");
+	if (!seq(sget(seg, "terminal_attestation_identity"), att_id(v, ta)) ||
+	    !seq(sget(seg, "terminal_application_identity"), ta->record))
+		fail(r, OTA_ERR_ARCHIVE_TERMINAL_MISSING, where,
+		     "the receipt names another terminal application");
+	if (!bound_to_segment(ta, sid, seg) || !seq(sget(term, "segment"), sid) ||
+	    !seq(sget(term, "txn"), v->txn))
+		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
+		     "the terminal application is bound to another segment or policy");
+}
+
+/* The segment's exit status, timeout and error are the terminal record's. */
+static void terminal_outcome(vctx *v, walk *w, const char *where, const json_t *seg,
+                             const json_t *term)
+{
+	if (!json_equal(json_object_get(seg, "exit_status"), json_object_get(term, "exit_status")) ||
+	    !json_equal(json_object_get(seg, "timed_out"), json_object_get(term, "timed_out")))
+		fail(v->r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, where,
+		     "exit status or timeout differs from the terminal record");
+	error_check(v, w, where, seg, term);
+}
+
 /* The rendered policy a segment names (it may be rendered before a break). */
 static const json_t *rendered_of(vctx *v, const char *where, const json_t *seg, const char *sid,
                                  const char *rid, char cfg[OTA_ID_LEN + 1])
@@ -1065,23 +1094,13 @@ static const char *broken_before_initial(vctx *v, walk *w, const json_t *seg, co
 		fail(r, OTA_ERR_ARCHIVE_INITIAL_MISSING, where, "no signed initial application");
 		return "not_started";
 	}
-	if (!seq(sget(term, "kind"), "ota.application/v1") || !seq(sget(term, "phase"), "terminal"))
-		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where,
-		     "the terminal attestation signs another record");
+	terminal_named(v, where, seg, sid, ta, term);
 	if (json_object_get(seg, "initial_attestation_identity") != NULL ||
 	    !json_is_null(json_object_get(seg, "initial_application_identity")) ||
 	    !json_is_null(json_object_get(seg, "applied_policy_identity")))
 		fail(r, OTA_ERR_ARCHIVE_INITIAL_MISSING, where,
 		     "the receipt names an initial application or applied policy the lane does not "
 		     "carry");
-	if (!seq(sget(seg, "terminal_attestation_identity"), att_id(v, ta)) ||
-	    !seq(sget(seg, "terminal_application_identity"), ta->record))
-		fail(r, OTA_ERR_ARCHIVE_TERMINAL_MISSING, where,
-		     "the receipt names another terminal application");
-	if (!bound_to_segment(ta, sid, seg) || !seq(sget(term, "segment"), sid) ||
-	    !seq(sget(term, "txn"), v->txn))
-		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
-		     "the terminal application is bound to another segment or policy");
 	if (ta->claims.has_prior || !json_is_null(json_object_get(term, "prior")))
 		fail(r, OTA_ERR_ARCHIVE_PRIOR_MISMATCH, where,
 		     "a terminal application without an initial one has no prior");
@@ -1107,12 +1126,8 @@ static const char *broken_before_initial(vctx *v, walk *w, const json_t *seg, co
 	if (!seq(sget(seg, "status"), derived))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where, "status %s, derived %s",
 		     sget(seg, "status") != NULL ? sget(seg, "status") : "(none)", derived);
-	if (!json_equal(json_object_get(seg, "exit_status"), json_object_get(term, "exit_status")) ||
-	    !json_equal(json_object_get(seg, "timed_out"), json_object_get(term, "timed_out")))
-		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, where,
-		     "exit status or timeout differs from the terminal record");
+	terminal_outcome(v, w, where, seg, term);
 	snprintf(w->prev_terminal, sizeof w->prev_terminal, "%s", ta->record);
-	error_check(v, w, where, seg, term);
 	w->counts_exit = false;
 	return derived;
 }
@@ -1238,17 +1253,7 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 		*started = true;
 		return "enforcement_unknown_after_interruption";
 	}
-	if (!seq(sget(term, "kind"), "ota.application/v1") || !seq(sget(term, "phase"), "terminal"))
-		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_KIND, where,
-		     "the terminal attestation signs another record");
-	if (!seq(sget(seg, "terminal_attestation_identity"), att_id(v, ta)) ||
-	    !seq(sget(seg, "terminal_application_identity"), ta->record))
-		fail(r, OTA_ERR_ARCHIVE_TERMINAL_MISSING, where,
-		     "the receipt names another terminal application");
-	if (!bound_to_segment(ta, sid, seg) || !seq(sget(term, "segment"), sid) ||
-	    !seq(sget(term, "txn"), v->txn))
-		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
-		     "the terminal application is bound to another segment or policy");
+	terminal_named(v, where, seg, sid, ta, term);
 	if (!ta->claims.has_prior || !seq(ta->claims.prior, att_id(v, ia)) ||
 	    !seq(sget(term, "prior"), ia->record))
 		fail(r, OTA_ERR_ARCHIVE_PRIOR_MISMATCH, where,
@@ -1257,7 +1262,6 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 		fail(r, OTA_ERR_ARCHIVE_BOUNDARY_MISMATCH, where,
 		     "the terminal application is about another boundary");
 	snprintf(w->prev_terminal, sizeof w->prev_terminal, "%s", ta->record);
-	error_check(v, w, where, seg, term);
 	/* derived status of the segment */
 	const char *state = sget(term, "state");
 	const json_t *cl = json_object_get(term, "cleanup");
@@ -1272,10 +1276,7 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	if (!seq(sget(seg, "status"), derived))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where, "status %s, derived %s",
 		     sget(seg, "status") != NULL ? sget(seg, "status") : "(none)", derived);
-	if (!json_equal(json_object_get(seg, "exit_status"), json_object_get(term, "exit_status")) ||
-	    !json_equal(json_object_get(seg, "timed_out"), json_object_get(term, "timed_out")))
-		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, where,
-		     "exit status or timeout differs from the terminal record");
+	terminal_outcome(v, w, where, seg, term);
 	return derived;
 }
 
