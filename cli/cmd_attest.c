@@ -48,6 +48,32 @@ static bool copy_claim(json_t *o, const char *k, char *dst, size_t cap, ota_erro
 	return true;
 }
 
+/* A base64url claim of 1..cap bytes into dst (absent: *len 0, or refused when required). */
+static bool b64_claim(json_t *o, const char *k, bool required, uint8_t *dst, size_t cap,
+                      size_t *len, ota_error *e)
+{
+	const json_t *v = json_object_get(o, k);
+	*len = 0;
+	if (v == NULL) {
+		if (required)
+			ota_error_set(e, OTA_ERR_ATT_CLAIM_MISSING, k, "base64url bytes");
+		return !required;
+	}
+	uint8_t *b = NULL;
+	size_t n = 0;
+	if (!json_is_string(v) ||
+	    ota_base64_decode(json_string_value(v), json_string_length(v), &b, &n) != OTA_OK ||
+	    n == 0 || n > cap) {
+		free(b);
+		ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, k, "base64url of 1..%zu bytes", cap);
+		return false;
+	}
+	memcpy(dst, b, n);
+	*len = n;
+	free(b);
+	return true;
+}
+
 /* Members of o all in names (NULL-terminated); else attestation_claim_unknown. */
 static bool known_members(json_t *o, const char *where, const char *const *names, ota_error *e)
 {
@@ -217,37 +243,11 @@ static ota_err build_signed(const char *key_path, const char *claims_path, uint8
 	}
 	a.iat = iat != NULL ? (int64_t)json_integer_value(iat) : (int64_t)time(NULL);
 	a.exp = exp != NULL ? (int64_t)json_integer_value(exp) : a.iat + 120;
-	const json_t *cti = json_object_get(o, "cti");
-	if (cti != NULL) {
-		uint8_t *cb = NULL;
-		size_t cl = 0;
-		if (!json_is_string(cti) ||
-		    ota_base64_decode(json_string_value(cti), json_string_length(cti), &cb, &cl) !=
-		            OTA_OK ||
-		    cl == 0 || cl > sizeof a.cti) {
-			free(cb);
-			rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, "cti", "base64url of 1..64 bytes");
-			goto out;
-		}
-		memcpy(a.cti, cb, cl);
-		a.cti_len = cl;
-		free(cb);
-	}
-	const char *n64 = json_string_value(json_object_get(o, "eat_nonce"));
-	if (n64 == NULL) {
-		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_MISSING, "eat_nonce", "base64url challenge nonce");
+	if (!b64_claim(o, "cti", false, a.cti, sizeof a.cti, &a.cti_len, e) ||
+	    !b64_claim(o, "eat_nonce", true, a.nonce, sizeof a.nonce, &a.nonce_len, e)) {
+		rc = e->code;
 		goto out;
 	}
-	uint8_t *nonce = NULL;
-	size_t nl = 0;
-	if (ota_base64_decode(n64, strlen(n64), &nonce, &nl) != OTA_OK || nl > sizeof a.nonce) {
-		free(nonce);
-		rc = ota_error_set(e, OTA_ERR_BAD_BASE64, "eat_nonce", "not base64url of 16..64 bytes");
-		goto out;
-	}
-	memcpy(a.nonce, nonce, nl);
-	a.nonce_len = nl;
-	free(nonce);
 	ota_cbor_wr bw = {0};
 	const json_t *body = json_object_get(o, "body");
 	if (body != NULL) {
