@@ -381,11 +381,9 @@ static void enqueue(ota_attestd *d, struct MHD_Connection *c, req *r)
 {
 	r->conn = c;
 	r->state = RQ_QUEUED;
-	r->counted = true;
-	atomic_fetch_add(&d->inflight, 1);
 	MHD_suspend_connection(c); /* before the committer can see r */
 	pthread_mutex_lock(&d->mu);
-	if (d->closing) {
+	if (d->closing) { /* not counted: the stop does not wait for this answer */
 		pthread_mutex_unlock(&d->mu);
 		answer_fail(d, &r->ans, r->method, r->url, OTA_ERR_HTTP_UNAVAILABLE, "attestd",
 		            "shutting down");
@@ -393,6 +391,8 @@ static void enqueue(ota_attestd *d, struct MHD_Connection *c, req *r)
 		MHD_resume_connection(c);
 		return;
 	}
+	r->counted = true;
+	atomic_fetch_add(&d->inflight, 1);
 	r->next = NULL;
 	if (d->qtail != NULL)
 		d->qtail->next = r;

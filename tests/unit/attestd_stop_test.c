@@ -1,0 +1,268 @@
+/*
+ * ota-attestd stopped under load (ota_attestd_stop, what SIGTERM does):
+ * eight clients keep submitting while the endpoint stops. Every submission
+ * ends as an acceptance (201), a 503 http_unavailable (arrived while
+ * stopping) or a transport error (after the listener closed); nothing
+ * else. Every acknowledged acceptance is in the store and verifies (batch
+ * form), and the store holds exactly the acknowledged ones: the queued
+ * jobs were committed and answered, none committed without its answer.
+ * Resubmitted to a restarted endpoint, each is a replay.
+ */
+#include "test_util.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ota/acceptance.h"
+#include "ota/attestd.h"
+#include "ota/cose.h"
+
+#define N_ATT 1200
+#define CLIENTS 8
+
+typedef struct fx {
+	char *dir;
+	char root_path[512], key_path[512], db_path[512];
+	ota_key *root_key, *issuer_key, *verifier_key;
+	ota_trust_root *root;
+	char url[64];
+	uint8_t *msg[N_ATT];
+	size_t len[N_ATT];
+	char acked[N_ATT][OTA_ID_LEN + 1]; /* "" unless acknowledged */
+	atomic_int next, n_acked, n_unavailable, n_transport, n_unexpected;
+} fx;
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+	assert_ota(ota_file_write_atomic(path, ota_bytes_make(p, n), 0600, NULL), OTA_OK);
+}
+
+static void opts_for(fx *f, ota_attestd_opts *o)
+{
+	ota_attestd_opts_init(o);
+	o->port = 0;
+	o->db_path = f->db_path;
+	o->trust_root_path = f->root_path;
+	o->verifier_key_path = f->key_path;
+	o->threads = 2;
+	o->max_batch = 8; /* many batches in flight when the stop comes */
+	o->timeout_s = 5;
+}
+
+static int setup(void **state)
+{
+	fx *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->dir = test_tmpdir();
+	snprintf(f->root_path, sizeof f->root_path, "%s/root.json", f->dir);
+	snprintf(f->key_path, sizeof f->key_path, "%s/verifier-FIXTURE.pem", f->dir);
+	snprintf(f->db_path, sizeof f->db_path, "%s/attestd.db", f->dir);
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->root_key), OTA_OK);
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->issuer_key), OTA_OK);
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->verifier_key), OTA_OK);
+	int64_t now = (int64_t)time(NULL);
+	ota_error e = {0};
+	ota_trust_draft *d = NULL;
+	const ota_key *rk[1] = {f->root_key};
+	const char *t1[1] = {"oci_remote"}, *t2[1] = {"*"};
+	assert_ota(ota_trust_draft_new("stop.test", rk, 1, 1, now - 3600, now + 86400, &d, &e), OTA_OK);
+	assert_ota(ota_trust_draft_add_principal(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, NULL, 0, NULL, 0,
+	                                         t1, 1, &e),
+	           OTA_OK);
+	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", f->issuer_key, OTA_ALG_NONE, now - 3600, 0, &e),
+	           OTA_OK);
+	assert_ota(ota_trust_draft_add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, NULL, 0,
+	                                         NULL, 0, t2, 1, &e),
+	           OTA_OK);
+	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", f->verifier_key, OTA_ALG_NONE,
+	                                   now - 3600, 0, &e),
+	           OTA_OK);
+	assert_ota(ota_trust_draft_finish(d, &f->root, &e), OTA_OK);
+	ota_trust_draft_free(d);
+	assert_ota(ota_trust_root_sign(f->root, f->root_key, NULL, &e), OTA_OK);
+	char *json = NULL, *pem = NULL;
+	size_t jl = 0, pl = 0;
+	assert_ota(ota_trust_root_serialize(f->root, &json, &jl, &e), OTA_OK);
+	write_file(f->root_path, json, jl);
+	free(json);
+	assert_ota(ota_key_private_pem(f->verifier_key, &pem, &pl), OTA_OK);
+	write_file(f->key_path, pem, pl);
+	ota_wipe(pem, pl);
+	free(pem);
+
+	/* challenges issued in the endpoint's store, attestations signed */
+	ota_nonce_store *st = NULL;
+	assert_ota(ota_nonce_store_open(f->db_path, NULL, &st, &e), OTA_OK);
+	static ota_nonce_op ops[N_ATT];
+	const ota_nonce_binding b = {"txn-stop", "issuer:acme", "oci_remote"};
+	for (int i = 0; i < N_ATT; i++) {
+		memset(&ops[i], 0, sizeof ops[i]);
+		ops[i].kind = OTA_NONCE_OP_ISSUE;
+		ops[i].binding = &b;
+	}
+	assert_ota(ota_nonce_store_commit_batch(st, ops, N_ATT, now, &e), OTA_OK);
+	ota_nonce_store_close(st);
+	ota_cose_sign_opts so;
+	memset(&so, 0, sizeof so);
+	so.include_kid = true;
+	for (int i = 0; i < N_ATT; i++) {
+		assert_ota(ops[i].result, OTA_OK);
+		ota_attestation a;
+		memset(&a, 0, sizeof a);
+		snprintf(a.iss, sizeof a.iss, "issuer:acme");
+		a.iat = now;
+		a.exp = now + 600;
+		memcpy(a.nonce, ops[i].challenge.nonce, ops[i].challenge.nonce_len);
+		a.nonce_len = ops[i].challenge.nonce_len;
+		snprintf(a.kind, sizeof a.kind, "initial_application");
+		snprintf(a.txn, sizeof a.txn, "txn-stop");
+		snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->root));
+		snprintf(a.provider, sizeof a.provider, "oci_remote");
+		snprintf(a.boundary, sizeof a.boundary, "b-%d", i);
+		uint8_t *p = NULL;
+		size_t plen = 0;
+		assert_ota(ota_attestation_encode(&a, &p, &plen), OTA_OK);
+		assert_ota(ota_cose_sign1_sign(f->issuer_key, ota_bytes_make(p, plen), &so, &f->msg[i],
+		                               &f->len[i], &e),
+		           OTA_OK);
+		free(p);
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx *f = *state;
+	for (int i = 0; i < N_ATT; i++)
+		free(f->msg[i]);
+	ota_trust_root_free(f->root);
+	ota_key_free(f->root_key);
+	ota_key_free(f->issuer_key);
+	ota_key_free(f->verifier_key);
+	test_rmtree(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+static void *client(void *p)
+{
+	fx *f = p;
+	for (;;) {
+		int i = atomic_fetch_add(&f->next, 1);
+		if (i >= N_ATT)
+			return NULL;
+		char *ans = NULL;
+		ota_error e = {0};
+		ota_err rc = ota_attest_client_submit(f->url, ota_bytes_make(f->msg[i], f->len[i]), &ans, &e);
+		if (rc == OTA_OK) {
+			json_t *o = json_loads(ans, 0, NULL);
+			const char *id = json_string_value(json_object_get(o, "attestation"));
+			if (id != NULL && strlen(id) == OTA_ID_LEN) {
+				memcpy(f->acked[i], id, OTA_ID_LEN + 1);
+				atomic_fetch_add(&f->n_acked, 1);
+			} else {
+				atomic_fetch_add(&f->n_unexpected, 1);
+			}
+			json_decref(o);
+			free(ans);
+		} else if (rc == OTA_ERR_HTTP_UNAVAILABLE) {
+			atomic_fetch_add(&f->n_unavailable, 1);
+		} else if (rc == OTA_ERR_HTTP_TRANSPORT) {
+			atomic_fetch_add(&f->n_transport, 1);
+			return NULL; /* the endpoint is gone */
+		} else {
+			atomic_fetch_add(&f->n_unexpected, 1); /* cmocka is not thread-safe */
+		}
+	}
+}
+
+static void test_stop_under_load(void **state)
+{
+	fx *f = *state;
+	ota_attestd_opts o;
+	opts_for(f, &o);
+	ota_attestd *d = NULL;
+	ota_error e = {0};
+	assert_ota(ota_attestd_start(&o, &d, &e), OTA_OK);
+	snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", (unsigned)ota_attestd_port(d));
+	pthread_t th[CLIENTS];
+	for (int i = 0; i < CLIENTS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, client, f), 0);
+	/* stop once a few dozen are through, the others in flight */
+	struct timespec ms = {0, 1000000};
+	for (int i = 0; i < 20000 && atomic_load(&f->n_acked) < 40; i++)
+		nanosleep(&ms, NULL);
+	ota_attestd_stop(d);
+	for (int i = 0; i < CLIENTS; i++)
+		pthread_join(th[i], NULL);
+	int acked = atomic_load(&f->n_acked);
+	fprintf(stderr, "attestd_stop_test: %d acknowledged, %d answered 503, %d transport errors\n",
+	        acked, atomic_load(&f->n_unavailable), atomic_load(&f->n_transport));
+	assert_int_equal(atomic_load(&f->n_unexpected), 0);
+	assert_true(acked >= 40);
+	assert_true(acked < N_ATT); /* the stop came first */
+
+	/* the store holds exactly the acknowledged acceptances, each valid */
+	ota_nonce_store *st = NULL;
+	assert_ota(ota_nonce_store_open(f->db_path, NULL, &st, &e), OTA_OK);
+	uint64_t live = 0, consumed = 0, stored = 0;
+	assert_ota(ota_nonce_store_counts(st, &live, &consumed, &stored, &e), OTA_OK);
+	assert_int_equal(stored, (uint64_t)acked);
+	assert_int_equal(consumed, (uint64_t)acked);
+	for (int i = 0; i < N_ATT; i++) {
+		if (f->acked[i][0] == '\0')
+			continue;
+		uint8_t *acc = NULL;
+		size_t al = 0;
+		assert_ota(ota_nonce_store_acceptance_get(st, f->acked[i], NULL, NULL, &acc, &al, &e), OTA_OK);
+		ota_acceptance ap;
+		assert_ota(ota_acceptance_verify(ota_bytes_make(acc, al), f->root, (int64_t)time(NULL), &ap, &e),
+		           OTA_OK);
+		assert_string_equal(ap.attestation, f->acked[i]);
+		free(acc);
+	}
+	ota_nonce_store_close(st);
+
+	/* restarted: an acknowledged one again is a replay, an unanswered one
+	 * is still accepted */
+	assert_ota(ota_attestd_start(&o, &d, &e), OTA_OK);
+	snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", (unsigned)ota_attestd_port(d));
+	int replayed = 0, fresh = -1;
+	for (int i = 0; i < N_ATT; i++) {
+		if (f->acked[i][0] == '\0') {
+			if (fresh < 0)
+				fresh = i;
+			continue;
+		}
+		if (replayed < 20) {
+			char *ans = NULL;
+			ota_error_clear(&e);
+			assert_ota(ota_attest_client_submit(f->url, ota_bytes_make(f->msg[i], f->len[i]), &ans,
+			                                    &e),
+			           OTA_ERR_NONCE_REPLAYED);
+			replayed++;
+		}
+	}
+	assert_true(fresh >= 0);
+	char *ans = NULL;
+	assert_ota(ota_attest_client_submit(f->url, ota_bytes_make(f->msg[fresh], f->len[fresh]), &ans, &e),
+	           OTA_OK);
+	free(ans);
+	ota_attestd_stop(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stop_under_load, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
