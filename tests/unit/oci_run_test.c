@@ -73,10 +73,15 @@ static bool runtime_available(ota_oci_runtime_kind k)
 	                                : "command -v runc >/dev/null 2>&1") == 0;
 }
 
+/* The fixture of the running test: the teardown releases it even when an
+ * assertion left the test early (its nested mounts, containers, files). */
+static fx *g_live;
+
 static fx *fx_new(ota_oci_runtime_kind kind)
 {
 	fx *f = calloc(1, sizeof *f);
 	assert_non_null(f);
+	g_live = f;
 	f->kind = kind;
 	f->tmp = test_tmpdir();
 	snprintf(f->repo, sizeof f->repo, "%s/repo", f->tmp);
@@ -113,19 +118,45 @@ static int count_containers(const fx *f)
 	return n;
 }
 
-static void fx_free(fx *f)
+/* Unmounts, deletes what is left under the runtime root, removes the files. */
+static void fx_release(fx *f)
 {
-	assert_int_equal(count_containers(f), 0);
 	umount2(f->repo, MNT_DETACH); /* in case a test left a nested mount */
 	char p[1024];
 	snprintf(p, sizeof p, "%s/sub", f->repo);
 	umount2(p, MNT_DETACH);
 	snprintf(p, sizeof p, "%s/work/m", f->repo);
 	umount2(p, MNT_DETACH);
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+	         "%s --root '%s' list -q 2>/dev/null | xargs -r -n1 %s --root '%s' delete -f "
+	         ">/dev/null 2>&1",
+	         f->kind == OTA_OCI_CRUN ? "crun" : "runc", f->rtroot,
+	         f->kind == OTA_OCI_CRUN ? "crun" : "runc", f->rtroot);
+	if (system(cmd) != 0) { /* best effort: the test has already failed */
+	}
 	test_rmtree(f->tmp);
 	rmdir(f->rtroot);
 	free(f->tmp);
 	free(f);
+	if (g_live == f)
+		g_live = NULL;
+}
+
+/* Asserts that the test left no container, then releases the fixture. */
+static void fx_free(fx *f)
+{
+	int left = count_containers(f);
+	fx_release(f);
+	assert_int_equal(left, 0);
+}
+
+static int fx_teardown(void **state)
+{
+	(void)state;
+	if (g_live != NULL)
+		fx_release(g_live);
+	return 0;
 }
 
 static void on_output(void *ctx, int fd, const uint8_t *p, size_t n)
@@ -876,21 +907,21 @@ int main(void)
 		return 0;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic_runc),
-		cmocka_unit_test(test_basic_crun),
-		cmocka_unit_test(test_gate_runc),
-		cmocka_unit_test(test_gate_crun),
-		cmocka_unit_test(test_escapes_runc),
-		cmocka_unit_test(test_escapes_crun),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_toctou_runc),
-		cmocka_unit_test(test_toctou_crun),
-		cmocka_unit_test(test_timeout),
-		cmocka_unit_test(test_sigint),
-		cmocka_unit_test(test_sigterm),
-		cmocka_unit_test(test_sigkill_runc),
-		cmocka_unit_test(test_sigkill_crun),
-		cmocka_unit_test(test_upstream_example_debian),
+		cmocka_unit_test_teardown(test_basic_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_basic_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_gate_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_gate_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_escapes_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_escapes_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_refusals, fx_teardown),
+		cmocka_unit_test_teardown(test_toctou_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_toctou_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_timeout, fx_teardown),
+		cmocka_unit_test_teardown(test_sigint, fx_teardown),
+		cmocka_unit_test_teardown(test_sigterm, fx_teardown),
+		cmocka_unit_test_teardown(test_sigkill_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_sigkill_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_upstream_example_debian, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
