@@ -63,6 +63,10 @@ void cli_archive_chain_free(cli_archive_chain *c);
 ota_err cli_archive_runner_principal(const cli_archive_chain *c, const struct ota_key *key,
                                      int64_t now, char *out, size_t cap, ota_error *e);
 /* Builds and writes the archive (path NULL: REPO/.ota/archives/TXN.json), prints the path. */
+/* Creates the directories leading to path (not its last component); path is
+ * restored. */
+ota_err cli_mkdirs(char *path);
+
 int cli_archive_write(const struct ota_archive_input *in, const char *path, const char *repo,
                       const char *txn, bool quiet);
 /* policy group: validate, tasks, workflows, policy (show). */

@@ -93,7 +93,7 @@ ota_err cli_archive_runner_principal(const cli_archive_chain *c, const ota_key *
 	return rc;
 }
 
-static ota_err mkdirs(char *path)
+ota_err cli_mkdirs(char *path)
 {
 	for (char *p = path + 1; *p != '\0'; p++) {
 		if (*p != '/')
@@ -122,7 +122,7 @@ int cli_archive_write(const ota_archive_input *in, const char *path, const char 
 	ota_error_clear(&e);
 	char *text = NULL;
 	size_t n = 0;
-	ota_err rc = mkdirs(tmp);
+	ota_err rc = cli_mkdirs(tmp);
 	if (rc != OTA_OK)
 		ota_error_set(&e, rc, path, "cannot create the archive directory");
 	if (rc == OTA_OK)

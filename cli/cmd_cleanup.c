@@ -124,6 +124,7 @@ int cmd_cleanup(int argc, char **argv)
 	if (rc == OTA_OK && rep != NULL && key != NULL)
 		rc = sign_report(rep, key, nonce_db, issuer, trust_root, &e);
 	if (rc == OTA_OK && rep != NULL && evidence != NULL) {
+		json_object_set_new(rep, "ok", json_true()); /* finalized and signed */
 		char *text = ota_json_dumps(rep, true);
 		if (text == NULL)
 			rc = ota_error_set(&e, OTA_ERR_NOMEM, evidence, NULL);

@@ -70,6 +70,38 @@ static void on_output(void *ctx, int fd, const uint8_t *p, size_t n)
 	fflush(f);
 }
 
+/*
+ * A dead runner's lease this run finalized: its cleanup record (signed with
+ * --key) as an ota.cleanup_report/v1 of its own, written atomically to
+ * REPO/.ota/cleanup/CONTAINER.json (it belongs to another transaction, not
+ * to this run's receipt).
+ */
+static void on_orphan(void *ctx, const json_t *rec, ota_err signing)
+{
+	const char *repo = ctx;
+	const char *id = json_string_value(json_object_get(rec, "container_id"));
+	char path[4096];
+	snprintf(path, sizeof path, "%s/.ota/cleanup/%s.json", repo != NULL ? repo : ".",
+	         id != NULL ? id : "unknown");
+	json_t *rep = json_pack("{s:s, s:[O], s:i, s:b}", "kind", "ota.cleanup_report/v1",
+	                        "finalized", rec, "skipped_live", 0, "ok", signing == OTA_OK);
+	if (rep != NULL && signing != OTA_OK)
+		json_object_set_new(rep, "error", json_pack("{s:s}", "code", ota_err_name(signing)));
+	char *text = rep != NULL ? ota_json_dumps(rep, true) : NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = text == NULL ? ota_error_set(&e, OTA_ERR_NOMEM, path, NULL) : cli_mkdirs(path);
+	if (rc == OTA_OK)
+		rc = ota_file_write_atomic(path, ota_bytes_make(text, strlen(text)), 0644, &e);
+	if (rc == OTA_OK)
+		fprintf(stderr, "ota: finalized a dead runner's lease %s; cleanup evidence %s\n",
+		        id != NULL ? id : "?", path);
+	else
+		fprintf(stderr, "ota: cleanup evidence %s not written: %s\n", path, ota_err_name(rc));
+	free(text);
+	json_decref(rep);
+}
+
 static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overlay **out,
                             ota_archive_overlay_src *keep, ota_error *e)
 {
@@ -271,6 +303,8 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ota_runner_opts ro;
 	memset(&ro, 0, sizeof ro);
 	ro.repo = repo;
+	ro.on_orphan = on_orphan;
+	ro.on_orphan_ctx = (void *)(uintptr_t)repo;
 	ro.rootfs = o.rootfs;
 	ro.image_store = o.store != NULL ? o.store : getenv("OTA_IMAGE_STORE");
 	ro.timeout_seconds = o.timeout;

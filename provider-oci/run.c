@@ -58,6 +58,7 @@ void ota_oci_result_clear(ota_oci_result *r)
 	json_decref(r->applied);
 	json_decref(r->initial);
 	json_decref(r->terminal_record);
+	json_decref(r->finalized_orphans);
 	memset(r, 0, sizeof *r);
 	r->exit_status = -1;
 }
@@ -561,7 +562,10 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		ota_error ce;
 		ota_error_clear(&ce);
 		(void)oci_cleanup_db(&o, db, fin, &skipped, &ce);
-		json_decref(fin);
+		if (fin != NULL && json_array_size(fin) > 0)
+			out->finalized_orphans = fin;
+		else
+			json_decref(fin);
 	}
 	rc = oci_lease_begin(db, out->container_id, o.txn, &rt, bundle,
 	                     json_string_value(json_object_get(out->rendered, "config_identity")),

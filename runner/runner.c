@@ -746,6 +746,27 @@ static ota_err segment_signed_finish(signer *s, char tid[OTA_ID_LEN + 1], ota_er
 	return rc;
 }
 
+/* Dead runners' leases this segment finalized: signed (with a key) and reported. */
+static void report_orphans(const ota_runner_opts *o, json_t *fin)
+{
+	size_t i;
+	json_t *rec;
+	json_array_foreach(fin, i, rec)
+	{
+		ota_err src = OTA_OK;
+		if (o->runner_key != NULL) {
+			json_t *att = NULL;
+			ota_error e;
+			ota_error_clear(&e);
+			src = ota_runner_sign_cleanup(o, rec, &att, &e);
+			if (src == OTA_OK)
+				json_object_set_new(rec, "attestation", att);
+		}
+		if (o->on_orphan != NULL)
+			o->on_orphan(o->on_orphan_ctx, rec, src);
+	}
+}
+
 /* ---- the lane ---- */
 
 static ota_oci_terminal worst(ota_oci_terminal a, ota_oci_terminal b)
@@ -955,6 +976,7 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 			}
 		}
 		sg.pre = NULL; /* pre lives in this iteration only */
+		report_orphans(o, r.finalized_orphans);
 		any_started = any_started || r.started;
 		overall = worst(overall, r.terminal);
 		json_object_set_new(srec, "status", json_string(ota_oci_terminal_name(r.terminal)));

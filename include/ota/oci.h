@@ -272,6 +272,9 @@ typedef struct ota_oci_result {
 	json_t *applied;       /* ota.applied_policy/v1 */
 	json_t *initial;       /* ota.application/v1 phase initial */
 	json_t *terminal_record; /* ota.application/v1 phase terminal (always set on return) */
+	/* cleanup records (phase cleanup, as ota_oci_cleanup reports them) of
+	 * dead runners' leases finalized before this one was taken; NULL: none */
+	json_t *finalized_orphans;
 } ota_oci_result;
 
 /* Releases the json members and zeroes r. NULL ok. */

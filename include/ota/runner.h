@@ -43,6 +43,16 @@ typedef struct ota_runner_opts {
 	ota_nonce_store *nonces;
 	const char *issuer;     /* iss and challenge issuer; NULL: "runner:local" */
 	const char *trust_root; /* trust-root identity bound into payloads; NULL: "none" */
+	/*
+	 * Orphans: leases of dead runners that a segment finalized before it
+	 * took its own. Each cleanup record (with runner_key, signed as
+	 * ota_runner_sign_cleanup signs it and carrying it as "attestation")
+	 * is handed to on_orphan with the signing's outcome (OTA_OK also
+	 * without a key); it is not part of this run's receipt (it belongs to
+	 * another transaction). NULL: not reported.
+	 */
+	void (*on_orphan)(void *ctx, const json_t *finalized, ota_err signing);
+	void *on_orphan_ctx;
 } ota_runner_opts;
 
 /* One effective segment mapped onto an oci_local plan. */

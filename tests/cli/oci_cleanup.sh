@@ -10,7 +10,8 @@ command -v runc >/dev/null && command -v sqlite3 >/dev/null || { echo "SKIP: run
 tmp=$(mktemp -d /tmp/ota-oci-cleanup-XXXXXX)
 root=/run/ota/test-cleanup-$$
 id=ota-cleanup-test-$$
-trap 'runc --root "$root" delete --force "$id" >/dev/null 2>&1 || true; rm -rf "$tmp" "$root"' EXIT
+trap 'for c in "$id" ota-cleanup-run-$$; do runc --root "$root" delete --force "$c" >/dev/null 2>&1 || true; done
+  "$OTA" cleanup --lease-db "$tmp/leases.db" >/dev/null 2>&1 || true; rm -rf "$tmp" "$root"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 db=$tmp/leases.db
 
@@ -76,4 +77,62 @@ live=$(sqlite3 "$db" "SELECT coalesce(terminal, 'open') FROM oci_lease WHERE id 
 [ "$live" = open ] || fail "live runner's lease was finalized"
 # idempotent: nothing left to finalize for dead runners
 "$OTA" cleanup --lease-db "$db" --json | jq -e '(.finalized | length) == 0' >/dev/null || fail "second cleanup"
+
+# ---- an orphan finalized by the next `ota run` (not `ota cleanup`) gets its signed record too ----
+id2=ota-cleanup-run-$$
+runc --root "$root" run -d --bundle "$tmp/bundle" "$id2" </dev/null >/dev/null 2>&1
+pid2=$(runc --root "$root" state "$id2" | jq .pid)
+sqlite3 "$db" "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_root, bundle, plan_identity,
+  runner_pid, runner_start, phase, container_pid, created_at)
+  VALUES ('$id2', 't2', 'runc', '$(command -v runc)', '$root', '$tmp/nonexistent-bundle', NULL,
+  999999999, '1', 'started', $pid2, 0);"
+arch=$(case "$(uname -m)" in x86_64) echo amd64;; aarch64) echo arm64;; *) uname -m;; esac)
+OTA_CACHE=$tmp/cache bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$tmp/img" bb:1 >/dev/null
+w=$tmp/w
+mkdir -p "$w/reports"
+cat >"$w/ota.yaml" <<YAML
+version: 1
+project:
+  name: cleanup-by-run
+execution:
+  supported: [container]
+  default_context: box
+  lifecycle: ephemeral
+  backends:
+    container:
+      image: bb:1
+      platform: linux/$arch
+      engines: [docker]
+  contexts:
+    box:
+      backend: container
+      lifecycle: ephemeral
+tasks:
+  check:
+    context: box
+    run: "echo ok > reports/ok.txt"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+agent:
+  safe_tasks: [check]
+YAML
+( cd "$w" && "$OTA" run check --agent --runtime-root "$root" --lease-db "$db" --state-dir "$tmp/state" \
+    --image-store "$tmp/img" --key "$tmp/runner.pem" --nonce-db "$tmp/nonces.db" --no-archive ) \
+  >/dev/null 2>"$tmp/run.err" || fail "ota run: $(cat "$tmp/run.err")"
+ev=$w/.ota/cleanup/$id2.json
+grep -q "cleanup evidence $ev" "$tmp/run.err" || fail "no cleanup evidence path printed: $(cat "$tmp/run.err")"
+/usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+  "$OTA_SOURCE_DIR/docs/schemas/cleanup-report.schema.json" "$ev" || fail "run's cleanup evidence schema"
+jq -e --arg id "$id2" '.ok == true and (.finalized | length) == 1 and .finalized[0].container_id == $id
+   and .finalized[0].confirmed == true and .finalized[0].txn == "t2"
+   and .finalized[0].attestation.kind == "cleanup" and .finalized[0].attestation.boundary == $id' "$ev" >/dev/null \
+  || fail "run's cleanup evidence: $(cat "$ev")"
+jq -r '.finalized[0].attestation.cose_sign1' "$ev" | base64 -d >"$tmp/cleanup2.cose"
+"$OTA_VERIFY" cose --key "$tmp/runner.pub" "$tmp/cleanup2.cose" >/dev/null || fail "run's cleanup record does not verify"
+if runc --root "$root" state "$id2" >/dev/null 2>&1; then fail "runtime still knows $id2"; fi
+[ "$(sqlite3 "$db" "SELECT terminal FROM oci_lease WHERE id = '$id2'")" = enforcement_unknown_after_interruption ] \
+  || fail "lease $id2 not finalized"
+[ -s "$w/reports/ok.txt" ] || fail "the run itself did not run"
 echo "oci_cleanup: ok"
