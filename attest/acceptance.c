@@ -90,6 +90,9 @@ ota_err ota_acceptance_build(void *ctx, const ota_admission *a, uint8_t **out, s
 
 /* ---- the batch form: RFC 9162 Merkle tree, one signature over its root ---- */
 
+/* levels of the tree: at most 16 below (lvl_off, lvl_n) */
+_Static_assert(OTA_ACCEPTANCE_MAX_BATCH <= 32768u, "tree levels");
+
 static ota_err leaf_hash(const uint8_t *payload, size_t n, uint8_t out[32])
 {
 	uint8_t *b = malloc(n + 1);
