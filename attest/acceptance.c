@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <openssl/evp.h>
+
 #include "ota/acceptance.h"
 #include "ota/cbor.h"
 #include "ota/cose.h"
@@ -93,25 +95,41 @@ ota_err ota_acceptance_build(void *ctx, const ota_admission *a, uint8_t **out, s
 /* levels of the tree: at most 16 below (lvl_off, lvl_n) */
 _Static_assert(OTA_ACCEPTANCE_MAX_BATCH <= 32768u, "tree levels");
 
-static ota_err leaf_hash(const uint8_t *payload, size_t n, uint8_t out[32])
+/* SHA-256(prefix || a || b) on one reused context (a tree hashes 2n times) */
+typedef struct hasher {
+	EVP_MD_CTX *c;
+	EVP_MD *md; /* fetched once per batch */
+} hasher;
+
+static ota_err hash3(hasher *hs, uint8_t prefix, const uint8_t *a, size_t al, const uint8_t *b,
+                     size_t bl, uint8_t out[32])
 {
-	uint8_t *b = malloc(n + 1);
-	if (b == NULL)
-		return OTA_ERR_NOMEM;
-	b[0] = 0x00;
-	memcpy(b + 1, payload, n);
-	ota_err e = ota_sha256(ota_bytes_make(b, n + 1), out);
-	free(b);
-	return e;
+	unsigned int n = 0;
+	EVP_MD_CTX *c = hs->c;
+	if (EVP_DigestInit_ex(c, hs->md, NULL) != 1 || EVP_DigestUpdate(c, &prefix, 1) != 1 ||
+	    EVP_DigestUpdate(c, a, al) != 1 || (bl > 0 && EVP_DigestUpdate(c, b, bl) != 1) ||
+	    EVP_DigestFinal_ex(c, out, &n) != 1 || n != 32)
+		return OTA_ERR_CRYPTO;
+	return OTA_OK;
 }
 
-static ota_err node_hash(const uint8_t l[32], const uint8_t r[32], uint8_t out[32])
+static ota_err leaf_hash(hasher *hs, const uint8_t *payload, size_t n, uint8_t out[32])
 {
-	uint8_t b[65];
-	b[0] = 0x01;
-	memcpy(b + 1, l, 32);
-	memcpy(b + 33, r, 32);
-	return ota_sha256(ota_bytes_make(b, sizeof b), out);
+	return hash3(hs, 0x00, payload, n, NULL, 0, out);
+}
+
+static ota_err node_hash(hasher *hs, const uint8_t l[32], const uint8_t r[32], uint8_t out[32])
+{
+	return hash3(hs, 0x01, l, 32, r, 32, out);
+}
+
+/* A writer with room for about n bytes (fewer reallocations). */
+static void wr_reserve(ota_cbor_wr *w, size_t n)
+{
+	w->p = malloc(n);
+	w->cap = w->p != NULL ? n : 0;
+	w->len = 0;
+	w->oom = w->p == NULL;
 }
 
 static ota_err fill_random(uint8_t *p, size_t n)
@@ -166,7 +184,8 @@ ota_err ota_acceptance_build_batch(const ota_acceptance_signer *s, const ota_adm
 	uint8_t (*h)[32] = malloc(total * 32);
 	uint8_t *salts = malloc(n * OTA_ACCEPTANCE_SALT_BYTES);
 	ota_cbor_wr *pw = calloc(n, sizeof *pw);
-	if (h == NULL || salts == NULL || pw == NULL) {
+	hasher hs = {EVP_MD_CTX_new(), EVP_MD_fetch(NULL, "SHA256", NULL)};
+	if (h == NULL || salts == NULL || pw == NULL || hs.c == NULL || hs.md == NULL) {
 		e = ota_error_set(err, OTA_ERR_NOMEM, "acceptance", "batch");
 		goto out;
 	}
@@ -175,12 +194,13 @@ ota_err ota_acceptance_build_batch(const ota_acceptance_signer *s, const ota_adm
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
+		wr_reserve(&pw[i], 1024);
 		write_payload(&pw[i], s, a[i], kid, salts + i * OTA_ACCEPTANCE_SALT_BYTES);
 		if (pw[i].oom) {
 			e = ota_error_set(err, OTA_ERR_NOMEM, "acceptance", "payload");
 			goto out;
 		}
-		if ((e = leaf_hash(pw[i].p, pw[i].len, h[i])) != OTA_OK) {
+		if ((e = leaf_hash(&hs, pw[i].p, pw[i].len, h[i])) != OTA_OK) {
 			ota_error_set(err, e, "acceptance", "leaf hash");
 			goto out;
 		}
@@ -193,7 +213,7 @@ ota_err ota_acceptance_build_batch(const ota_acceptance_signer *s, const ota_adm
 		lvl_off[nl] = po + pn;
 		lvl_n[nl] = (pn + 1) / 2;
 		for (size_t j = 0; j < pn / 2; j++)
-			if ((e = node_hash(h[po + 2 * j], h[po + 2 * j + 1], h[lvl_off[nl] + j])) !=
+			if ((e = node_hash(&hs, h[po + 2 * j], h[po + 2 * j + 1], h[lvl_off[nl] + j])) !=
 			    OTA_OK) {
 				ota_error_set(err, e, "acceptance", "node hash");
 				goto out;
@@ -236,6 +256,7 @@ ota_err ota_acceptance_build_batch(const ota_acceptance_signer *s, const ota_adm
 	 * with proof = bstr .cbor [tree_size, leaf_index, [path...]] */
 	for (size_t i = 0; e == OTA_OK && i < n; i++) {
 		ota_cbor_wr pf = {0};
+		wr_reserve(&pf, 16 + 34 * 16);
 		size_t path = 0;
 		for (size_t l = 0, k = i; l + 1 < nl; l++, k /= 2)
 			if ((k ^ 1u) < lvl_n[l])
@@ -248,6 +269,7 @@ ota_err ota_acceptance_build_batch(const ota_acceptance_signer *s, const ota_adm
 			if ((k ^ 1u) < lvl_n[l])
 				ota_cbor_bstr(&pf, h[lvl_off[l] + (k ^ 1u)], 32);
 		ota_cbor_wr m = {0};
+		wr_reserve(&m, 32 + pr.len + pf.len + pw[i].len + sl);
 		ota_cbor_head(&m, 6, OTA_COSE_SIGN1_TAG);
 		ota_cbor_head(&m, 4, 4);
 		ota_cbor_bstr(&m, pr.p, pr.len);
@@ -281,6 +303,8 @@ out:
 		for (size_t i = 0; i < n; i++)
 			free(pw[i].p);
 	free(pw);
+	EVP_MD_CTX_free(hs.c);
+	EVP_MD_free(hs.md);
 	if (salts != NULL)
 		ota_wipe(salts, n * OTA_ACCEPTANCE_SALT_BYTES);
 	free(salts);
