@@ -26,6 +26,7 @@
 # The archive and the receipt validate against docs/schemas. ota-attestd is
 # stopped with SIGTERM (exit 0, "stopped" logged), also when a check fails.
 set -euo pipefail
+. "${OTA_SOURCE_DIR:?}/tests/tools/contract.sh"
 : "${OTA:?}" "${OTA_VERIFY:?}"
 ATTESTD=${OTA_ATTESTD:-${OTA_BINARY_DIR:?}/cli/ota-attestd}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -85,23 +86,9 @@ U="http://127.0.0.1:$(cat "$tmp/port")"
 # ---- the contract: two tasks (check depends on build), so two segments ----
 w=$tmp/w
 mkdir -p "$w"
-cat >"$w/ota.yaml" <<'YAML'
-version: 1
-project:
-  name: archive-external
-execution:
-  supported: [container]
-  default_context: box
-  lifecycle: ephemeral
-  backends:
-    container:
-      image: bb:1
-      platform: linux/amd64
-      engines: [docker]
-  contexts:
-    box:
-      backend: container
-      lifecycle: ephemeral
+{
+  contract_head archive-external bb:1
+  cat <<'YAML'
 tasks:
   build:
     context: box
@@ -121,6 +108,7 @@ tasks:
 agent:
   safe_tasks: [build, check]
 YAML
+} >"$w/ota.yaml"
 # policy and admission as the runner derives them (the archive verifier
 # re-derives both from the embedded bytes with native platform linux/amd64)
 NATIVE=linux/amd64

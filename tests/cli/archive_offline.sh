@@ -8,6 +8,7 @@
 #   --require-status; --ledger; `ota archive build` from a receipt file.
 set -euo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # ---- linkage (no root needed) ----
@@ -35,7 +36,6 @@ cleanup() {
 }
 trap cleanup EXIT
 export OTA_CACHE=$tmp/cache
-arch=$(case "$(uname -m)" in x86_64) echo amd64;; aarch64) echo arm64;; *) uname -m;; esac)
 bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$tmp/img" bb:1 >/dev/null
 
 # ---- the demo: trust root, runner principal and key, run, archive, verify ----
@@ -47,23 +47,9 @@ t=$tmp/trust
   --sign "$t/keys/root-1.pem" >/dev/null
 w=$tmp/w
 mkdir -p "$w/reports"
-cat >"$w/ota.yaml" <<YAML
-version: 1
-project:
-  name: archive-offline
-execution:
-  supported: [container]
-  default_context: box
-  lifecycle: ephemeral
-  backends:
-    container:
-      image: bb:1
-      platform: linux/$arch
-      engines: [docker]
-  contexts:
-    box:
-      backend: container
-      lifecycle: ephemeral
+{
+  contract_head archive-offline bb:1
+  cat <<YAML
 tasks:
   verify:
     context: box
@@ -75,6 +61,7 @@ tasks:
 agent:
   safe_tasks: [verify]
 YAML
+} >"$w/ota.yaml"
 common=(--agent --runtime-root "$root" --lease-db "$tmp/leases.db" --state-dir "$tmp/state"
         --image-store "$tmp/img" --nonce-db "$tmp/nonces.db")
 ( cd "$w" && "$OTA" run verify "${common[@]}" --key "$t/keys/runner.pem" --trust "$t" \

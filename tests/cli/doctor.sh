@@ -8,6 +8,7 @@
 # `ota cleanup`). Exit 0 ready, 1 problems, 2 usage.
 set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-doctor-XXXXXX)
@@ -25,7 +26,7 @@ export OTA_CACHE=${OTA_CACHE:-/var/cache/ota}
 img=$tmp/images
 bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:doctor >/dev/null 2>&1
 d=(--image-store "$img" --lease-db "$tmp/leases.db" --runtime-root "$root" --descriptor "$tmp/desc.json")
-arch=$(case "$(uname -m)" in x86_64) echo amd64;; aarch64) echo arm64;; *) uname -m;; esac)
+arch=$(ota_arch)
 
 # ---- usage ----
 [ "$(rc_of "$OTA" doctor --bogus)" -eq 2 ] || fail "unknown option not a usage error"
@@ -46,23 +47,9 @@ jq -e '.kind == "ota.capability_descriptor/v1" and .target == "oci_local"' "$tmp
 # ---- a contract ----
 w=$tmp/repo
 mkdir -p "$w/out" && cd "$w"
-cat >ota.yaml <<YAML
-version: 1
-project:
-  name: doctor-test
-execution:
-  supported: [container]
-  default_context: box
-  lifecycle: ephemeral
-  backends:
-    container:
-      image: bb:doctor
-      platform: linux/$arch
-      engines: [docker]
-  contexts:
-    box:
-      backend: container
-      lifecycle: ephemeral
+{
+  contract_head doctor-test bb:doctor
+  cat <<YAML
 agent:
   safe_tasks: [ok, slow]
 tasks:
@@ -81,6 +68,7 @@ tasks:
       network: {default: deny}
     safe_for_agent: true
 YAML
+} >ota.yaml
 [ "$(rc_of "$OTA" doctor "${d[@]}")" -eq 0 ] || fail "ready contract: $(cat "$tmp/out")"
 grep -q '^ready$' "$tmp/out" || fail "human output: $(cat "$tmp/out")"
 [ "$(rc_of "$OTA" doctor "${d[@]}" --json)" -eq 0 ] || fail "ready contract json"

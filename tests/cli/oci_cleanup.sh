@@ -5,6 +5,7 @@
 # terminal state. A lease of a live runner is left alone.
 set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 command -v runc >/dev/null && command -v sqlite3 >/dev/null || { echo "SKIP: runc/sqlite3 missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-oci-cleanup-XXXXXX)
@@ -86,27 +87,12 @@ sqlite3 "$db" "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_roo
   runner_pid, runner_start, phase, container_pid, created_at)
   VALUES ('$id2', 't2', 'runc', '$(command -v runc)', '$root', '$tmp/nonexistent-bundle', NULL,
   999999999, '1', 'started', $pid2, 0);"
-arch=$(case "$(uname -m)" in x86_64) echo amd64;; aarch64) echo arm64;; *) uname -m;; esac)
 OTA_CACHE=$tmp/cache bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$tmp/img" bb:1 >/dev/null
 w=$tmp/w
 mkdir -p "$w/reports"
-cat >"$w/ota.yaml" <<YAML
-version: 1
-project:
-  name: cleanup-by-run
-execution:
-  supported: [container]
-  default_context: box
-  lifecycle: ephemeral
-  backends:
-    container:
-      image: bb:1
-      platform: linux/$arch
-      engines: [docker]
-  contexts:
-    box:
-      backend: container
-      lifecycle: ephemeral
+{
+  contract_head cleanup-by-run bb:1
+  cat <<YAML
 tasks:
   check:
     context: box
@@ -118,6 +104,7 @@ tasks:
 agent:
   safe_tasks: [check]
 YAML
+} >"$w/ota.yaml"
 ( cd "$w" && "$OTA" run check --agent --runtime-root "$root" --lease-db "$db" --state-dir "$tmp/state" \
     --image-store "$tmp/img" --key "$tmp/runner.pem" --nonce-db "$tmp/nonces.db" --no-archive ) \
   >/dev/null 2>"$tmp/run.err" || fail "ota run: $(cat "$tmp/run.err")"

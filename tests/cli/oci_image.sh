@@ -3,6 +3,7 @@
 # (busybox rootfs packed with umoci, exported with skopeo to both archive kinds).
 set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 for t in skopeo umoci; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 0; }; done
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (umoci unpack)"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-oci-image-XXXXXX)
@@ -26,7 +27,7 @@ jq -e '.ok == true and (.digest | startswith("sha256:"))' "$tmp/imp.json" >/dev/
 "$OTA" image list --store "$store" --json >"$tmp/list.json"
 jq -e 'map(.name) | sort == ["bb:docker","bb:oci"]' "$tmp/list.json" >/dev/null || fail "list: $(cat "$tmp/list.json")"
 
-arch=$(case "$(uname -m)" in x86_64) echo amd64;; aarch64) echo arm64;; *) uname -m;; esac)
+arch=$(ota_arch)
 "$OTA" image resolve bb:oci --store "$store" --cache "$tmp/rootfs" --platform "linux/$arch" --json >"$tmp/res.json"
 jq -e '.ok == true and .platform_check.ok == true and .platform_check.image_platform.architecture == "'"$arch"'"' \
   "$tmp/res.json" >/dev/null || fail "resolve: $(cat "$tmp/res.json")"

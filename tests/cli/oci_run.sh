@@ -7,6 +7,7 @@
 # `ota cleanup`; no container left behind.
 set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-oci-run-XXXXXX)
@@ -21,7 +22,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export OTA_CACHE=$tmp/cache
 common=(--agent --runtime-root "$root" --lease-db "$tmp/leases.db" --state-dir "$tmp/state")
-arch=$(case "$(uname -m)" in x86_64) echo amd64;; aarch64) echo arm64;; *) uname -m;; esac)
+arch=$(ota_arch)
 no_containers() {
   local n
   n=$(runc --root "$root" list -q 2>/dev/null | grep -c . || true)
@@ -64,23 +65,9 @@ img=$tmp/bb-images
 bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1
 w=$tmp/work
 mkdir -p "$w/reports"
-cat >"$w/ota.yaml" <<YAML
-version: 1
-project:
-  name: oci-run-test
-execution:
-  supported: [container]
-  default_context: box
-  lifecycle: ephemeral
-  backends:
-    container:
-      image: bb:1
-      platform: linux/$arch
-      engines: [docker]
-  contexts:
-    box:
-      backend: container
-      lifecycle: ephemeral
+{
+  contract_head oci-run-test bb:1
+  cat <<YAML
 tasks:
   fail:
     context: box
@@ -132,6 +119,7 @@ workflows:
 agent:
   safe_tasks: [fail, attack, slow, open, build, check]
 YAML
+} >"$w/ota.yaml"
 cd "$w"
 set +e
 "$OTA" run fail "${common[@]}" --image-store "$img" >"$tmp/out" 2>"$tmp/err"; rc=$?
