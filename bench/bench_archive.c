@@ -19,9 +19,11 @@
  *   ratio = ours / raw; "time beyond the signatures" = ratio - 1.
  *
  *   bench_archive [ROUNDS] [--max N] [--external] [--write-seed PATH]   default 3 rounds
- *   --external: the attestations are signed by an issuer principal and each
- *   accepted (COSE acceptance) by a verifier principal, as with ota-attestd;
- *   the acceptances' signatures are not in the baseline.
+ *   --external: the attestations are signed by an issuer principal and
+ *   accepted by a verifier principal as ota-attestd answers them: batch-form
+ *   acceptances, one signature per group commit of up to 64 (BATCH); the
+ *   baseline adds one verification per batch signature (at the per-signature
+ *   cost measured on the N + 1 messages).
  *   --write-seed PATH writes the smallest archive to PATH (larger ones to
  *   PATH.N), the pinned root to PATH.root.json and the runner key to
  *   PATH.runner.FIXTURE.pem (vectors/archive/generate.sh uses it).
@@ -73,6 +75,8 @@ typedef struct gen {
 	const char *iss;         /* "ci-runner", or the external issuer */
 	ota_bytes *accs;
 	size_t naccs;
+	ota_admission *adms; /* external: what the endpoint admitted, in order */
+	size_t nadms;
 	const char *root_id;
 	const char *txn;
 	char adapter[OTA_ID_LEN + 1];
@@ -157,12 +161,8 @@ static void sign_rec(gen *g, const char *kind, const json_t *record, const char 
 		snprintf(ad.trust_root_id, sizeof ad.trust_root_id, "%s", g->root_id);
 		snprintf(ad.issuer_principal, sizeof ad.issuer_principal, "%s", g->iss);
 		ad.judged_at = g->t;
-		ota_acceptance_signer sg = {g->verifier, "verifier-1"};
-		uint8_t *acc = NULL;
-		size_t al = 0;
-		if ((rc = ota_acceptance_build(&sg, &ad, &acc, &al, NULL)) != OTA_OK)
-			die("acceptance", rc, NULL);
-		g->accs[g->naccs++] = ota_bytes_make(acc, al);
+		ad.claims.body = ota_bytes_make(NULL, 0); /* not bound by acceptances */
+		g->adms[g->nadms++] = ad;
 	}
 	json_array_append_new(g->atts, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:{s:s, s:s, s:s, s:I, s:I, s:I, s:I}}",
 	                                         "kind", kind, "identity", out, "record_identity", rid,
@@ -182,7 +182,10 @@ typedef struct built {
 	size_t len;
 	json_t *msgs;
 	size_t natt;
+	size_t batches; /* external: acceptance signatures (one per batch) */
 } built;
+
+#define BATCH 64 /* admissions per group commit (external acceptances) */
 
 /* --widen (vectors only): the provider renders and applies a writable repo
  * root although the effective policy says read_only: a consistent,
@@ -193,6 +196,7 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
                       const ota_key *verifier, const char *root_bytes, size_t root_len,
                       const char *root_id)
 {
+	size_t b_batches = 0;
 	/* the contract: a depends_on chain of segs tasks */
 	size_t cap = 512 + segs * 320;
 	char *y = malloc(cap);
@@ -250,6 +254,7 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 	g.iss = issuer != NULL ? "provider-x" : "ci-runner";
 	g.verifier = issuer != NULL ? verifier : NULL;
 	g.accs = calloc(3 * segs + 1, sizeof *g.accs);
+	g.adms = calloc(3 * segs + 1, sizeof *g.adms);
 	g.root_id = root_id;
 	g.txn = "txn-bench";
 	g.t = T0;
@@ -402,11 +407,29 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 	in.ntrust = 1;
 	in.receipt = receipt;
 	in.runner_key = runner;
+	/* the endpoint's acceptances, as ota-attestd answers them: one signature
+	 * per group commit of up to BATCH admissions (batch form) */
+	for (size_t i = 0; i < g.nadms; i += BATCH) {
+		size_t k = g.nadms - i < BATCH ? g.nadms - i : BATCH;
+		const ota_admission *ptr[BATCH];
+		uint8_t *outs[BATCH];
+		size_t lens[BATCH];
+		for (size_t j = 0; j < k; j++)
+			ptr[j] = &g.adms[i + j];
+		ota_acceptance_signer sg = {verifier, "verifier-1"};
+		if ((rc = ota_acceptance_build_batch(&sg, ptr, k, outs, lens, NULL)) != OTA_OK)
+			die("acceptances", rc, NULL);
+		for (size_t j = 0; j < k; j++)
+			g.accs[g.naccs++] = ota_bytes_make(outs[j], lens[j]);
+		b_batches++;
+	}
+	free(g.adms);
 	in.acceptances = g.accs;
 	in.nacceptances = g.naccs;
 	in.signed_at = g.t;
 	built b;
 	memset(&b, 0, sizeof b);
+	b.batches = b_batches;
 	if ((rc = ota_archive_build(&in, &b.archive, &b.len, &e)) != OTA_OK)
 		die("archive build", rc, &e);
 	b.msgs = g.msgs;
@@ -556,7 +579,9 @@ int main(int argc, char **argv)
 					die("raw verify", rc, NULL);
 			double t2 = cpu_ms();
 			ours[r] = t1 - t0;
-			raw[r] = t2 - t1;
+			/* external: each batch's one acceptance signature counts as one
+			 * more verification at the measured per-signature cost */
+			raw[r] = (t2 - t1) * (double)(nm + b.batches) / (double)nm;
 			if (getenv("BENCH_ARCHIVE_PHASES") != NULL) {
 				double p0 = cpu_ms();
 				json_t *j = json_loadb(b.archive, b.len, JSON_REJECT_DUPLICATES, NULL);
@@ -575,7 +600,7 @@ int main(int argc, char **argv)
 		qsort(raw, (size_t)rounds, sizeof *raw, cmp_d);
 		char name[64], base[64];
 		snprintf(name, sizeof name, "archive_verify_%zu_attestations", b.natt);
-		snprintf(base, sizeof base, "raw_cose_verify_%zu_signatures", nm);
+		snprintf(base, sizeof base, "raw_cose_verify_%zu_signatures", nm + b.batches);
 		double v = ours[rounds / 2], bv = raw[rounds / 2];
 		printf("{\"bench\": \"%s\", \"value\": %.3f, \"unit\": \"ms\", \"baseline\": \"%s\", "
 		       "\"baseline_value\": %.3f, \"ratio\": %.3f, \"beyond_signatures\": %.3f, "

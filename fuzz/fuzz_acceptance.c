@@ -8,7 +8,8 @@
  *      that the strict payload parser sees arbitrary bytes;
  *   2: a real batch of 1..16 acceptances made here (ota_acceptance_build_batch);
  *      every one must verify, and the one whose byte the input flips (any
- *      position, any xor) must then be refused: no other encoding of a valid
+ *      position, any xor) must then be refused, also through a cache that
+ *      has verified the batch's signature: no other encoding of a valid
  *      acceptance may verify.
  * Invariants: no crash, no leak, a refusal always names itself.
  */
@@ -100,11 +101,25 @@ static void batch(const uint8_t *d, size_t n)
 	size_t lens[16] = {0};
 	if (ota_acceptance_build_batch(&s, ptr, leaves, outs, lens, NULL) != OTA_OK)
 		abort();
-	for (size_t i = 0; i < leaves; i++)
+	ota_acceptance_cache *cache = ota_acceptance_cache_new();
+	if (cache == NULL)
+		abort();
+	for (size_t i = 0; i < leaves; i++) {
 		check(ota_bytes_make(outs[i], lens[i]), true, false);
+		ota_acceptance a;
+		if (ota_acceptance_verify_cached(ota_bytes_make(outs[i], lens[i]), g_root, NOW, cache,
+		                                 &a, NULL) != OTA_OK)
+			abort();
+	}
 	uint8_t *m = outs[which];
 	m[pos % lens[which]] ^= flip;
 	check(ota_bytes_make(m, lens[which]), false, true);
+	/* nor through a cache that has verified the batch's signature */
+	ota_acceptance a;
+	if (ota_acceptance_verify_cached(ota_bytes_make(m, lens[which]), g_root, NOW, cache, &a,
+	                                 NULL) == OTA_OK)
+		abort();
+	ota_acceptance_cache_free(cache);
 	for (size_t i = 0; i < leaves; i++)
 		free(outs[i]);
 }

@@ -291,8 +291,109 @@ static ota_err fold_proof(ota_bytes proof, uint64_t signed_size, ota_bytes paylo
 	return OTA_OK;
 }
 
+/* ---- batch signatures already verified ---- */
+
+#define CACHE_SLOTS 2048u /* open addressing, at most half full */
+#define CACHE_MAX 1024u
+
+typedef struct {
+	const ota_key *key;
+	uint8_t root[32];
+	uint8_t sig[132];
+	size_t sig_len;
+	uint8_t *prot;
+	size_t prot_len;
+} cache_entry;
+
+struct ota_acceptance_cache {
+	cache_entry slot[CACHE_SLOTS];
+	size_t n;
+};
+
+ota_acceptance_cache *ota_acceptance_cache_new(void)
+{
+	return calloc(1, sizeof(ota_acceptance_cache));
+}
+
+static void cache_clear(ota_acceptance_cache *c)
+{
+	for (size_t i = 0; i < CACHE_SLOTS; i++) {
+		free(c->slot[i].prot);
+		c->slot[i] = (cache_entry){0};
+	}
+	c->n = 0;
+}
+
+void ota_acceptance_cache_free(ota_acceptance_cache *c)
+{
+	if (c == NULL)
+		return;
+	cache_clear(c);
+	free(c);
+}
+
+/* The slot of (key, root, signature): the root is a SHA-256, well mixed. */
+static size_t cache_home(const uint8_t root[32])
+{
+	size_t h = 0;
+	memcpy(&h, root, sizeof h);
+	return h % CACHE_SLOTS;
+}
+
+static bool cache_same(const cache_entry *e, const ota_key *key, const uint8_t root[32],
+                       ota_bytes sig, ota_bytes prot)
+{
+	return e->key == key && memcmp(e->root, root, 32) == 0 && e->sig_len == sig.len &&
+	       memcmp(e->sig, sig.ptr, sig.len) == 0 && e->prot_len == prot.len &&
+	       memcmp(e->prot, prot.ptr, prot.len) == 0;
+}
+
+static bool cache_has(const ota_acceptance_cache *c, const ota_key *key, const uint8_t root[32],
+                      ota_bytes sig, ota_bytes prot)
+{
+	for (size_t i = cache_home(root), k = 0; k < CACHE_SLOTS; i = (i + 1) % CACHE_SLOTS, k++) {
+		const cache_entry *e = &c->slot[i];
+		if (e->key == NULL)
+			return false;
+		if (cache_same(e, key, root, sig, prot))
+			return true;
+	}
+	return false;
+}
+
+static void cache_put(ota_acceptance_cache *c, const ota_key *key, const uint8_t root[32],
+                      ota_bytes sig, ota_bytes prot)
+{
+	if (sig.len > sizeof c->slot[0].sig)
+		return;
+	if (c->n >= CACHE_MAX)
+		cache_clear(c); /* forget, verify again: never wrong, only slower */
+	uint8_t *pc = malloc(prot.len ? prot.len : 1);
+	if (pc == NULL)
+		return;
+	memcpy(pc, prot.ptr, prot.len);
+	size_t i = cache_home(root);
+	while (c->slot[i].key != NULL)
+		i = (i + 1) % CACHE_SLOTS;
+	cache_entry *e = &c->slot[i];
+	e->key = key;
+	memcpy(e->root, root, 32);
+	memcpy(e->sig, sig.ptr, sig.len);
+	e->sig_len = sig.len;
+	e->prot = pc;
+	e->prot_len = prot.len;
+	c->n++;
+}
+
 ota_err ota_acceptance_verify(ota_bytes cose, const ota_trust_root *root, int64_t at,
                               ota_acceptance *out, ota_error *err)
+{
+	return ota_acceptance_verify_cached(cose, root, at, NULL, out, err);
+}
+
+ota_err ota_acceptance_verify_cached(ota_bytes cose, const ota_trust_root *root, int64_t at,
+                                     ota_acceptance_cache *cache, ota_acceptance *out,
+                                     ota_error *err)
 {
 	ota_err e;
 	if (out == NULL || root == NULL)
@@ -320,9 +421,14 @@ ota_err ota_acceptance_verify(ota_bytes cose, const ota_trust_root *root, int64_
 			return e;
 		ota_cose_sign1 signed_root = m;
 		signed_root.payload = ota_bytes_make(tree_root, sizeof tree_root);
-		if ((e = ota_cose_sign1_check(&signed_root, key, ota_bytes_make(NULL, 0), err)) !=
-		    OTA_OK)
-			return e;
+		if (cache == NULL ||
+		    !cache_has(cache, key, tree_root, m.signature, m.protected_bytes)) {
+			if ((e = ota_cose_sign1_check(&signed_root, key, ota_bytes_make(NULL, 0),
+			                              err)) != OTA_OK)
+				return e;
+			if (cache != NULL)
+				cache_put(cache, key, tree_root, m.signature, m.protected_bytes);
+		}
 	} else if ((e = ota_cose_sign1_check(&m, key, ota_bytes_make(NULL, 0), err)) != OTA_OK) {
 		return e;
 	}

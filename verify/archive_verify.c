@@ -709,6 +709,8 @@ static void acceptance_checks(vctx *v)
 {
 	ota_archive *a = v->a;
 	size_t n = 0;
+	/* a batch's shared signature is checked once (NULL cache: each time) */
+	ota_acceptance_cache *cache = a->nacc > 1 ? ota_acceptance_cache_new() : NULL;
 	for (size_t i = 0; i < a->nacc; i++) {
 		ota_bytes cb = ota_bytes_make(a->acc[i].cose.ptr, a->acc[i].cose.len);
 		char id[OTA_ID_LEN + 1];
@@ -725,7 +727,7 @@ static void acceptance_checks(vctx *v)
 		if (rc == OTA_OK && !acceptance_time(m.payload, &at))
 			rc = ota_error_set(&e, OTA_ERR_ACCEPTANCE_MALFORMED, "acceptance", "no iat");
 		if (rc == OTA_OK)
-			rc = ota_acceptance_verify(cb, v->root, at, &v->acc[i], &e);
+			rc = ota_acceptance_verify_cached(cb, v->root, at, cache, &v->acc[i], &e);
 		v->r->sigs++;
 		if (rc == OTA_OK && (v->acc[i].accepted_at != at || strcmp(v->acc[i].result, "accepted") != 0))
 			rc = ota_error_set(&e, OTA_ERR_ARCHIVE_ACCEPTANCE_MISMATCH, "acceptance",
@@ -737,6 +739,7 @@ static void acceptance_checks(vctx *v)
 		v->acc_ok[i] = true;
 		v->acc_idx[n++] = (idx_entry){v->acc[i].attestation, i};
 	}
+	ota_acceptance_cache_free(cache);
 	qsort(v->acc_idx, n, sizeof *v->acc_idx, idx_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(v->acc_idx[i].id, v->acc_idx[i - 1].id) == 0)

@@ -111,6 +111,24 @@ OTA_API OTA_NODISCARD ota_err ota_acceptance_verify(ota_bytes cose, const ota_tr
                                                     int64_t at, ota_acceptance *out,
                                                     ota_error *err);
 
+/*
+ * The acceptances of one batch share one signature over one root. A cache
+ * remembers the batch signatures already verified (exact protected header
+ * bytes, tree root, signature bytes and key), so that verifying many
+ * acceptances of a batch checks its signature once; everything else (the
+ * trust lookup at `at`, the proof fold, the payload) is done for each.
+ * ota_acceptance_verify_cached with cache NULL is ota_acceptance_verify.
+ * A cache holds at most 1024 signatures (older ones are then forgotten) and
+ * must be used with one trust root only.
+ */
+typedef struct ota_acceptance_cache ota_acceptance_cache;
+OTA_API ota_acceptance_cache *ota_acceptance_cache_new(void);
+OTA_API void ota_acceptance_cache_free(ota_acceptance_cache *c);
+OTA_API OTA_NODISCARD ota_err ota_acceptance_verify_cached(ota_bytes cose,
+                                                           const ota_trust_root *root,
+                                                           int64_t at, ota_acceptance_cache *cache,
+                                                           ota_acceptance *out, ota_error *err);
+
 #ifdef __cplusplus
 }
 #endif
