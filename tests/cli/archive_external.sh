@@ -129,30 +129,6 @@ NOW() { date +%s; }
 jid() { printf 'sha256:%s' "$(jq -cSj . "$1" | sha256sum | cut -d' ' -f1)"; }
 fid() { printf 'sha256:%s' "$(sha256sum "$1" | cut -d' ' -f1)"; }
 
-# claims JSON -> the attestation payload (one CBOR map, definite lengths,
-# shortest heads; keys 1 iss, 4 exp, 6 iat, 10 eat_nonce, text keys else)
-cat >"$tmp/cbor.py" <<'PY'
-import base64, json, sys
-def head(mt, n):
-    if n < 24: return bytes([mt << 5 | n])
-    for ai, size in ((24, 1), (25, 2), (26, 4), (27, 8)):
-        if n < 1 << (8 * size): return bytes([mt << 5 | ai]) + n.to_bytes(size, 'big')
-def enc(v):
-    if v is None: return b'\xf6'
-    if isinstance(v, bool): return b'\xf5' if v else b'\xf4'
-    if isinstance(v, int): return head(0, v)
-    if isinstance(v, bytes): return head(2, len(v)) + v
-    if isinstance(v, str): b = v.encode(); return head(3, len(b)) + b
-    if isinstance(v, dict):
-        return head(5, len(v)) + b''.join(enc(k) + enc(x) for k, x in v.items())
-    raise TypeError(type(v))
-c = json.load(open(sys.argv[1]))
-keys = {'iss': 1, 'exp': 4, 'iat': 6, 'eat_nonce': 10}
-n = c['eat_nonce']
-c['eat_nonce'] = base64.urlsafe_b64decode(n + '=' * (-len(n) % 4))
-sys.stdout.buffer.write(enc({keys.get(k, k): v for k, v in c.items()}))
-PY
-
 # sign_att KIND BOUNDARY PRIOR RECORD SEGMENT CANON EFF: a challenge from the
 # endpoint (A.ch.json) and the attestation signed by the issuer key over the
 # claims (A.cose), A=$tmp/aN; the body is the record's identity
@@ -173,9 +149,8 @@ sign_att() {
       boundary: $b, body: $body}
      + (if $seg == "" then {} else {segment: $seg} end)
      + (if $prior == "" then {} else {prior: $prior} end)' >"$a.claims.json"
-  python3 "$tmp/cbor.py" "$a.claims.json" >"$a.payload"
-  "$OTA" cose sign --key "$tmp/issuer.pem" --payload "$a.payload" --kid-from-key --out "$a.cose" \
-    || fail "cose sign $1"
+  "$OTA" attest sign --key "$tmp/issuer.pem" --claims "$a.claims.json" --out "$a.cose" \
+    || fail "attest sign $1"
   A=$a
 }
 # attest (same arguments): signed, submitted and accepted; its acceptance in
