@@ -3,10 +3,9 @@
 #   `ota trust` makes a root with a runner, an issuer (provider target
 #   oci_local) and a verifier principal; `ota-attestd` runs on 127.0.0.1 (an
 #   ephemeral port, its own store); the "provider" asks a challenge per record
-#   (`ota attest challenge`), signs the attestation payload with the issuer key
-#   (`ota cose sign --kid-from-key`; the CBOR payload of docs/attestation.md
-#   is written by a few lines of Python, because `ota attest sign --claims`
-#   has no `body`) and submits it (`ota attest submit`), in the lane order the
+#   (`ota attest challenge`), signs the attestation with the issuer key
+#   (`ota attest sign --claims`, the record's identity as `body`) and submits
+#   it (`ota attest submit`), in the lane order the
 #   archive verifier walks (capability; per segment initial and terminal
 #   application; a transition between the two segments, chained by prior on
 #   the endpoint); the harness writes the receipt in the runner's shape;
