@@ -27,10 +27,7 @@
 #define CLIENTS 8
 
 typedef struct fx {
-	char *dir;
-	char root_path[512], key_path[512], db_path[512];
-	ota_key *root_key, *issuer_key, *verifier_key;
-	ota_trust_root *root;
+	test_endpoint_root w; /* trust root, keys and paths (test_util.c) */
 	char url[64];
 	uint8_t *msg[N_ATT];
 	size_t len[N_ATT];
@@ -38,18 +35,13 @@ typedef struct fx {
 	atomic_int next, n_acked, n_unavailable, n_transport, n_unexpected;
 } fx;
 
-static void write_file(const char *path, const void *p, size_t n)
-{
-	assert_ota(ota_file_write_atomic(path, ota_bytes_make(p, n), 0600, NULL), OTA_OK);
-}
-
 static void opts_for(fx *f, ota_attestd_opts *o)
 {
 	ota_attestd_opts_init(o);
 	o->port = 0;
-	o->db_path = f->db_path;
-	o->trust_root_path = f->root_path;
-	o->verifier_key_path = f->key_path;
+	o->db_path = f->w.db_path;
+	o->trust_root_path = f->w.root_path;
+	o->verifier_key_path = f->w.key_path;
 	o->threads = 2;
 	o->max_batch = 8; /* many batches in flight when the stop comes */
 	o->timeout_s = 5;
@@ -59,46 +51,13 @@ static int setup(void **state)
 {
 	fx *f = calloc(1, sizeof *f);
 	assert_non_null(f);
-	f->dir = test_tmpdir();
-	snprintf(f->root_path, sizeof f->root_path, "%s/root.json", f->dir);
-	snprintf(f->key_path, sizeof f->key_path, "%s/verifier-FIXTURE.pem", f->dir);
-	snprintf(f->db_path, sizeof f->db_path, "%s/attestd.db", f->dir);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->root_key), OTA_OK);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->issuer_key), OTA_OK);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->verifier_key), OTA_OK);
 	int64_t now = (int64_t)time(NULL);
 	ota_error e = {0};
-	ota_trust_draft *d = NULL;
-	const ota_key *rk[1] = {f->root_key};
-	const char *t1[1] = {"oci_remote"}, *t2[1] = {"*"};
-	assert_ota(ota_trust_draft_new("stop.test", rk, 1, 1, now - 3600, now + 86400, &d, &e), OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, NULL, 0, NULL, 0,
-	                                         t1, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", f->issuer_key, OTA_ALG_NONE, now - 3600, 0, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, NULL, 0,
-	                                         NULL, 0, t2, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", f->verifier_key, OTA_ALG_NONE,
-	                                   now - 3600, 0, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_finish(d, &f->root, &e), OTA_OK);
-	ota_trust_draft_free(d);
-	assert_ota(ota_trust_root_sign(f->root, f->root_key, NULL, &e), OTA_OK);
-	char *json = NULL, *pem = NULL;
-	size_t jl = 0, pl = 0;
-	assert_ota(ota_trust_root_serialize(f->root, &json, &jl, &e), OTA_OK);
-	write_file(f->root_path, json, jl);
-	free(json);
-	assert_ota(ota_key_private_pem(f->verifier_key, &pem, &pl), OTA_OK);
-	write_file(f->key_path, pem, pl);
-	ota_wipe(pem, pl);
-	free(pem);
+	test_endpoint_root_make(&f->w, "stop.test", now, 0);
 
 	/* challenges issued in the endpoint's store, attestations signed */
 	ota_nonce_store *st = NULL;
-	assert_ota(ota_nonce_store_open(f->db_path, NULL, &st, &e), OTA_OK);
+	assert_ota(ota_nonce_store_open(f->w.db_path, NULL, &st, &e), OTA_OK);
 	static ota_nonce_op ops[N_ATT];
 	const ota_nonce_binding b = {"txn-stop", "issuer:acme", "oci_remote"};
 	for (int i = 0; i < N_ATT; i++) {
@@ -122,13 +81,13 @@ static int setup(void **state)
 		a.nonce_len = ops[i].challenge.nonce_len;
 		snprintf(a.kind, sizeof a.kind, "initial_application");
 		snprintf(a.txn, sizeof a.txn, "txn-stop");
-		snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->root));
+		snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->w.root));
 		snprintf(a.provider, sizeof a.provider, "oci_remote");
 		snprintf(a.boundary, sizeof a.boundary, "b-%d", i);
 		uint8_t *p = NULL;
 		size_t plen = 0;
 		assert_ota(ota_attestation_encode(&a, &p, &plen), OTA_OK);
-		assert_ota(ota_cose_sign1_sign(f->issuer_key, ota_bytes_make(p, plen), &so, &f->msg[i],
+		assert_ota(ota_cose_sign1_sign(f->w.issuer_key, ota_bytes_make(p, plen), &so, &f->msg[i],
 		                               &f->len[i], &e),
 		           OTA_OK);
 		free(p);
@@ -142,12 +101,7 @@ static int teardown(void **state)
 	fx *f = *state;
 	for (int i = 0; i < N_ATT; i++)
 		free(f->msg[i]);
-	ota_trust_root_free(f->root);
-	ota_key_free(f->root_key);
-	ota_key_free(f->issuer_key);
-	ota_key_free(f->verifier_key);
-	test_rmtree(f->dir);
-	free(f->dir);
+	test_endpoint_root_free(&f->w);
 	free(f);
 	return 0;
 }
@@ -212,7 +166,7 @@ static void test_stop_under_load(void **state)
 
 	/* the store holds exactly the acknowledged acceptances, each valid */
 	ota_nonce_store *st = NULL;
-	assert_ota(ota_nonce_store_open(f->db_path, NULL, &st, &e), OTA_OK);
+	assert_ota(ota_nonce_store_open(f->w.db_path, NULL, &st, &e), OTA_OK);
 	uint64_t live = 0, consumed = 0, stored = 0;
 	assert_ota(ota_nonce_store_counts(st, &live, &consumed, &stored, &e), OTA_OK);
 	assert_int_equal(stored, (uint64_t)acked);
@@ -224,7 +178,7 @@ static void test_stop_under_load(void **state)
 		size_t al = 0;
 		assert_ota(ota_nonce_store_acceptance_get(st, f->acked[i], NULL, NULL, &acc, &al, &e), OTA_OK);
 		ota_acceptance ap;
-		assert_ota(ota_acceptance_verify(ota_bytes_make(acc, al), f->root, (int64_t)time(NULL), &ap, &e),
+		assert_ota(ota_acceptance_verify(ota_bytes_make(acc, al), f->w.root, (int64_t)time(NULL), &ap, &e),
 		           OTA_OK);
 		assert_string_equal(ap.attestation, f->acked[i]);
 		free(acc);

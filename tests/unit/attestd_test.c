@@ -26,67 +26,19 @@
 #include "ota/json.h"
 
 typedef struct fx {
-	char *dir;
-	char root_path[512], key_path[512], db_path[512];
-	ota_key *root_key, *issuer_key, *verifier_key;
-	ota_trust_root *root;
+	test_endpoint_root w; /* trust root, keys and paths (test_util.c) */
 	ota_attestd *d;
 	char url[64];
 } fx;
 
 static fx *g; /* the fixture of the current test (set up once per group) */
 
-static void write_file(const char *path, const void *p, size_t n)
-{
-	ota_error e = {0};
-	assert_ota(ota_file_write_atomic(path, ota_bytes_make(p, n), 0600, &e), OTA_OK);
-}
-
 static int group_setup(void **state)
 {
 	fx *f = calloc(1, sizeof *f);
 	assert_non_null(f);
-	f->dir = test_tmpdir();
-	snprintf(f->root_path, sizeof f->root_path, "%s/root.json", f->dir);
-	snprintf(f->key_path, sizeof f->key_path, "%s/verifier-FIXTURE.pem", f->dir);
-	snprintf(f->db_path, sizeof f->db_path, "%s/attestd.db", f->dir);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->root_key), OTA_OK);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->issuer_key), OTA_OK);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &f->verifier_key), OTA_OK);
 	int64_t now = (int64_t)time(NULL);
-	ota_error e = {0};
-	ota_trust_draft *d = NULL;
-	const ota_key *rk[1] = {f->root_key};
-	assert_ota(ota_trust_draft_new("attestd.test", rk, 1, 1, now - 3600, now + 86400, &d, &e), OTA_OK);
-	const char *t1[1] = {"oci_remote"}, *t2[1] = {"*"};
-	assert_ota(ota_trust_draft_add_principal(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, NULL, 0, NULL, 0,
-	                                         t1, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", f->issuer_key, OTA_ALG_NONE, now - 3600, 0, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "runner:ci", OTA_TRUST_ROLE_RUNNER, NULL, 0, NULL, 0, t2,
-	                                         1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, NULL, 0,
-	                                         NULL, 0, t2, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", f->verifier_key, OTA_ALG_NONE, now - 3600,
-	                                   0, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_finish(d, &f->root, &e), OTA_OK);
-	ota_trust_draft_free(d);
-	assert_ota(ota_trust_root_sign(f->root, f->root_key, NULL, &e), OTA_OK);
-	char *json = NULL;
-	size_t jl = 0;
-	assert_ota(ota_trust_root_serialize(f->root, &json, &jl, &e), OTA_OK);
-	write_file(f->root_path, json, jl);
-	free(json);
-	char *pem = NULL;
-	size_t pl = 0;
-	assert_ota(ota_key_private_pem(f->verifier_key, &pem, &pl), OTA_OK);
-	write_file(f->key_path, pem, pl);
-	ota_wipe(pem, pl);
-	free(pem);
+	test_endpoint_root_make(&f->w, "attestd.test", now, 1);
 	g = f;
 	*state = f;
 	return 0;
@@ -95,12 +47,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	fx *f = *state;
-	ota_trust_root_free(f->root);
-	ota_key_free(f->root_key);
-	ota_key_free(f->issuer_key);
-	ota_key_free(f->verifier_key);
-	test_rmtree(f->dir);
-	free(f->dir);
+	test_endpoint_root_free(&f->w);
 	free(f);
 	return 0;
 }
@@ -109,9 +56,9 @@ static void opts_for(fx *f, ota_attestd_opts *o)
 {
 	ota_attestd_opts_init(o);
 	o->port = 0;
-	o->db_path = f->db_path;
-	o->trust_root_path = f->root_path;
-	o->verifier_key_path = f->key_path;
+	o->db_path = f->w.db_path;
+	o->trust_root_path = f->w.root_path;
+	o->verifier_key_path = f->w.key_path;
 	o->threads = 4;
 	o->max_body = 64 * 1024;
 	o->timeout_s = 2;
@@ -166,7 +113,7 @@ static uint8_t *attest_for(fx *f, const char *url, const char *txn, const char *
 	a.exp = a.iat + 120;
 	snprintf(a.kind, sizeof a.kind, "%s", prior != NULL ? "transition" : "initial_application");
 	snprintf(a.txn, sizeof a.txn, "%s", txn);
-	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->root));
+	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->w.root));
 	snprintf(a.provider, sizeof a.provider, "oci_remote");
 	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
 	if (prior != NULL) {
@@ -179,7 +126,7 @@ static uint8_t *attest_for(fx *f, const char *url, const char *txn, const char *
 	ota_cose_sign_opts so;
 	memset(&so, 0, sizeof so);
 	so.include_kid = true;
-	assert_ota(ota_cose_sign1_sign(f->issuer_key, ota_bytes_make(p, pl), &so, &msg, len, &e), OTA_OK);
+	assert_ota(ota_cose_sign1_sign(f->w.issuer_key, ota_bytes_make(p, pl), &so, &msg, len, &e), OTA_OK);
 	free(p);
 	return msg;
 }
@@ -211,7 +158,7 @@ static void test_routes(void **state)
 	size_t al = 0;
 	assert_ota(ota_base64_decode(b64, strlen(b64), &acc, &al), OTA_OK);
 	ota_acceptance ap;
-	assert_ota(ota_acceptance_verify(ota_bytes_make(acc, al), f->root, (int64_t)time(NULL), &ap, &e),
+	assert_ota(ota_acceptance_verify(ota_bytes_make(acc, al), f->w.root, (int64_t)time(NULL), &ap, &e),
 	           OTA_OK);
 	assert_string_equal(ap.attestation, id);
 	assert_string_equal(ap.verifier_id, "verifier:endpoint");
@@ -260,7 +207,7 @@ static void test_routes(void **state)
 	assert_int_equal(st, 200);
 	size_t rl = 0;
 	uint8_t *rootf = NULL;
-	assert_ota(ota_file_read(f->root_path, 1 << 20, &rootf, &rl, NULL), OTA_OK);
+	assert_ota(ota_file_read(f->w.root_path, 1 << 20, &rootf, &rl, NULL), OTA_OK);
 	assert_int_equal(n, rl);
 	assert_memory_equal(ans, rootf, rl);
 	free(rootf);
