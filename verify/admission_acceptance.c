@@ -15,8 +15,15 @@ static ota_err malformed(ota_error *err, const char *where, const char *what)
 	return ota_error_set(err, OTA_ERR_ACCEPTANCE_MALFORMED, where, "%s", what);
 }
 
+/* The payload's claims, in the order of the k of parse_payload. */
+static const char *const claim_names[14] = {
+	"iss",    "iat", "eat_nonce", "kind",  "result",     "attestation", "challenge",
+	"issuer", "txn", "boundary",  "prior", "trust_root", "verifier",    "salt",
+};
+
 /* The payload: 13 claims, or 14 (the last key "salt", 16 bytes) in the
- * batch form. */
+ * batch form, each exactly once; "result" is "accepted"; "verifier" is
+ * exactly {"id", "version", "kid"}, each once, its id equal to iss. */
 static ota_err parse_payload(ota_bytes p, bool batch, ota_acceptance *a, ota_error *err)
 {
 	const uint64_t want = batch ? 14 : 13;
@@ -30,6 +37,7 @@ static ota_err parse_payload(ota_bytes p, bool batch, ota_acceptance *a, ota_err
 		                 batch ? "payload is not a map of 14 claims (batch form)"
 		                       : "payload is not a map of 13 claims");
 	uint32_t seen = 0;
+	char vid[OTA_ATT_TEXT_MAX + 1] = ""; /* verifier.id, compared with iss at the end */
 	for (uint64_t i = 0; i < n; i++) {
 		char key[32] = "";
 		int k = -1;
@@ -52,7 +60,7 @@ static ota_err parse_payload(ota_bytes p, bool batch, ota_acceptance *a, ota_err
 		if (k < 0)
 			return malformed(err, "acceptance", "unknown claim");
 		if (seen & (1u << k))
-			return malformed(err, "acceptance", "duplicate claim");
+			return malformed(err, claim_names[k], "claim twice");
 		seen |= 1u << k;
 		ota_err e = OTA_OK;
 		char kind[32];
@@ -66,7 +74,11 @@ static ota_err parse_payload(ota_bytes p, bool batch, ota_acceptance *a, ota_err
 			if (e == OTA_OK && strcmp(kind, "acceptance") != 0)
 				return malformed(err, "kind", "not an acceptance");
 			break;
-		case 4: e = rd_text(&r, "result", a->result, sizeof a->result, true, &sub); break;
+		case 4:
+			e = rd_text(&r, "result", a->result, sizeof a->result, true, &sub);
+			if (e == OTA_OK && strcmp(a->result, "accepted") != 0)
+				return malformed(err, "result", "not \"accepted\"");
+			break;
 		case 5: e = rd_id(&r, "attestation", a->attestation, sizeof a->attestation, &sub); break;
 		case 6: e = rd_id(&r, "challenge", a->challenge, sizeof a->challenge, &sub); break;
 		case 7: e = rd_text(&r, "issuer", a->issuer, sizeof a->issuer, true, &sub); break;
@@ -80,26 +92,39 @@ static ota_err parse_payload(ota_bytes p, bool batch, ota_acceptance *a, ota_err
 			break;
 		case 11: e = rd_id(&r, "trust_root", a->trust_root, sizeof a->trust_root, &sub); break;
 		case 12: {
+			/* exactly {"id", "version", "kid"}, each once */
+			static const char *const vnames[3] = {"id", "version", "kid"};
 			uint64_t m = 0;
 			if (rd_head(&r, &mt, &m, &sub) != OTA_OK || mt != 5 || m != 3)
 				return malformed(err, "verifier", "must be a map of id, version, kid");
-			char id[OTA_ATT_TEXT_MAX + 1];
 			size_t kl = 0;
+			unsigned vseen = 0;
 			for (int j = 0; j < 3 && e == OTA_OK; j++) {
 				if ((e = rd_text(&r, "verifier", key, sizeof key, true, &sub)) != OTA_OK)
 					break;
-				if (strcmp(key, "id") == 0)
-					e = rd_text(&r, "verifier.id", id, sizeof id, true, &sub);
-				else if (strcmp(key, "version") == 0)
+				int f = 0;
+				while (f < 3 && strcmp(key, vnames[f]) != 0)
+					f++;
+				if (f == 3)
+					return malformed(err, "verifier", "unknown member");
+				if (vseen & (1u << f))
+					return ota_error_set(err, OTA_ERR_ACCEPTANCE_MALFORMED, "verifier",
+					                     "member %s twice", vnames[f]);
+				vseen |= 1u << f;
+				if (f == 0)
+					e = rd_text(&r, "verifier.id", vid, sizeof vid, true, &sub);
+				else if (f == 1)
 					e = rd_text(&r, "verifier.version", a->verifier_version,
 					            sizeof a->verifier_version, true, &sub);
-				else if (strcmp(key, "kid") == 0)
-					e = rd_bstr(&r, "verifier.kid", a->verifier_kid, 32, 32, &kl, &sub);
 				else
-					return malformed(err, "verifier", "unknown member");
+					e = rd_bstr(&r, "verifier.kid", a->verifier_kid, 32, 32, &kl, &sub);
 			}
-			if (e == OTA_OK && strcmp(id, a->verifier_id) != 0)
-				return malformed(err, "verifier", "id differs from iss");
+			if (e != OTA_OK)
+				break;
+			for (int f = 0; f < 3; f++)
+				if (!(vseen & (1u << f)))
+					return ota_error_set(err, OTA_ERR_ACCEPTANCE_MALFORMED, "verifier",
+					                     "member %s missing", vnames[f]);
 			break;
 		}
 		case 13: {
@@ -116,8 +141,11 @@ static ota_err parse_payload(ota_bytes p, bool batch, ota_acceptance *a, ota_err
 	}
 	if (r.off != r.len)
 		return malformed(err, "acceptance", "trailing bytes");
-	if (seen != (1u << want) - 1)
-		return malformed(err, "acceptance", "missing claims");
+	for (int k = 0; k < (int)want; k++)
+		if (!(seen & (1u << k)))
+			return malformed(err, claim_names[k], "claim missing");
+	if (strcmp(vid, a->verifier_id) != 0)
+		return malformed(err, "verifier", "id differs from iss");
 	return OTA_OK;
 }
 
