@@ -310,12 +310,13 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 			                "runtime_boundary"), "filesystem"), "writable_paths"), 0));
 		char wdest[512];
 		snprintf(wdest, sizeof wdest, "/workspace/%s", wp != NULL ? wp : "out");
-		json_t *config = json_pack("{s:s, s:{s:[s]}, s:s, s:[{s:s, s:[s, s]}, {s:s, s:[s, s]}],"
-		                           " s:{s:[{s:s}, {s:s}]}}",
-		                           "ociVersion", "1.0.2", "process", "args", "sh", "hostname",
-		                           cont, "mounts", "destination", "/workspace", "options",
+		json_t *config = json_pack("{s:s, s:{s:[s]}, s:{s:b}, s:s, s:[{s:s, s:s, s:[s, s]}, "
+		                           "{s:s, s:s, s:[s, s]}], s:{s:[{s:s}, {s:s}]}}",
+		                           "ociVersion", "1.0.2", "process", "args", "sh", "root",
+		                           "readonly", 1, "hostname", cont, "mounts", "destination",
+		                           "/workspace", "type", "bind", "options",
 		                           "rbind", g_widen ? "rw" : "rro", "destination", wdest,
-		                           "options", "bind", "rw",
+		                           "type", "bind", "options", "bind", "rw",
 		                           "linux", "namespaces", "type", "pid", "type", "network");
 		char cfgid[OTA_ID_LEN + 1];
 		if (ota_jcs_identity(config, cfgid, NULL) != OTA_OK)
@@ -335,12 +336,13 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 		char iatt[OTA_ID_LEN + 1], tatt[OTA_ID_LEN + 1];
 		sign_rec(&g, "initial_application", init, cont, NULL, iatt);
 		json_t *term = json_pack(
-			"{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:i, s:o, s:I, s:{s:b}, s:{s:b}}",
+			"{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:i, s:o, s:I, "
+			"s:{s:s, s:b, s:[], s:b}, s:{s:b}}",
 			"kind", "ota.application/v1", "phase", "terminal", "provider", "oci_local", "txn",
 			g.txn, "segment", sid, "container_id", cont, "state", "enforced_through_completion",
 			"started", 1, "timed_out", 0, "interrupted", 0, "exit_status", 0, "prior", idj(init),
-			"at", (json_int_t)g.t, "terminal_inspection", "protected_unchanged", 1, "cleanup",
-			"confirmed", 1);
+			"at", (json_int_t)g.t, "terminal_inspection", "runtime_status", "stopped", "stopped",
+			1, "protected", "protected_unchanged", 1, "cleanup", "confirmed", 1);
 		sign_rec(&g, "terminal_application", term, cont, iatt, tatt);
 		json_array_append(evidence, pcheck);
 		json_array_append(evidence, rend);

@@ -16,6 +16,7 @@
 #include "ota/admission.h"
 #include "ota/cose.h"
 #include "ota/json.h"
+#include "ota/oci.h" /* OTA_OCI_CANARY_DEST: where oci_local mounts its canary */
 #include "ota/trust.h"
 
 struct ota_archive_report {
@@ -613,6 +614,14 @@ out:
 }
 
 /* Identities of the evidence, challenges; order lists of the receipt. */
+static int nonce_cmp(const void *x, const void *y)
+{
+	const ota_challenge *a = *(const ota_challenge *const *)x, *b = *(const ota_challenge *const *)y;
+	if (a->nonce_len != b->nonce_len)
+		return a->nonce_len < b->nonce_len ? -1 : 1;
+	return memcmp(a->nonce, b->nonce, a->nonce_len);
+}
+
 static ota_err index_members(vctx *v)
 {
 	ota_archive_report *r = v->r;
@@ -660,6 +669,21 @@ static ota_err index_members(vctx *v)
 		if (strcmp(v->ch_idx[i].id, v->ch_idx[i - 1].id) == 0)
 			fail(r, OTA_ERR_ARCHIVE_DUPLICATE, "challenges[]", "challenge %s appears twice",
 			     v->ch_idx[i].id);
+	/* single use is the nonce's: two challenge records with one nonce (say,
+	 * of two epochs) are one challenge answered twice */
+	const ota_challenge **by_nonce = calloc(a->nch + 1, sizeof *by_nonce);
+	if (by_nonce == NULL)
+		return OTA_ERR_NOMEM;
+	for (size_t i = 0; i < a->nch; i++)
+		by_nonce[i] = &a->ch[i].c;
+	qsort(by_nonce, a->nch, sizeof *by_nonce, nonce_cmp);
+	for (size_t i = 1; i < a->nch; i++)
+		if (nonce_cmp(&by_nonce[i], &by_nonce[i - 1]) == 0) {
+			fail(r, OTA_ERR_ARCHIVE_CHALLENGE_REUSED, "challenges[]",
+			     "two challenges carry the same nonce");
+			break;
+		}
+	free(by_nonce);
 	json_t *att_list = json_array(), *ch_list = json_array();
 	int64_t last = 0;
 	for (size_t i = 0; i < a->natt; i++) {
@@ -937,18 +961,30 @@ static const json_t *mount_at(const json_t *mounts, const char *key, const char 
 	return NULL;
 }
 
-/* A rendered (OCI config) mount is read-only when its options say ro/rro. */
+static bool opt_has(const json_t *opts, const char *o)
+{
+	for (size_t i = 0; i < json_array_size(opts); i++)
+		if (seq(json_string_value(json_array_get(opts, i)), o))
+			return true;
+	return false;
+}
+
+/*
+ * A rendered (OCI config) mount is read-only when its options say ro/rro:
+ * 1 read-only, 0 writable, -1 absent or contradictory (a read-only and a
+ * writable option together: the runtime applies them in order, the
+ * renderer never writes both).
+ */
 static int rendered_ro(const json_t *m)
 {
 	if (m == NULL)
 		return -1;
 	const json_t *o = json_object_get(m, "options");
-	for (size_t i = 0; i < json_array_size(o); i++) {
-		const char *x = json_string_value(json_array_get(o, i));
-		if (seq(x, "ro") || seq(x, "rro"))
-			return 1;
-	}
-	return 0;
+	if (!json_is_array(o))
+		return -1;
+	bool ro = opt_has(o, "ro") || opt_has(o, "rro");
+	bool rw = opt_has(o, "rw") || opt_has(o, "rrw");
+	return ro && rw ? -1 : ro ? 1 : 0;
 }
 
 static int applied_ro(const json_t *m)
@@ -957,12 +993,138 @@ static int applied_ro(const json_t *m)
 	return json_is_boolean(ro) ? (json_is_true(ro) ? 1 : 0) : -1;
 }
 
+static bool within_workspace(const char *p)
+{
+	return p != NULL && strncmp(p, "/workspace", 10) == 0 && (p[10] == '\0' || p[10] == '/');
+}
+
+/* p is /workspace/<one of the paths of list> */
+static bool declared_in(const json_t *list, const char *p)
+{
+	if (p == NULL || strncmp(p, "/workspace/", 11) != 0)
+		return false;
+	for (size_t i = 0; i < json_array_size(list); i++)
+		if (seq(json_string_value(json_array_get(list, i)), p + 11))
+			return true;
+	return false;
+}
+
+/* The first key (destination / path) that two mounts of the list share, or NULL. */
+static const char *mount_twice(const json_t *mounts, const char *key, bool workspace_only)
+{
+	size_t n = json_array_size(mounts);
+	for (size_t i = 0; i < n; i++) {
+		const char *a = sget(json_array_get(mounts, i), key);
+		if (workspace_only && !within_workspace(a))
+			continue;
+		for (size_t j = i + 1; j < n; j++)
+			if (seq(a, sget(json_array_get(mounts, j), key)))
+				return a;
+	}
+	return NULL;
+}
+
+/*
+ * Every mount of the rendered config, beyond the declared ones: no
+ * destination twice; host directories (bind mounts) only at the repository,
+ * its declared carve-outs and protected paths, and the runner's read-only
+ * canary; writable binds only where the boundary allows writing; anything
+ * else a kernel or scratch filesystem outside the repository. The root
+ * filesystem read-only. NULL when they all hold, else what does not.
+ */
+static const char *rendered_mounts_bad(const json_t *cfg, const json_t *fs, bool repo_rw,
+                                       const char **at)
+{
+	static const char *const pseudo[] = {"proc", "tmpfs", "devpts", "mqueue", "sysfs"};
+	const json_t *mounts = json_object_get(cfg, "mounts");
+	*at = NULL;
+	if (!json_is_array(mounts))
+		return "no mount list";
+	if (!json_is_true(json_object_get(json_object_get(cfg, "root"), "readonly")))
+		return "the root filesystem is writable";
+	if ((*at = mount_twice(mounts, "destination", false)) != NULL)
+		return "two mounts at one destination";
+	const json_t *wp = json_object_get(fs, "writable_paths");
+	const json_t *pp = json_object_get(fs, "protected_paths");
+	for (size_t i = 0; i < json_array_size(mounts); i++) {
+		const json_t *m = json_array_get(mounts, i);
+		const char *d = sget(m, "destination"), *type = sget(m, "type");
+		const json_t *o = json_object_get(m, "options");
+		*at = d;
+		int ro = rendered_ro(m);
+		if (d == NULL || type == NULL || ro < 0)
+			return "a mount without destination, type or consistent ro/rw options";
+		if (strcmp(type, "bind") == 0 || opt_has(o, "bind") || opt_has(o, "rbind")) {
+			bool ws = strcmp(d, "/workspace") == 0, carve = declared_in(wp, d);
+			if (!ws && !carve && !declared_in(pp, d) && strcmp(d, OTA_OCI_CANARY_DEST) != 0)
+				return "a host directory mounted outside the declared paths";
+			if (ro == 0 && !carve && !(ws && repo_rw))
+				return "a writable host mount the boundary does not declare";
+			continue;
+		}
+		bool known = false;
+		for (size_t k = 0; k < sizeof pseudo / sizeof pseudo[0]; k++)
+			known = known || strcmp(type, pseudo[k]) == 0;
+		if (!known || within_workspace(d))
+			return "a mount that is neither a declared bind nor a kernel or scratch filesystem";
+	}
+	*at = NULL;
+	return NULL;
+}
+
+/*
+ * Every mount the inspection found: inside /workspace one mount per path,
+ * writable only at the repository root (when the boundary says writable)
+ * and the declared carve-outs; outside it, writable only where the config
+ * rendered a kernel or scratch filesystem of that type, or masked a path.
+ */
+static const char *applied_mounts_bad(const json_t *am, const json_t *cfg, const json_t *fs,
+                                      bool repo_rw, const char **at)
+{
+	const json_t *wp = json_object_get(fs, "writable_paths");
+	const json_t *cm = json_object_get(cfg, "mounts");
+	const json_t *masked = json_object_get(json_object_get(cfg, "linux"), "maskedPaths");
+	*at = NULL;
+	if (!json_is_array(am))
+		return "no mount list";
+	if ((*at = mount_twice(am, "path", true)) != NULL)
+		return "two mounts at one path of the repository";
+	for (size_t i = 0; i < json_array_size(am); i++) {
+		const json_t *m = json_array_get(am, i);
+		const char *p = sget(m, "path");
+		int ro = applied_ro(m);
+		*at = p;
+		if (p == NULL || ro < 0)
+			return "a mount without path or ro";
+		if (ro == 1)
+			continue;
+		if (within_workspace(p)) {
+			if (!declared_in(wp, p) && !(strcmp(p, "/workspace") == 0 && repo_rw))
+				return "a writable mount in the repository the boundary does not declare";
+			continue;
+		}
+		const json_t *r = mount_at(cm, "destination", p);
+		bool scratch = r != NULL && !seq(sget(r, "type"), "bind") &&
+		               !opt_has(json_object_get(r, "options"), "bind") &&
+		               !opt_has(json_object_get(r, "options"), "rbind") &&
+		               seq(sget(m, "fstype"), sget(r, "type")) && seq(sget(m, "root"), "/");
+		bool mask = false;
+		for (size_t k = 0; k < json_array_size(masked); k++)
+			mask = mask || seq(json_string_value(json_array_get(masked, k)), p);
+		if (!scratch && !mask)
+			return "a writable mount outside the declared paths";
+	}
+	*at = NULL;
+	return NULL;
+}
+
 /*
  * The runtime controls of effective segment j, as rendered and as inspected
  * after apply: repo root read-only or writable, each writable carve-out
  * writable, each protected path read-only (also under a writable parent),
- * network default deny = a fresh network namespace found loopback-only.
- * Provider output can neither widen nor omit a canonical control.
+ * no other writable host path, network default deny = a fresh network
+ * namespace (and no namespace joined) found loopback-only. Provider output
+ * can neither widen nor omit a canonical control.
  */
 static void controls_applied(vctx *v, const char *where, size_t j, const json_t *rend,
                              const json_t *appl)
@@ -972,7 +1134,8 @@ static void controls_applied(vctx *v, const char *where, size_t j, const json_t 
 	const json_t *rb = json_object_get(eseg, "runtime_boundary");
 	const json_t *fs = json_object_get(rb, "filesystem");
 	const json_t *net = json_object_get(rb, "network");
-	const json_t *cm = json_object_get(json_object_get(rend, "config"), "mounts");
+	const json_t *cfg = json_object_get(rend, "config");
+	const json_t *cm = json_object_get(cfg, "mounts");
 	const json_t *am = json_object_get(json_object_get(appl, "mounts"), "mounts");
 	int want_ro = seq(sget(fs, "repo_root_mode"), "read_only") ? 1 : 0;
 	if (rendered_ro(mount_at(cm, "destination", "/workspace")) != want_ro ||
@@ -999,22 +1162,38 @@ static void controls_applied(vctx *v, const char *where, size_t j, const json_t 
 			}
 		}
 	}
-	if (seq(sget(net, "default"), "deny")) {
-		const json_t *ns = json_object_get(json_object_get(json_object_get(rend, "config"),
-		                                                   "linux"),
-		                                   "namespaces");
-		bool fresh = false;
-		for (size_t i = 0; i < json_array_size(ns); i++) {
-			const json_t *n = json_array_get(ns, i);
-			if (seq(sget(n, "type"), "network") && json_object_get(n, "path") == NULL)
-				fresh = true;
-		}
-		if (!fresh ||
-		    !json_is_true(json_object_get(json_object_get(appl, "network"), "loopback_only")))
-			fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,
-			     "network.default deny is not a fresh loopback-only namespace as rendered "
-			     "and applied");
+	const char *at = NULL, *bad = rendered_mounts_bad(cfg, fs, want_ro == 0, &at);
+	if (bad != NULL) {
+		fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where, "rendered config: %s (%s)", bad,
+		     at != NULL ? at : "-");
+		return;
 	}
+	if ((bad = applied_mounts_bad(am, cfg, fs, want_ro == 0, &at)) != NULL) {
+		fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where, "applied mounts: %s (%s)", bad,
+		     at != NULL ? at : "-");
+		return;
+	}
+	const json_t *ns = json_object_get(json_object_get(cfg, "linux"), "namespaces");
+	size_t nnet = 0;
+	bool joined = !json_is_array(ns);
+	for (size_t i = 0; i < json_array_size(ns); i++) {
+		const json_t *n = json_array_get(ns, i);
+		joined = joined || json_object_get(n, "path") != NULL || sget(n, "type") == NULL;
+		nnet += seq(sget(n, "type"), "network");
+		for (size_t k = i + 1; k < json_array_size(ns); k++)
+			joined = joined || seq(sget(n, "type"), sget(json_array_get(ns, k), "type"));
+	}
+	if (joined) {
+		fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,
+		     "the rendered config joins an existing namespace or lists one twice");
+		return;
+	}
+	if (seq(sget(net, "default"), "deny") &&
+	    (nnet != 1 ||
+	     !json_is_true(json_object_get(json_object_get(appl, "network"), "loopback_only"))))
+		fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,
+		     "network.default deny is not a fresh loopback-only namespace as rendered "
+		     "and applied");
 }
 
 /* Returns the segment's derived status ("" when no process). */
@@ -1054,11 +1233,80 @@ static void terminal_named(vctx *v, const char *where, const json_t *seg, const 
 static void terminal_outcome(vctx *v, walk *w, const char *where, const json_t *seg,
                              const json_t *term)
 {
-	if (!json_equal(json_object_get(seg, "exit_status"), json_object_get(term, "exit_status")) ||
+	const json_t *es = json_object_get(term, "exit_status");
+	if (!json_is_integer(es) || json_integer_value(es) < -1 || json_integer_value(es) > 255)
+		fail(v->r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where,
+		     "the terminal record's exit_status is not -1 (none) or 0..255");
+	if (!json_equal(json_object_get(seg, "exit_status"), es) ||
 	    !json_equal(json_object_get(seg, "timed_out"), json_object_get(term, "timed_out")))
 		fail(v->r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, where,
 		     "exit status or timeout differs from the terminal record");
 	error_check(v, w, where, seg, term);
+}
+
+/*
+ * The terminal inspection shows the boundary held to the end: the container
+ * stopped, and every declared protected path fingerprinted before and after
+ * with the same result.
+ */
+static bool inspection_clean(const json_t *ti, const json_t *protected_paths)
+{
+	const json_t *prot = json_object_get(ti, "protected");
+	if (!json_is_object(ti) || !json_is_true(json_object_get(ti, "stopped")) ||
+	    !seq(sget(ti, "runtime_status"), "stopped") ||
+	    !json_is_true(json_object_get(ti, "protected_unchanged")) || !json_is_array(prot))
+		return false;
+	for (size_t i = 0; i < json_array_size(prot); i++) {
+		const json_t *e = json_array_get(prot, i);
+		if (!json_is_true(json_object_get(e, "unchanged")) || sget(e, "before") == NULL ||
+		    !seq(sget(e, "before"), sget(e, "after")))
+			return false;
+	}
+	for (size_t i = 0; i < json_array_size(protected_paths); i++) {
+		const char *want = json_string_value(json_array_get(protected_paths, i));
+		bool seen = false;
+		for (size_t k = 0; k < json_array_size(prot) && !seen; k++)
+			seen = seq(sget(json_array_get(prot, k), "path"), want);
+		if (!seen)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The status a terminal record supports, derived as provider-oci derives it
+ * and never better than its state: an unknown state or malformed facts fail
+ * and count as lost; enforced needs the process started, no interruption
+ * (else unknown), cleanup confirmed, a clean terminal inspection and both
+ * signatures good (else lost); not_started cannot follow a start.
+ */
+static const char *terminal_derive(vctx *v, const char *where, const json_t *term,
+                                   const json_t *protected_paths, bool sigs_ok)
+{
+	static const char *const known[] = {"enforced_through_completion", "not_started",
+	                                    "enforcement_unknown_after_interruption",
+	                                    "enforcement_lost", "refused"};
+	const char *state = sget(term, "state");
+	bool named = false;
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		named = named || seq(state, known[i]);
+	const json_t *st = json_object_get(term, "started"), *in = json_object_get(term, "interrupted");
+	if (!named || !json_is_boolean(st) || !json_is_boolean(in) ||
+	    !json_is_boolean(json_object_get(term, "timed_out"))) {
+		fail(v->r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where,
+		     "the terminal record's state, started, interrupted or timed_out is not one the "
+		     "runner writes");
+		return "enforcement_lost";
+	}
+	if (seq(state, "not_started") && json_is_true(st))
+		return "enforcement_lost";
+	if (rank(state) != 0)
+		return state;
+	if (!json_is_true(st) || !sigs_ok ||
+	    !json_is_true(json_object_get(json_object_get(term, "cleanup"), "confirmed")) ||
+	    !inspection_clean(json_object_get(term, "terminal_inspection"), protected_paths))
+		return "enforcement_lost";
+	return json_is_true(in) ? "enforcement_unknown_after_interruption" : state;
 }
 
 /* The rendered policy a segment names (it may be rendered before a break). */
@@ -1266,16 +1514,14 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 		     "the terminal application is about another boundary");
 	snprintf(w->prev_terminal, sizeof w->prev_terminal, "%s", ta->record);
 	/* derived status of the segment */
-	const char *state = sget(term, "state");
-	const json_t *cl = json_object_get(term, "cleanup");
-	const json_t *ti = json_object_get(term, "terminal_inspection");
-	bool st = json_is_true(json_object_get(term, "started"));
-	*started = *started || st;
-	const char *derived = state != NULL ? state : "enforcement_lost";
-	if (rank(derived) == 0 &&
-	    (!st || !json_is_true(json_object_get(cl, "confirmed")) ||
-	     json_is_false(json_object_get(ti, "protected_unchanged")) || !ia->ok || !ta->ok))
-		derived = "enforcement_lost";
+	*started = *started || json_is_true(json_object_get(term, "started"));
+	const json_t *eseg =
+		json_array_get(json_object_get(ota_policy_effective_json(v->policy), "segments"), j);
+	const char *derived = terminal_derive(
+		v, where, term,
+		json_object_get(json_object_get(json_object_get(eseg, "runtime_boundary"), "filesystem"),
+	                        "protected_paths"),
+		ia->ok && ta->ok);
 	if (!seq(sget(seg, "status"), derived))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where, "status %s, derived %s",
 		     sget(seg, "status") != NULL ? sget(seg, "status") : "(none)", derived);
@@ -1381,7 +1627,7 @@ static void structure_checks(vctx *v)
 	if (nseg > want || !json_is_array(segs))
 		fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, "receipt.sandbox_policy.segments",
 		     "%zu segments, the re-derived policy has %zu", nseg, want);
-	bool started = false, any_process = false;
+	bool started = false, any_process = false, stopped = false;
 	const char *overall = refused != NULL ? refused : "enforced_through_completion";
 	int exit_status = 0;
 	for (size_t j = 0; j < nseg && j < want; j++) {
@@ -1400,10 +1646,15 @@ static void structure_checks(vctx *v)
 			exit_status = (int)json_integer_value(es);
 		bool last = j + 1 == nseg;
 		/* a lane stops at the first segment not enforced or failing */
-		if (!last && (d[0] != '\0' && (rank(d) != 0 || exit_status != 0 || w.last_error != NULL)))
+		stopped = d[0] != '\0' && (rank(d) != 0 || exit_status != 0 || w.last_error != NULL);
+		if (!last && stopped)
 			fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, "receipt.sandbox_policy.segments",
 			     "segments continue after segment %zu stopped the lane", j);
 	}
+	/* and only there: a lane cut short names the segment that stopped it */
+	if (refused == NULL && nseg < want && !stopped)
+		fail(r, OTA_ERR_ARCHIVE_SEGMENT_MISMATCH, "receipt.sandbox_policy.segments",
+		     "%zu of %zu segments ran and none of them stopped the lane", nseg, want);
 	if (w.last_error != NULL ? !json_equal(rerr, w.last_error) : rerr != NULL)
 		fail(r, OTA_ERR_ARCHIVE_RECEIPT_MISMATCH, "receipt.error",
 		     "not the error of the segment that stopped the lane");
@@ -1556,9 +1807,12 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 	for (size_t i = 0; i < v.a->natt; i++)
 		attestation_check(&v, i);
 	structure_checks(&v);
-	if (o->max_age > 0) {
+	/* a receipt signed after the time it is judged at (--at, else with
+	 * --max-age the clock; 300 s of skew) is refused, and with --max-age one
+	 * signed too long before it */
+	if (o->max_age > 0 || o->have_at) {
 		int64_t now = o->have_at ? o->at : ota_clock_now(NULL);
-		if (v.signed_at < now - o->max_age || v.signed_at > now + 300)
+		if (v.signed_at > now + 300 || (o->max_age > 0 && v.signed_at < now - o->max_age))
 			fail(r, OTA_ERR_ARCHIVE_STALE, "receipt.signed_at",
 			     "signed at %lld, the verifier's time is %lld, at most %lld s old accepted",
 			     (long long)v.signed_at, (long long)now, (long long)o->max_age);

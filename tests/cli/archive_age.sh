@@ -3,7 +3,9 @@
 # On the committed vector a.json (signed_at 1800000000): inside the window it
 # reconciles; too old, or signed in the future (more than 300 s ahead), it is
 # refused as archive_stale (exit 1, named in --json); a bad value is a usage
-# error (exit 2). Without --max-age the age is not judged.
+# error (exit 2). Without --max-age the age is not judged, but an archive
+# signed after the --at time (more than 300 s) is refused all the same: a
+# forward-dated archive must not pass as of an earlier time.
 set -euo pipefail
 : "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -27,6 +29,8 @@ check 1 $((T + 3601)) 3600 '.ok == false and (.failures | map(.code) == ["archiv
 check 1 $((T - 301)) 3600 '.failures | map(.code) == ["archive_stale"]'
 check 0 $((T - 300)) 3600 '.ok == true'
 check 0 $((T + 86400 * 365)) "" '.ok == true'
+check 1 $((T - 301)) "" '.failures | map(.code) == ["archive_stale"]'
+check 0 $((T - 300)) "" '.ok == true'
 for bad in 0 -5 abc 1x; do
   set +e
   "$OTA_VERIFY" archive "$A" --trust "$R" --max-age "$bad" >/dev/null 2>&1

@@ -213,10 +213,10 @@ for j in 0 1; do
   fi
   # the controls as oci_local renders (OCI config) and inspects them
   CONFIG=$(jq -cn --arg c "$CONT" --arg wd "/workspace/$WP" --arg pd "/workspace/$PP" \
-    '{ociVersion: "1.0.2", process: {args: ["sh"]}, hostname: $c,
-      mounts: [{destination: "/workspace", options: ["rbind", "rro"]},
-               {destination: $wd, options: ["bind", "rw"]},
-               {destination: $pd, options: ["bind", "ro"]}],
+    '{ociVersion: "1.0.2", process: {args: ["sh"]}, root: {readonly: true}, hostname: $c,
+      mounts: [{destination: "/workspace", type: "bind", options: ["rbind", "rro"]},
+               {destination: $wd, type: "bind", options: ["bind", "rw"]},
+               {destination: $pd, type: "bind", options: ["bind", "ro"]}],
       linux: {namespaces: [{type: "pid"}, {type: "network"}]}}')
   printf '%s' "$CONFIG" >"$tmp/cfg$j.json"
   CFG=$(jid "$tmp/cfg$j.json")
@@ -234,11 +234,13 @@ for j in 0 1; do
   attest initial_application "$CONT" "" "$INIT" "$SID" "$SCANON" "$SEFF"
   IATT=$ATT
   TERM=$(rec "term$j" "$(jq -cn --arg txn "$TXN" --arg sid "$SID" --arg c "$CONT" --arg p "$INIT" \
-    --argjson at "$(NOW)" \
+    --arg pp "$PP" --argjson at "$(NOW)" \
     '{kind: "ota.application/v1", phase: "terminal", provider: "oci_local", txn: $txn, segment: $sid,
       container_id: $c, state: "enforced_through_completion", started: true, timed_out: false,
       interrupted: false, exit_status: 0, prior: $p, at: $at,
-      terminal_inspection: {protected_unchanged: true}, cleanup: {confirmed: true}}')")
+      terminal_inspection: {runtime_status: "stopped", stopped: true, protected_unchanged: true,
+        protected: [{path: $pp, before: "f0", after: "f0", unchanged: true}]},
+      cleanup: {confirmed: true}}')")
   attest terminal_application "$CONT" "$IATT" "$TERM" "$SID" "$SCANON" "$SEFF"
   TATT=$ATT
   for r in pcheck "rend$j" "appl$j" "init$j" "term$j"; do ev "$r"; done
