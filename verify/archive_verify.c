@@ -1512,6 +1512,19 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	if (!seq(sget(term, "container_id"), cid) || !seq(ta->claims.boundary, cid))
 		fail(r, OTA_ERR_ARCHIVE_BOUNDARY_MISMATCH, where,
 		     "the terminal application is about another boundary");
+	/* the records name the provider and runtime the lane runs on, and time
+	 * runs forward through the segment */
+	const char *pt = sget(v->sp, "provider_target");
+	const json_t *ia_at = json_object_get(init, "at"), *ta_at = json_object_get(term, "at");
+	if (!seq(sget(init, "provider"), pt) || !seq(sget(term, "provider"), pt) ||
+	    (rend != NULL && (!seq(sget(rend, "provider"), pt) ||
+	                      !seq(sget(rend, "runtime"), w->runtime))))
+		fail(r, OTA_ERR_ARCHIVE_BINDING_MISMATCH, where,
+		     "a record names another provider or runtime than the lane's");
+	if (!json_is_integer(ia_at) || !json_is_integer(ta_at) ||
+	    json_integer_value(ta_at) < json_integer_value(ia_at))
+		fail(r, OTA_ERR_ARCHIVE_ORDER, where,
+		     "the initial and terminal records are not timed in order");
 	snprintf(w->prev_terminal, sizeof w->prev_terminal, "%s", ta->record);
 	/* derived status of the segment */
 	*started = *started || json_is_true(json_object_get(term, "started"));

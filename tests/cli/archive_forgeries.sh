@@ -8,7 +8,8 @@
 # host network namespace joined, a writable root filesystem), a terminal
 # record whose own facts deny the enforced status it claims (no inspection,
 # protected_unchanged null, interrupted, container running, a protected path
-# changed, an unknown state, exit status 2^32 / "137" / null), a lane cut
+# changed, an unknown state, exit status 2^32 / "137" / null), records of
+# another provider or runtime or timed backwards, a lane cut
 # short with no segment that stopped it, one nonce answering two challenge
 # records, and a receipt signed after --at. A control re-signs without an
 # edit and must reconcile. Cases: tests/tools/archive_forge.py.

@@ -186,7 +186,7 @@ def fix_digests(a, r):
 CLAIM_BODY, CLAIM_PRIOR = "body", "prior"
 
 
-def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None):
+def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None, rend_edit=None):
     """Edits the last segment's records and re-signs them and the receipt."""
     r = receipt_of(a)
     ev = a["evidence"]
@@ -194,6 +194,8 @@ def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None):
     if cfg is not None:
         cfg(rend["config"])
     rend["config_identity"] = jid(rend["config"])
+    if rend_edit is not None:
+        rend_edit(rend)
     appl["rendered_policy"] = rend["config_identity"]
     if appl_mounts is not None:
         appl_mounts(appl["mounts"]["mounts"])
@@ -356,6 +358,13 @@ CASES = [
      {"archive_status_mismatch"}),
     ("exit status null", lambda a: last_segment(a, **exit_both(None)), [],
      {"archive_status_mismatch"}),
+    ("a record of another provider", lambda a: last_segment(
+        a, term=term_set("provider", "oci_remote")), [], {"archive_binding_mismatch"}),
+    ("rendered for another runtime", lambda a: last_segment(
+        a, rend_edit=lambda r: r.__setitem__("runtime", "crun")), [],
+     {"archive_binding_mismatch"}),
+    ("terminal record timed before the initial one", lambda a: last_segment(
+        a, term=term_set("at", 1)), [], {"archive_order"}),
     ("a lane cut short without a cause", truncated, [], {"archive_segment_mismatch"}),
     ("one nonce, two challenge records", nonce_twice, [], {"archive_challenge_reused"}),
     ("signed after --at", lambda a: last_segment(a), ["--at", "1799990000"],
