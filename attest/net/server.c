@@ -36,6 +36,7 @@
 #include "ota/json.h"
 #include "ota/key.h"
 #include "ota/trust.h"
+#include "nonce_internal.h" /* nonce_store_commit_errs: each operation's detail */
 
 /* An answer: status, content type and a malloc'ed body (owned). */
 typedef struct answer {
@@ -59,6 +60,7 @@ typedef struct req {
 	struct req *next;            /* committer queue */
 	const char *method, *url;    /* MHD's, valid while the request lives */
 	ota_nonce_op op;
+	ota_error op_err;            /* the detail of op.result (committer) */
 	answer ans;                  /* filled by the committer, sent on resume */
 	/* JOB_ISSUE */
 	json_t *json;                /* the parsed body; binding points into it */
@@ -100,6 +102,7 @@ struct ota_attestd {
 	ota_admission **badm;  /* the batch's admissions, its acceptances */
 	uint8_t **baccs;
 	size_t *bacc_lens;
+	ota_error *berrs;      /* the detail of each operation of the batch */
 	atomic_ullong batches, batch_ops;
 	atomic_uint inflight; /* requests queued, not yet completed */
 	uint64_t issued_since_purge; /* committer thread only */
@@ -254,8 +257,11 @@ static unsigned status_for(ota_err e)
 		return MHD_HTTP_OK;
 	case OTA_ERR_HTTP_BODY_TOO_LARGE:
 	case OTA_ERR_TOO_LARGE:
-	case OTA_ERR_ATT_TOO_LARGE:
 		return MHD_HTTP_CONTENT_TOO_LARGE;
+	/* attestation_too_large and too_deep fall to 403: a body within the
+	 * HTTP cap whose attestation payload is too large or nests too deep
+	 * is a payload refusal (docs/attestation.md). A JSON request body
+	 * nesting too deep is answered 400 by its route. */
 	case OTA_ERR_HTTP_METHOD:
 		return MHD_HTTP_METHOD_NOT_ALLOWED;
 	case OTA_ERR_HTTP_NOT_FOUND:
@@ -270,7 +276,6 @@ static unsigned status_for(ota_err e)
 	case OTA_ERR_JSON_INVALID_UTF8:
 	case OTA_ERR_JSON_NUMBER_RANGE:
 	case OTA_ERR_JSON_TYPE:
-	case OTA_ERR_TOO_DEEP:
 	case OTA_ERR_NONCE_LENGTH:
 	case OTA_ERR_NONCE_TTL:
 	case OTA_ERR_NONCE_BINDING:
@@ -325,10 +330,10 @@ static void answer_json(answer *a, unsigned status, json_t *o)
 	answer_set(a, status, "application/json", t, n + 1);
 }
 
-static void answer_error(ota_attestd *d, answer *a, const char *method, const char *url,
-                         const ota_error *e)
+/* The error answer of e with status st. */
+static void answer_error_status(ota_attestd *d, answer *a, const char *method, const char *url,
+                                const ota_error *e, unsigned st)
 {
-	unsigned st = status_for(e->code);
 	if (st >= 500)
 		atomic_fetch_add(&d->http_errors, 1);
 	json_t *o = json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "code", ota_err_name(e->code), "where",
@@ -340,6 +345,12 @@ static void answer_error(ota_attestd *d, answer *a, const char *method, const ch
 		                      method, "path", url, "status", (int)st, "code",
 		                      ota_err_name(e->code), "where", e->where));
 	answer_json(a, st, o);
+}
+
+static void answer_error(ota_attestd *d, answer *a, const char *method, const char *url,
+                         const ota_error *e)
+{
+	answer_error_status(d, a, method, url, e, status_for(e->code));
 }
 
 static void answer_fail(ota_attestd *d, answer *a, const char *method, const char *url,
@@ -428,6 +439,7 @@ static void sign_batch(ota_attestd *d, size_t n)
 		if (rc != OTA_OK) {
 			memset(&r->op, 0, sizeof r->op);
 			r->op.result = rc;
+			r->op_err = e;
 			continue;
 		}
 		r->acc = d->baccs[j];
@@ -464,8 +476,14 @@ static void *committer_main(void *arg)
 				d->bops[m++] = d->breqs[i]->op;
 		int64_t now = now_of(d);
 		if (m > 0) {
-			ota_err be = ota_nonce_store_commit_batch(d->store, d->bops, m, now, NULL);
-			(void)be; /* on failure every op's result carries the error */
+			/* on failure every op's result (and detail) carries the error */
+			ota_error be_err;
+			ota_error_clear(&be_err);
+			for (size_t i = 0; i < m; i++)
+				ota_error_clear(&d->berrs[i]);
+			ota_err be = nonce_store_commit_errs(d->store, d->bops, m, now, d->berrs,
+			                                     &be_err);
+			(void)be;
 			atomic_fetch_add(&d->batches, 1);
 			atomic_fetch_add(&d->batch_ops, m);
 		}
@@ -474,6 +492,7 @@ static void *committer_main(void *arg)
 			if (r->op.kind != 0) {
 				r->op.result = d->bops[j].result;
 				r->op.challenge = d->bops[j].challenge;
+				r->op_err = d->berrs[j];
 				j++;
 			}
 			finish_job(d, r, now);
@@ -500,14 +519,93 @@ static void *committer_main(void *arg)
 
 /* ---- routes ---- */
 
-static bool content_type_is(struct MHD_Connection *c, const char *want)
+static bool is_ows(char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+/* An RFC 9110 token character. */
+static bool is_tchar(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+/*
+ * Whether the media type ct is exactly `want` (type/subtype compared
+ * case-insensitively), optionally followed by parameters (RFC 9110 section
+ * 8.3.1: *( OWS ";" OWS [ name "=" ( token / quoted-string ) ] )), each one
+ * of `allowed` ("name=value", both compared case-insensitively; NULL-
+ * terminated) and none twice. Anything else after the subtype, such as
+ * "application/cose ,text/plain" or "application/cosex", is refused.
+ */
+static bool media_type_is(const char *ct, const char *want, const char *const *allowed)
+{
+	size_t n = strlen(want);
+	if (strncasecmp(ct, want, n) != 0)
+		return false;
+	const char *p = ct + n;
+	unsigned seen = 0;
+	for (;;) {
+		while (is_ows(*p))
+			p++;
+		if (*p == '\0')
+			return true;
+		if (*p++ != ';')
+			return false;
+		while (is_ows(*p))
+			p++;
+		if (*p == '\0' || *p == ';')
+			continue; /* an empty parameter */
+		const char *name = p;
+		while (is_tchar(*p))
+			p++;
+		size_t nl = (size_t)(p - name);
+		if (nl == 0 || *p++ != '=')
+			return false;
+		const char *val = p;
+		size_t vl = 0;
+		if (*p == '"') { /* a quoted-string without escapes */
+			val = ++p;
+			while (*p != '\0' && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+				p++;
+			if (*p != '"')
+				return false;
+			vl = (size_t)(p - val);
+			p++;
+		} else {
+			while (is_tchar(*p))
+				p++;
+			vl = (size_t)(p - val);
+		}
+		if (vl == 0)
+			return false;
+		size_t i = 0;
+		for (; allowed != NULL && allowed[i] != NULL; i++) {
+			const char *eq = strchr(allowed[i], '=');
+			if (eq != NULL && (size_t)(eq - allowed[i]) == nl &&
+			    strncasecmp(allowed[i], name, nl) == 0 && strlen(eq + 1) == vl &&
+			    strncasecmp(eq + 1, val, vl) == 0)
+				break;
+		}
+		if (allowed == NULL || allowed[i] == NULL || i >= 32 || (seen & (1u << i)))
+			return false;
+		seen |= 1u << i;
+	}
+}
+
+/* The request's one Content-Type header is the media type want (the
+ * handler has refused a request with more than one). */
+static bool content_type_is(struct MHD_Connection *c, const char *want,
+                            const char *const *allowed)
 {
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (ct == NULL)
-		return false;
-	size_t n = strlen(want);
-	return strncasecmp(ct, want, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+	return ct != NULL && media_type_is(ct, want, allowed);
 }
+
+/* Parameters allowed with the endpoint's media types (docs/attestation.md). */
+static const char *const json_params[] = {"charset=utf-8", NULL};
+static const char *const cose_params[] = {"cose-type=cose-sign1", NULL};
 
 static ota_err principal_is_issuer(const ota_attestd *d, const char *id, ota_error *err)
 {
@@ -537,7 +635,7 @@ static bool route_challenges(ota_attestd *d, struct MHD_Connection *c, req *r, a
 	const char *method = r->method, *url = r->url;
 	ota_error e;
 	ota_error_clear(&e);
-	if (!content_type_is(c, "application/json")) {
+	if (!content_type_is(c, "application/json", json_params)) {
 		answer_fail(d, a, method, url, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
 		            "want application/json");
 		return false;
@@ -548,7 +646,8 @@ static bool route_challenges(ota_attestd *d, struct MHD_Connection *c, req *r, a
 	}
 	json_t *o = NULL;
 	if (ota_json_parse(ota_bytes_make(r->buf, r->len), &o, &e) != OTA_OK) {
-		answer_error(d, a, method, url, &e);
+		/* not the JSON asked for (too_deep included): a malformed request */
+		answer_error_status(d, a, method, url, &e, MHD_HTTP_BAD_REQUEST);
 		return false;
 	}
 	const char *k;
@@ -571,11 +670,18 @@ static bool route_challenges(ota_attestd *d, struct MHD_Connection *c, req *r, a
 		            "want {txn, issuer, scope: strings, nonce_bytes?, ttl?: integers}");
 		return false;
 	}
+	/* only an absent member means the default: an explicit value
+	 * (0 included) must be in the documented range */
 	json_int_t nbytes = nb != NULL ? json_integer_value(nb) : 0;
 	json_int_t ttl = tt != NULL ? json_integer_value(tt) : d->opts.challenge_ttl;
-	if (nbytes < 0 || nbytes > 1024) {
+	if (nb != NULL && (nbytes < OTA_NONCE_MIN_BYTES || nbytes > OTA_NONCE_MAX_BYTES)) {
 		json_decref(o);
 		answer_fail(d, a, method, url, OTA_ERR_NONCE_LENGTH, "nonce_bytes", "16..64");
+		return false;
+	}
+	if (tt != NULL && (ttl < 1 || ttl > OTA_NONCE_MAX_TTL)) {
+		json_decref(o);
+		answer_fail(d, a, method, url, OTA_ERR_NONCE_TTL, "ttl", "1..3600 seconds");
 		return false;
 	}
 	if (principal_is_issuer(d, b.issuer, &e) != OTA_OK) {
@@ -601,7 +707,10 @@ static void finish_issue(ota_attestd *d, req *r)
 	answer *a = &r->ans;
 	ota_err rc = r->op.result;
 	if (rc != OTA_OK) {
-		answer_fail(d, a, method, url, rc, "challenge", ota_err_message(rc));
+		if (r->op_err.code == rc)
+			answer_error(d, a, method, url, &r->op_err);
+		else
+			answer_fail(d, a, method, url, rc, "challenge", ota_err_message(rc));
 		return;
 	}
 	ota_challenge *ch = &r->op.challenge;
@@ -629,7 +738,7 @@ static void finish_issue(ota_attestd *d, req *r)
 static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a)
 {
 	const char *method = r->method, *url = r->url;
-	if (!content_type_is(c, "application/cose")) {
+	if (!content_type_is(c, "application/cose", cose_params)) {
 		answer_fail(d, a, method, url, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
 		            "want application/cose");
 		return false;
@@ -660,9 +769,14 @@ static void finish_admit(ota_attestd *d, req *r)
 	ota_admission *ad = &r->adm;
 	ota_err rc = r->op.result;
 	if (rc != OTA_OK) {
+		/* the store's (or the signer's) detail, e.g. where "eat_nonce",
+		 * "consumed at ..."; a generic one only if none came back */
 		ota_error e;
 		ota_error_clear(&e);
-		ota_error_set(&e, rc, "admission", "%s", ota_err_message(rc));
+		if (r->op_err.code == rc)
+			e = r->op_err;
+		else
+			ota_error_set(&e, rc, "admission", "%s", ota_err_message(rc));
 		atomic_fetch_add(&d->refused, 1);
 		answer_error(d, a, method, url, &e);
 		return;
@@ -886,6 +1000,46 @@ static bool dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a
 	return false;
 }
 
+typedef struct header_count {
+	const char *name;
+	unsigned n;
+} header_count;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+	header_count *h = cls;
+	(void)kind;
+	(void)value;
+	if (key != NULL && strcasecmp(key, h->name) == 0)
+		h->n++;
+	return MHD_YES;
+}
+
+/* How many times the request carries header name (MHD keeps each one;
+ * its lookup answers the first only). */
+static unsigned header_count_of(struct MHD_Connection *c, const char *name)
+{
+	header_count h = {name, 0};
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+	return h.n;
+}
+
+/* Answers r now, before reading its body (MHD closes the connection after
+ * this response). */
+static enum MHD_Result refuse_early(ota_attestd *d, struct MHD_Connection *c, req *r,
+                                    ota_err code, const char *where, const char *what)
+{
+	r->too_large = code == OTA_ERR_HTTP_BODY_TOO_LARGE;
+	r->state = RQ_DONE;
+	atomic_fetch_add(&d->requests, 1);
+	if (r->too_large)
+		atomic_fetch_add(&d->too_large, 1);
+	answer a;
+	answer_fail(d, &a, r->method, r->url, code, where, what);
+	return answer_send(c, &a);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls)
@@ -902,23 +1056,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		r->method = method;
 		r->url = url;
 		*con_cls = r;
+		/* Content-Length and Content-Type are singletons: with two, MHD
+		 * and a proxy in front may each take another one */
+		if (header_count_of(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1)
+			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "content-length",
+			                    "more than one Content-Length header");
+		if (header_count_of(c, MHD_HTTP_HEADER_CONTENT_TYPE) > 1)
+			return refuse_early(d, c, r, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
+			                    "more than one Content-Type header");
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL) {
 			char *end = NULL;
 			unsigned long long v = strtoull(cl, &end, 10);
-			if (end == cl || *end != '\0' || v > d->opts.max_body) {
-				/* answer now, without reading the body; MHD closes
-				 * the connection after this response */
-				r->too_large = true;
-				r->state = RQ_DONE;
-				atomic_fetch_add(&d->requests, 1);
-				atomic_fetch_add(&d->too_large, 1);
-				answer a;
-				answer_fail(d, &a, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body",
-				            "declared Content-Length over the cap");
-				return answer_send(c, &a);
-			}
+			if (end == cl || *end != '\0' || v > d->opts.max_body)
+				return refuse_early(d, c, r, OTA_ERR_HTTP_BODY_TOO_LARGE, "body",
+				                    "declared Content-Length over the cap");
 		}
 		return MHD_YES;
 	}
@@ -1126,8 +1279,9 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 	d->badm = calloc(d->opts.max_batch, sizeof *d->badm);
 	d->baccs = calloc(d->opts.max_batch, sizeof *d->baccs);
 	d->bacc_lens = calloc(d->opts.max_batch, sizeof *d->bacc_lens);
+	d->berrs = calloc(d->opts.max_batch, sizeof *d->berrs);
 	if (d->bops == NULL || d->breqs == NULL || d->badm == NULL || d->baccs == NULL ||
-	    d->bacc_lens == NULL) {
+	    d->bacc_lens == NULL || d->berrs == NULL) {
 		e = ota_error_set(err, OTA_ERR_NOMEM, "attestd", "group committer");
 		goto out_stop;
 	}
@@ -1230,6 +1384,7 @@ void ota_attestd_stop(ota_attestd *d)
 	free(d->badm);
 	free(d->baccs);
 	free(d->bacc_lens);
+	free(d->berrs);
 	ota_nonce_store_close(d->store);
 	ota_trust_root_free(d->root);
 	ota_key_free(d->vkey);
