@@ -141,6 +141,158 @@ ota_err rd_skip(rd *r, unsigned depth, ota_error *err)
 	}
 }
 
+/* ---- body: any CBOR, valid and with deterministic floats ---- */
+
+/* Whether single-precision bits f name a value that half precision holds
+ * exactly (infinities and zeros included; not NaN). */
+static bool single_fits_half(uint32_t f)
+{
+	uint32_t exp = (f >> 23) & 0xffu, mant = f & 0x7fffffu;
+	if (exp == 0xffu)
+		return mant == 0; /* infinity */
+	if (exp == 0)
+		return mant == 0; /* zero; single subnormals are far below half's range */
+	int e = (int)exp - 127;
+	if (e >= -14 && e <= 15) /* a half normal: 10 mantissa bits */
+		return (mant & 0x1fffu) == 0;
+	if (e >= -24 && e < -14) { /* a half subnormal: k * 2^-24, k < 1024 */
+		uint32_t sig = mant | 0x800000u;
+		unsigned shift = (unsigned)(-(e + 1)); /* 14..23 */
+		return (sig & ((1u << shift) - 1u)) == 0;
+	}
+	return false;
+}
+
+/* Whether double-precision bits d name a value that single precision
+ * holds exactly (infinities and zeros included; not NaN). */
+static bool double_fits_single(uint64_t d)
+{
+	uint64_t exp = (d >> 52) & 0x7ffu, mant = d & 0xfffffffffffffull;
+	if (exp == 0x7ffu)
+		return mant == 0;
+	if (exp == 0)
+		return mant == 0;
+	int e = (int)exp - 1023;
+	if (e >= -126 && e <= 127) /* a single normal: 23 mantissa bits */
+		return (mant & 0x1fffffffull) == 0;
+	if (e >= -149 && e < -126) { /* a single subnormal: k * 2^-149 */
+		uint64_t sig = mant | 0x10000000000000ull;
+		unsigned shift = (unsigned)(-(e + 97)); /* 30..52 */
+		return (sig & ((1ull << shift) - 1u)) == 0;
+	}
+	return false;
+}
+
+/* A float head (additional information ai 25, 26 or 27, bits v) in the
+ * deterministic form of RFC 8949 section 4.2.1 (the shortest of half,
+ * single and double that keeps the value; section 4.2.2: NaN only as the
+ * half f97e00). */
+static ota_err float_check(unsigned ai, uint64_t v, const rd *r, ota_error *err)
+{
+	bool nan;
+	if (ai == 25)
+		nan = ((v >> 10) & 0x1fu) == 0x1fu && (v & 0x3ffu) != 0;
+	else if (ai == 26)
+		nan = ((v >> 23) & 0xffu) == 0xffu && (v & 0x7fffffu) != 0;
+	else
+		nan = ((v >> 52) & 0x7ffu) == 0x7ffu && (v & 0xfffffffffffffull) != 0;
+	if (nan)
+		return ai == 25 && v == 0x7e00u
+			       ? OTA_OK
+			       : bad(err, OTA_ERR_ATT_MALFORMED, r, "body: a NaN other than f97e00");
+	if ((ai == 26 && single_fits_half((uint32_t)v)) || (ai == 27 && double_fits_single(v)))
+		return bad(err, OTA_ERR_ATT_MALFORMED, r, "body: non-shortest float");
+	return OTA_OK;
+}
+
+typedef struct key_span {
+	const uint8_t *p;
+	size_t n;
+} key_span;
+
+static int key_span_cmp(const void *a, const void *b)
+{
+	const key_span *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return memcmp(x->p, y->p, x->n);
+}
+
+/*
+ * Reads one item of body, depth-capped like rd_skip, and refuses what is
+ * not valid deterministic CBOR there: a map with two equal keys, at any
+ * depth (RFC 8949 section 5.6), and a float not in its shortest form.
+ * With shortest heads and shortest floats, two keys are equal exactly when
+ * their encodings are, so keys are compared as bytes.
+ */
+static ota_err rd_body(rd *r, unsigned depth, ota_error *err)
+{
+	if (depth > OTA_MAX_ATTESTATION_DEPTH)
+		return bad(err, OTA_ERR_TOO_DEEP, r, "body nests too deep");
+	size_t start = r->off;
+	unsigned mt = 0;
+	uint64_t v = 0;
+	ota_err e = rd_head(r, &mt, &v, err);
+	if (e != OTA_OK)
+		return e;
+	ota_bytes s = {NULL, 0};
+	switch (mt) {
+	case 0:
+	case 1:
+		return OTA_OK;
+	case 2:
+		return rd_span(r, v, &s, err);
+	case 3:
+		if ((e = rd_span(r, v, &s, err)) != OTA_OK)
+			return e;
+		return utf8_ok(s) ? OTA_OK : bad(err, OTA_ERR_ATT_MALFORMED, r, "invalid UTF-8");
+	case 4:
+		if (v > r->len - r->off)
+			return bad(err, OTA_ERR_ATT_MALFORMED, r, "container longer than the input");
+		for (uint64_t i = 0; i < v; i++)
+			if ((e = rd_body(r, depth + 1, err)) != OTA_OK)
+				return e;
+		return OTA_OK;
+	case 5: {
+		if (v > r->len - r->off || v * 2 > r->len - r->off)
+			return bad(err, OTA_ERR_ATT_MALFORMED, r, "container longer than the input");
+		if (v == 0)
+			return OTA_OK;
+		key_span *keys = malloc((size_t)v * sizeof *keys);
+		if (keys == NULL)
+			return ota_error_set(err, OTA_ERR_NOMEM, "body", "map keys");
+		for (uint64_t i = 0; i < v && e == OTA_OK; i++) {
+			size_t k0 = r->off;
+			if ((e = rd_body(r, depth + 1, err)) != OTA_OK)
+				break;
+			keys[i] = (key_span){r->p + k0, r->off - k0};
+			e = rd_body(r, depth + 1, err);
+		}
+		if (e == OTA_OK) {
+			qsort(keys, (size_t)v, sizeof *keys, key_span_cmp);
+			for (uint64_t i = 1; i < v; i++)
+				if (key_span_cmp(&keys[i - 1], &keys[i]) == 0) {
+					rd at = {r->p, r->len, (size_t)(keys[i].p - r->p)};
+					e = bad(err, OTA_ERR_ATT_MALFORMED, &at, "body: a map key twice");
+					break;
+				}
+		}
+		free(keys);
+		return e;
+	}
+	case 6:
+		return rd_body(r, depth + 1, err);
+	default: { /* 7: simple values and floats (their bytes were consumed) */
+		unsigned ai = r->p[start] & 0x1fu;
+		if (ai >= 25 && ai <= 27) {
+			rd at = {r->p, r->len, start};
+			return float_check(ai, v, &at, err);
+		}
+		return OTA_OK;
+	}
+	}
+}
+
 ota_err rd_text(rd *r, const char *claim, char *out, size_t cap, bool printable,
                        ota_error *err)
 {
@@ -335,7 +487,7 @@ static ota_err parse_value(rd *r, int c, ota_attestation *a, ota_error *err)
 		return OTA_OK;
 	case C_BODY: {
 		size_t start = r->off;
-		if ((e = rd_skip(r, 1, err)) != OTA_OK)
+		if ((e = rd_body(r, 1, err)) != OTA_OK)
 			return e;
 		a->body = ota_bytes_make(r->p + start, r->off - start);
 		return OTA_OK;

@@ -8,7 +8,9 @@
  * platform, segment, policy, boundary, prior, body. The payload is parsed
  * strictly: definite lengths only, shortest-form heads, no duplicate or
  * unknown keys, typed values, a size cap (OTA_MAX_ATTESTATION_BYTES) and a
- * depth cap for body (OTA_MAX_ATTESTATION_DEPTH).
+ * depth cap for body (OTA_MAX_ATTESTATION_DEPTH); inside body no map holds
+ * two equal keys, at any depth, and floats are in their shortest form
+ * (RFC 8949 section 4.2.1, NaN only as f97e00).
  *
  * Admission (ota_admission_prepare, then one ADMIT operation of the nonce
  * store) checks, in order, each refusal with its own name:
@@ -92,7 +94,9 @@ OTA_API bool ota_attestation_kind_admissible(const char *kind);
  * exp, iat, eat_nonce (16..64 bytes), kind, txn, trust_root, provider,
  * boundary. Optional: cti (1..64 bytes), adapter, platform (map of os,
  * architecture, variant), segment, policy (map of canonical, effective),
- * prior, body (any well-formed CBOR). Errors: attestation_too_large,
+ * prior, body (any well-formed CBOR without duplicate map keys, at any
+ * depth, and with shortest-form floats, NaN only as f97e00; else
+ * attestation_malformed). Errors: attestation_too_large,
  * attestation_malformed, attestation_claim_missing, attestation_claim_type,
  * attestation_claim_unknown, attestation_claim_duplicate, too_deep.
  */
