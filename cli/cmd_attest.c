@@ -35,13 +35,17 @@ static int fail_exit(const ota_error *e)
 	return rc;
 }
 
+/* A text claim of 1..cap-1 bytes into dst (absent: left ""). An empty
+ * string is refused as the endpoint refuses it, never dropped. */
 static bool copy_claim(json_t *o, const char *k, char *dst, size_t cap, ota_error *e)
 {
 	json_t *v = json_object_get(o, k);
 	if (v == NULL)
 		return true;
-	if (!json_is_string(v) || strlen(json_string_value(v)) >= cap) {
-		ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, k, "must be a string shorter than %zu bytes", cap);
+	if (!json_is_string(v) || json_string_length(v) == 0 ||
+	    strlen(json_string_value(v)) >= cap) {
+		ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, k,
+		              "must be a non-empty string shorter than %zu bytes", cap);
 		return false;
 	}
 	snprintf(dst, cap, "%s", json_string_value(v));
@@ -214,6 +218,17 @@ static ota_err build_signed(const char *key_path, const char *claims_path, uint8
 		                                       "policy and platform are objects");
 		goto out;
 	}
+	/* an empty map is refused by the endpoint (attestation_claim_type),
+	 * so it is refused here too rather than dropped */
+	if (pol != NULL && json_object_size(pol) == 0) {
+		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, "policy", "must be an object of 1..2 members");
+		goto out;
+	}
+	if (plat != NULL && json_object_size(plat) == 0) {
+		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, "platform",
+		                   "must be an object of 1..3 members");
+		goto out;
+	}
 	json_t *pv = json_object_get(o, "prior");
 	if (pv != NULL && json_is_null(pv))
 		json_object_del(o, "prior"); /* null: the first record of its boundary */
@@ -235,9 +250,10 @@ static ota_err build_signed(const char *key_path, const char *claims_path, uint8
 	}
 	a.has_prior = a.prior[0] != '\0';
 	json_t *iat = json_object_get(o, "iat"), *exp = json_object_get(o, "exp");
-	if ((iat != NULL && (!json_is_integer(iat) || json_integer_value(iat) < 0)) ||
-	    (exp != NULL && (!json_is_integer(exp) || json_integer_value(exp) < 0))) {
-		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, iat != NULL && !json_is_integer(iat) ? "iat" : "exp",
+	bool bad_iat = iat != NULL && (!json_is_integer(iat) || json_integer_value(iat) < 0);
+	bool bad_exp = exp != NULL && (!json_is_integer(exp) || json_integer_value(exp) < 0);
+	if (bad_iat || bad_exp) {
+		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, bad_iat ? "iat" : "exp",
 		                   "seconds: a non-negative integer");
 		goto out;
 	}
@@ -325,7 +341,8 @@ int cmd_attest(int argc, char **argv)
 		case 'T':
 		case 'n': {
 			long long v = strtoll(optarg, &end, 10);
-			if (end == optarg || *end != '\0' || v < 0 || v > 1000000)
+			/* 0 is no default: leave the option out for that */
+			if (end == optarg || *end != '\0' || v < 1 || v > 1000000)
 				return cli_usage("ota attest", "--ttl and --bytes take a positive integer");
 			if (ch == 'T')
 				ttl = v;
