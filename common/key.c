@@ -1222,6 +1222,73 @@ ota_err ota_key_verify(const ota_key *k, ota_alg alg, ota_bytes tbs, ota_bytes s
 	return ota_key_verify_parts(k, alg, &tbs, 1, sig);
 }
 
+/* ---- ECDSA low-S: s <= n/2 (n the group order) ---- */
+
+/* The group orders of P-256, P-384 and P-521, big-endian, padded to the
+ * curve's scalar size (tests/unit/low_s_test.c checks them against
+ * OpenSSL's EC_GROUP_get0_order). */
+static const uint8_t order_p256[32] = {
+	0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84,
+	0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
+};
+static const uint8_t order_p384[48] = {
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xc7, 0x63, 0x4d, 0x81, 0xf4, 0x37, 0x2d, 0xdf, 0x58, 0x1a, 0x0d, 0xb2,
+	0x48, 0xb0, 0xa7, 0x7a, 0xec, 0xec, 0x19, 0x6a, 0xcc, 0xc5, 0x29, 0x73,
+};
+static const uint8_t order_p521[66] = {
+	0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfa, 0x51, 0x86,
+	0x87, 0x83, 0xbf, 0x2f, 0x96, 0x6b, 0x7f, 0xcc, 0x01, 0x48, 0xf7, 0x09,
+	0xa5, 0xd0, 0x3b, 0xb5, 0xc9, 0xb8, 0x89, 0x9c, 0x47, 0xae, 0xbb, 0x6f,
+	0xb7, 0x1e, 0x91, 0x38, 0x64, 0x09,
+};
+
+/* The order of the curve whose scalars have field bytes (NULL: not ECDSA). */
+static const uint8_t *ec_order(size_t field)
+{
+	switch (field) {
+	case sizeof order_p256: return order_p256;
+	case sizeof order_p384: return order_p384;
+	case sizeof order_p521: return order_p521;
+	default: return NULL;
+	}
+}
+
+/* out = n - s over field big-endian bytes (mod 2^(8 field) when s > n). */
+static void order_minus(const uint8_t *n, const uint8_t *s, size_t field, uint8_t *out)
+{
+	unsigned borrow = 0;
+	for (size_t i = field; i-- > 0;) {
+		unsigned d = (unsigned)n[i] - (unsigned)s[i] - borrow;
+		out[i] = (uint8_t)(d & 0xffu);
+		borrow = (d >> 8) & 1u;
+	}
+}
+
+/* s (field bytes, big-endian) is above n/2, or not below n at all. */
+static bool s_is_high(const uint8_t *n, const uint8_t *s, size_t field)
+{
+	uint8_t t[66];
+	if (memcmp(s, n, field) >= 0)
+		return true;
+	order_minus(n, s, field, t);
+	return memcmp(s, t, field) > 0; /* n is odd: s == n - s never happens */
+}
+
+bool ota_key_sig_is_high_s(ota_alg alg, ota_bytes sig)
+{
+	size_t field = alg == OTA_ALG_ES256 ? 32 : alg == OTA_ALG_ES384 ? 48
+	             : alg == OTA_ALG_ES512 ? 66 : 0;
+	const uint8_t *n = ec_order(field);
+	if (n == NULL || sig.ptr == NULL || sig.len != 2 * field)
+		return false;
+	return s_is_high(n, sig.ptr + field, field);
+}
+
 ota_err ota_key_sign(const ota_key *k, ota_alg alg, ota_bytes tbs, ota_buf sig, size_t *sig_len)
 {
 	*sig_len = 0;
@@ -1261,6 +1328,16 @@ ota_err ota_key_sign(const ota_key *k, ota_alg alg, ota_bytes tbs, ota_buf sig, 
 			goto out;
 		}
 		ECDSA_SIG_free(es);
+		/* low-S: (r, n - s) verifies as well as (r, s); we only ever
+		 * write the one with s <= n/2, so our signatures have one form */
+		const uint8_t *n = ec_order(k->field);
+		uint8_t *sp = sig.ptr + k->field;
+		if (n == NULL) {
+			rc = OTA_ERR_CRYPTO;
+			goto out;
+		}
+		if (s_is_high(n, sp, k->field))
+			order_minus(n, sp, k->field, sp);
 		*sig_len = 2 * k->field;
 	} else if (k->kind == KIND_RSA) {
 		EVP_PKEY_CTX *pctx = NULL;

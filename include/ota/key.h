@@ -63,7 +63,9 @@ OTA_API OTA_NODISCARD ota_err ota_key_private_pem(const ota_key *k, char **out, 
 
 /*
  * Signs tbs with alg (which must fit the key). ECDSA signatures are raw r||s
- * of the curve's size (not DER). sig has cap bytes; *sig_len receives the size.
+ * of the curve's size (not DER), always in low-S form (s <= n/2, n the
+ * group order: a high s is replaced by n - s), so that each signature we
+ * write has one form. sig has cap bytes; *sig_len receives the size.
  */
 OTA_API OTA_NODISCARD ota_err ota_key_sign(const ota_key *k, ota_alg alg, ota_bytes tbs,
                                            ota_buf sig, size_t *sig_len);
@@ -83,6 +85,14 @@ OTA_API OTA_NODISCARD ota_err ota_key_verify(const ota_key *k, ota_alg alg, ota_
 OTA_API OTA_NODISCARD ota_err ota_key_verify_parts(const ota_key *k, ota_alg alg,
                                                    const ota_bytes *parts, size_t n,
                                                    ota_bytes sig);
+/*
+ * true when sig is a raw ECDSA r||s of the size alg needs (ES256, ES384,
+ * ES512) whose s is above n/2 (the high-S form; s >= n counts too); false
+ * for a low-S one and for anything else (other algorithms, other sizes).
+ * (r, s) and (r, n - s) both verify: attestation admission refuses the high
+ * form, general verification accepts both.
+ */
+OTA_API bool ota_key_sig_is_high_s(ota_alg alg, ota_bytes sig);
 /* Size in bits of the key (256 for P-256 and Ed25519, modulus bits for RSA). */
 OTA_API unsigned ota_key_bits(const ota_key *k);
 /* "P-256", "P-384", "P-521", "Ed25519", "Ed448", "RSA". */
