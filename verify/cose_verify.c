@@ -41,7 +41,78 @@ static ota_err fail_at(ota_error *err, ota_err code, const reader *r, size_t off
 	return ota_error_set(err, code, where, "%s", what);
 }
 
-/* Reads one head. Indefinite lengths are reported, not refused, here. */
+/* Trailing zero bits of v (v != 0). */
+static unsigned ctz64(uint64_t v)
+{
+	unsigned n = 0;
+	while ((v & 1u) == 0) {
+		v >>= 1;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Whether a float of the next smaller width holds the same value: a
+ * float64 (wide) a float32, a float32 a float16. Infinities, NaNs and zeros
+ * always fit (RFC 8949 section 4.2.1 writes them as float16).
+ * bits: the raw value; ebits, mbits: its exponent and fraction widths;
+ * nemin, nemax: the smaller format's normal exponent range; nmbits: its
+ * fraction width.
+ */
+static bool float_fits_smaller(uint64_t bits, unsigned ebits, unsigned mbits, int nemin,
+                               int nemax, unsigned nmbits)
+{
+	uint64_t emask = ((uint64_t)1 << ebits) - 1;
+	uint64_t e = (bits >> mbits) & emask;
+	uint64_t m = bits & (((uint64_t)1 << mbits) - 1);
+	if (e == emask || (e == 0 && m == 0))
+		return true; /* infinity, NaN, zero */
+	if (e == 0)
+		return false; /* subnormal: below the smaller format's range */
+	int bias = (int)(emask >> 1);
+	int x = (int)e - bias;                /* value = sig * 2^(x - mbits) */
+	uint64_t sig = m | (uint64_t)1 << mbits;
+	if (x > nemax)
+		return false;
+	if (x >= nemin) /* normal in the smaller format: its fraction holds the bits */
+		return ctz64(sig) >= mbits - nmbits;
+	/* subnormal in the smaller format: a multiple of 2^(nemin - nmbits) */
+	int lowest = nemin - (int)nmbits;
+	if (x < lowest)
+		return false;
+	return (int)ctz64(sig) >= (int)mbits - (x - lowest);
+}
+
+/*
+ * RFC 8949 section 4.2.1 (deterministic encoding): an argument (integer,
+ * length, count, tag) in as few bytes as it needs, a float in the smallest
+ * width that keeps its value.
+ */
+static bool head_is_shortest(const head *h)
+{
+	if (h->ai < 24 || h->ai == 31)
+		return true;
+	if (h->major == MT_SIMPLE) {
+		if (h->ai == 26)
+			return !float_fits_smaller(h->val, 8, 23, -14, 15, 10);
+		if (h->ai == 27)
+			return !float_fits_smaller(h->val, 11, 52, -126, 127, 23);
+		return true; /* ai 24: a simple value >= 32 (checked by the caller); 25: float16 */
+	}
+	switch (h->ai) {
+	case 24: return h->val >= 24;
+	case 25: return h->val > 0xff;
+	case 26: return h->val > 0xffff;
+	default: return h->val > 0xffffffffu;
+	}
+}
+
+/*
+ * Reads one head. Indefinite lengths are reported, not refused, here; a
+ * head that is not in its shortest form is refused (one item, one
+ * encoding: nobody can re-encode a message into other bytes).
+ */
 static ota_err read_head(reader *r, head *h, ota_error *err)
 {
 	h->off = roff(r);
@@ -76,6 +147,10 @@ static ota_err read_head(reader *r, head *h, ota_error *err)
 	h->val = v;
 	if (h->major == MT_SIMPLE && h->ai == 24 && v < 32)
 		return fail_at(err, OTA_ERR_COSE_MALFORMED, r, h->off, "two-byte simple value below 32");
+	if (!head_is_shortest(h))
+		return fail_at(err, OTA_ERR_COSE_NOT_SHORTEST, r, h->off,
+		               h->major == MT_SIMPLE ? "float not in its shortest width"
+		                                     : "head argument not in its shortest form");
 	return OTA_OK;
 }
 
@@ -514,6 +589,7 @@ ota_err ota_cose_sign1_decode(ota_bytes msg, const ota_cose_verify_opts *o, ota_
 	} else if (ub.has_kid) {
 		out->kid = ub.kid;
 	}
+	out->unprotected_labels = ub.n;
 	out->payload = detached ? o->detached_payload : payload;
 	out->detached = detached;
 	out->signature = sig;

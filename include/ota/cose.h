@@ -11,10 +11,15 @@
  * indefinite lengths in the structure or the headers; no duplicate labels
  * in either bucket or across them; crit only protected, non-empty, naming
  * labels present in the protected header and understood here (1 alg,
- * 3 content type, 4 kid). Accepted: high-S ECDSA, protected labels in any
- * order (the signature covers the bytes as received), unknown labels in the
- * unprotected bucket. Every refusal has its own error name
- * (include/ota/errors/cose.def); docs/cose.md explains each.
+ * 3 content type, 4 kid); every head (the tag, the array, each string,
+ * map, integer and float, the protected header's contents included) in its
+ * shortest form, RFC 8949 section 4.2.1 (cose_head_not_shortest), so that
+ * no one can re-encode a message into other bytes that still verify.
+ * Accepted: high-S ECDSA (attestation admission alone refuses it),
+ * protected labels in any order (the signature covers the bytes as
+ * received), unknown labels in the unprotected bucket. Every refusal has
+ * its own error name (include/ota/errors/cose.def); docs/cose.md explains
+ * each.
  *
  * Sig_structure = ["Signature1", protected bytes exactly as received,
  * external_aad, payload], hashed piecewise without copying (EdDSA copies
@@ -45,6 +50,7 @@ typedef struct {
 	ota_alg alg;               /* from the protected header */
 	ota_bytes kid;             /* empty when absent */
 	bool kid_protected;        /* kid was in the protected bucket */
+	size_t unprotected_labels; /* labels in the unprotected bucket (0: it is {}) */
 	ota_bytes payload;         /* embedded payload, or the detached one */
 	bool detached;             /* payload was nil in the message */
 	ota_bytes signature;

@@ -188,9 +188,11 @@ def build():
     case("ok_noncanonical_label_order",
          sign1(P256, ES256, cmap((cint(4), bstr(kid(P256))), (cint(1), cint(ES256)))),
          note="protected labels out of canonical order; the signature covers the bytes as received")
-    case("ok_noncanonical_int_encoding",
-         sign1(P256, ES256, b"\xa1\x01\x38\x06"),
-         note="protected alg -7 written in a non-minimal two-byte form; bytes signed as received")
+    case("ok_unprotected_floats_shortest",
+         sign1(P256, ES256, A, unprot=cmap((cint(99), b"\xf9\x3c\x00"),
+                                           (cint(98), b"\xfa\x47\xc3\x50\x00"),
+                                           (cint(97), b"\xfb\x3f\xb9\x99\x99\x99\x99\x99\x9a"))),
+         note="floats in their shortest width: 1.0 as float16, 100000.0 as float32, 0.1 as float64")
     case("ok_unknown_unprotected_labels",
          sign1(P256, ES256, A, unprot=cmap((cint(99), tstr("x")), (tstr("foo"), arr(bstr(b"\x00"), cint(-3))),
                                            (cint(-65537), cmap((cint(1), cint(2)))))),
@@ -221,7 +223,7 @@ def build():
     case("tag_wrong_cose_sign", b"\xd8\x62" + body, expect="error=cose_tag_wrong",
          note="outer tag 98 (COSE_Sign) on a Sign1 body")
     case("tag_nested", TAG18 + TAG18 + body, expect="error=cose_tag_wrong", note="tag 18 twice")
-    case("tag_wrong_untagged_allowed", b"\xd8\x11" + body, expect="error=cose_tag_wrong",
+    case("tag_wrong_untagged_allowed", b"\xd1" + body, expect="error=cose_tag_wrong",
          options=("allow_untagged",), note="a present tag must be 18 even when untagged is allowed")
     prot = A
     sig = sign(P256, ES256, sig_structure(prot, b"", b"This is the content."))
@@ -238,6 +240,41 @@ def build():
          note="two valid messages back to back")
     case("indefinite_array", TAG18 + b"\x9f" + b"".join(parts) + b"\xff",
          expect="error=cose_indefinite_length", note="indefinite-length outer array")
+    # ---- shortest heads (RFC 8949 section 4.2.1): one message, one encoding ----
+    ns = "error=cose_head_not_shortest"
+    case("not_shortest_tag", b"\xd8\x12" + body, expect=ns,
+         note="tag 18 written as d8 12 (one-byte argument) instead of d2")
+    case("not_shortest_tag_two_bytes", b"\xd9\x00\x12" + body, expect=ns,
+         note="tag 18 written as d9 00 12 (two-byte argument)")
+    case("not_shortest_array", TAG18 + b"\x98\x04" + b"".join(parts), expect=ns,
+         note="the four-element array head written as 98 04")
+    case("not_shortest_protected_bstr",
+         TAG18 + head(4, 4) + b"\x58" + bytes([len(prot)]) + prot + b"".join(parts[1:]), expect=ns,
+         note="the protected bstr's length in a one-byte argument although below 24")
+    case("not_shortest_unprotected_map", TAG18 + head(4, 4) + parts[0] + b"\xb8\x00" + b"".join(parts[2:]),
+         expect=ns, note="the empty unprotected map written as b8 00")
+    case("not_shortest_payload_bstr",
+         TAG18 + head(4, 4) + parts[0] + parts[1] + b"\x58\x14" + b"This is the content." + parts[3],
+         expect=ns, note="the 20-byte payload's length written as 58 14")
+    case("not_shortest_signature_bstr",
+         TAG18 + head(4, 4) + b"".join(parts[:3]) + b"\x59\x00\x40" + sig, expect=ns,
+         note="the 64-byte signature's length written as 59 00 40")
+    case("not_shortest_unprotected_value", sign1(P256, ES256, A, unprot=cmap((cint(99), b"\x18\x0a"))),
+         expect=ns, note="an unprotected header value 10 written as 18 0a")
+    case("not_shortest_unprotected_float", sign1(P256, ES256, A, unprot=cmap((cint(99), b"\xfa\x3f\x80\x00\x00"))),
+         expect=ns, note="an unprotected float 1.0 written as float32 (fits float16)")
+    case("not_shortest_unprotected_double",
+         sign1(P256, ES256, A, unprot=cmap((cint(99), b"\xfb\x40\xf8\x6a\x00\x00\x00\x00\x00"))),
+         expect=ns, note="an unprotected float 100000.0 written as float64 (fits float32)")
+    case("not_shortest_protected_int",
+         sign1(P256, ES256, b"\xa1\x01\x38\x06"), expect=ns,
+         note="protected alg -7 written as 38 06, signed as written: refused all the same")
+    case("not_shortest_protected_label",
+         sign1(P256, ES256, b"\xa1\x18\x01\x26"), expect=ns,
+         note="protected label 1 written as 18 01, signed as written")
+    case("not_shortest_protected_map",
+         sign1(P256, ES256, b"\xb8\x01\x01\x26"), expect=ns,
+         note="protected map head written as b8 01, signed as written")
     case("indefinite_payload",
          TAG18 + b"\x84" + parts[0] + parts[1] + b"\x5f" + bstr(b"This is the content.") + b"\xff" + parts[3],
          expect="error=cose_indefinite_length", note="payload as an indefinite-length byte string")
@@ -367,13 +404,15 @@ def build():
          note="last payload byte changed after signing")
     tp = sign1(P256, ES256, A)
     tprot = cmap((cint(1), cint(ES256)), (cint(3), cint(0)))
+    tp2 = sign1(P256, ES256, tprot)
     case("tampered_protected",
          TAG18 + arr(bstr(tprot), cmap(), bstr(b"This is the content."), bstr(tp[-64:])),
          expect="error=signature_invalid", note="content type added to the protected map after signing")
     case("tampered_protected_reencoded",
-         TAG18 + arr(bstr(b"\xa1\x01\x38\x06"), cmap(), bstr(b"This is the content."), bstr(tp[-64:])),
+         TAG18 + arr(bstr(cmap((cint(3), cint(0)), (cint(1), cint(ES256)))), cmap(),
+                     bstr(b"This is the content."), bstr(tp2[-64:])),
          expect="error=signature_invalid",
-         note="protected map re-encoded (same meaning, other bytes) after signing")
+         note="protected map re-encoded after signing (labels reordered: same meaning, other bytes)")
     case("tampered_aad", sign1(P256, ES256, A, aad=b"aad-one"), aad=b"aad-two".hex(),
          expect="error=signature_invalid", note="verified with a different external AAD")
     case("missing_aad", sign1(P256, ES256, A, aad=b"aad-one"),
