@@ -7,4 +7,13 @@
  * errs[i] (may be NULL). */
 ota_err nonce_store_commit_errs(ota_nonce_store *s, ota_nonce_op *ops, size_t n, int64_t now,
                                 ota_error *errs, ota_error *err);
+
+/*
+ * The "issuer" claim of a stored acceptance (a tagged COSE_Sign1 of our
+ * own, single or batch form) into out (cap bytes, NUL-terminated). Reads
+ * only, checks no signature: for the schema 1 -> 2 migration, over bytes
+ * this store wrote. false when the bytes are not such a record or the claim
+ * is missing, not text, or does not fit.
+ */
+bool nonce_acceptance_issuer(ota_bytes acceptance, char *out, size_t cap);
 #endif

@@ -15,7 +15,10 @@
 
 #include "nonce_internal.h"
 
-#define SCHEMA_VERSION 1
+/* 1: heads without an owner; 2: each (txn, boundary) lane bound to the
+ * issuer of its first accepted record (heads.issuer). A version 1 file is
+ * migrated when opened (migrate_v1). */
+#define SCHEMA_VERSION 2
 
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS ota_meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
@@ -27,8 +30,9 @@ static const char schema_sql[] =
 	" issuer TEXT NOT NULL, scope TEXT NOT NULL, issued_at INTEGER NOT NULL,"
 	" expires_at INTEGER NOT NULL, consumed_at INTEGER);"
 	"CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges(expires_at);"
+	/* issuer: the lane's owner, the issuer of its first accepted record */
 	"CREATE TABLE IF NOT EXISTS heads(txn TEXT NOT NULL, boundary TEXT NOT NULL,"
-	" head TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
+	" head TEXT NOT NULL, issuer TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
 	/* Acceptances too are appended in commit order behind an index. */
 	"CREATE TABLE IF NOT EXISTS acceptances(seq INTEGER PRIMARY KEY,"
 	" record_id TEXT NOT NULL UNIQUE,"
@@ -66,16 +70,17 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_ISSUE] = "INSERT INTO challenges(nonce, epoch, txn, issuer, scope, issued_at, expires_at)"
 		     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* The one decision: a live, unexpired, current-epoch row flips to
-	 * consumed, and only one statement can ever see it flip. */
-	[ST_CONSUME] = "UPDATE challenges SET consumed_at = ?1"
+	 * consumed, and only one statement can ever see it flip. ?1 is the
+	 * time it must be unexpired at, ?7 the time recorded. */
+	[ST_CONSUME] = "UPDATE challenges SET consumed_at = ?7"
 		       " WHERE nonce = ?2 AND consumed_at IS NULL AND expires_at > ?1"
 		       " AND epoch >= ?3 AND (?4 IS NULL OR txn = ?4)"
 		       " AND (?5 IS NULL OR issuer = ?5) AND (?6 IS NULL OR scope = ?6)"
 		       " RETURNING epoch, txn, issuer, scope, issued_at, expires_at, consumed_at",
 	[ST_GET] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at"
 		   " FROM challenges WHERE nonce = ?1",
-	[ST_HEAD_GET] = "SELECT head FROM heads WHERE txn = ?1 AND boundary = ?2",
-	[ST_HEAD_INSERT] = "INSERT INTO heads(txn, boundary, head) VALUES(?1, ?2, ?3)",
+	[ST_HEAD_GET] = "SELECT head, issuer FROM heads WHERE txn = ?1 AND boundary = ?2",
+	[ST_HEAD_INSERT] = "INSERT INTO heads(txn, boundary, head, issuer) VALUES(?1, ?2, ?3, ?4)",
 	[ST_HEAD_CAS] = "UPDATE heads SET head = ?3 WHERE txn = ?1 AND boundary = ?2 AND head = ?4",
 	[ST_ACC_EXISTS] = "SELECT 1 FROM acceptances WHERE record_id = ?1 AND txn = ?2 AND boundary = ?3",
 	[ST_ACC_INSERT] = "INSERT INTO acceptances(record_id, txn, boundary, prior, nonce, accepted_at,"
@@ -189,6 +194,80 @@ static int meta_set(ota_nonce_store *s, const char *k, int64_t v)
 	return rc;
 }
 
+static bool str_ok(const char *v, size_t max);
+
+/*
+ * Schema 1 -> 2, inside open_epoch's transaction: heads gains its owner,
+ * the issuer of the lane's first accepted record (the one stored with
+ * prior ""), read from that record's stored acceptance (its "issuer"
+ * claim). A lane whose first acceptance is missing or unreadable stops the
+ * open (nonce_store_schema): nothing is guessed, nothing is half-migrated.
+ */
+static ota_err migrate_v1(ota_nonce_store *s, ota_error *err)
+{
+	ota_err e;
+	sqlite3_stmt *lanes = NULL, *first = NULL, *set = NULL;
+	if ((e = exec_sql(s, "ALTER TABLE heads ADD COLUMN issuer TEXT NOT NULL DEFAULT ''", err)) !=
+	    OTA_OK)
+		return e;
+	int rc = sqlite3_prepare_v2(s->db, "SELECT txn, boundary FROM heads", -1, &lanes, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(s->db,
+		                        "SELECT acceptance FROM acceptances WHERE txn = ?1 AND"
+		                        " boundary = ?2 AND prior = '' ORDER BY seq LIMIT 1",
+		                        -1, &first, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(s->db,
+		                        "UPDATE heads SET issuer = ?3 WHERE txn = ?1 AND boundary = ?2",
+		                        -1, &set, NULL);
+	if (rc != SQLITE_OK) {
+		e = db_err(s, rc, err, "migrate schema 1");
+		goto out;
+	}
+	while ((rc = sqlite3_step(lanes)) == SQLITE_ROW) {
+		const unsigned char *txn = sqlite3_column_text(lanes, 0);
+		const unsigned char *boundary = sqlite3_column_text(lanes, 1);
+		char owner[OTA_MAX_ISSUER_BYTES + 1];
+		bool got = false;
+		sqlite3_bind_text(first, 1, (const char *)txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(first, 2, (const char *)boundary, -1, SQLITE_STATIC);
+		if ((rc = sqlite3_step(first)) == SQLITE_ROW) {
+			ota_bytes acc = ota_bytes_make(sqlite3_column_blob(first, 0),
+			                               (size_t)sqlite3_column_bytes(first, 0));
+			got = nonce_acceptance_issuer(acc, owner, sizeof owner);
+		}
+		sqlite3_reset(first);
+		sqlite3_clear_bindings(first);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			e = db_err(s, rc, err, "migrate schema 1");
+			goto out;
+		}
+		if (!got || !str_ok(owner, OTA_MAX_ISSUER_BYTES)) {
+			e = ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where,
+			                  "schema 1 cannot be migrated: no readable first acceptance"
+			                  " for txn \"%.64s\", boundary \"%.64s\"",
+			                  txn != NULL ? (const char *)txn : "",
+			                  boundary != NULL ? (const char *)boundary : "");
+			goto out;
+		}
+		sqlite3_bind_text(set, 1, (const char *)txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(set, 2, (const char *)boundary, -1, SQLITE_STATIC);
+		sqlite3_bind_text(set, 3, owner, -1, SQLITE_STATIC);
+		rc = step_done(set);
+		sqlite3_clear_bindings(set);
+		if (rc != SQLITE_OK) {
+			e = db_err(s, rc, err, "migrate schema 1");
+			goto out;
+		}
+	}
+	e = rc == SQLITE_DONE ? OTA_OK : db_err(s, rc, err, "migrate schema 1");
+out:
+	sqlite3_finalize(set);
+	sqlite3_finalize(first);
+	sqlite3_finalize(lanes);
+	return e;
+}
+
 /* Creates the schema and durably bumps the epoch (synchronous=FULL). */
 static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 {
@@ -202,7 +281,10 @@ static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 	if ((e = exec_sql(s, schema_sql, err)) != OTA_OK)
 		goto out_rollback;
 	int64_t ver = meta_get(s, "schema", 0);
-	if (ver != 0 && ver != SCHEMA_VERSION) {
+	if (ver == 1) {
+		if ((e = migrate_v1(s, err)) != OTA_OK)
+			goto out_rollback;
+	} else if (ver != 0 && ver != SCHEMA_VERSION) {
 		e = ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where, "schema version %lld",
 		                  (long long)ver);
 		goto out_rollback;
@@ -514,14 +596,19 @@ static ota_err check_nonce_len(ota_bytes nonce, ota_error *err)
 	return OTA_OK;
 }
 
+/* Consumes nonce, recording consumed_at; the challenge must be unexpired
+ * at both now and consumed_at. */
 static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_binding *expect,
-                          int64_t now, ota_challenge *out, ota_error *err)
+                          int64_t now, int64_t consumed_at, ota_challenge *out, ota_error *err)
 {
 	ota_err e;
 	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
 		return e;
+	if (consumed_at > now)
+		now = consumed_at;
 	sqlite3_stmt *st = s->st[ST_CONSUME];
 	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int64(st, 7, consumed_at);
 	sqlite3_bind_blob(st, 2, nonce.ptr, (int)nonce.len, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, s->min_epoch);
 	if (expect != NULL) {
@@ -556,8 +643,10 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 	return e;
 }
 
+/* The head of (txn, boundary) into out, its owner into owner (may be NULL). */
 static ota_err head_get(ota_nonce_store *s, sqlite3_stmt *st, const char *txn,
-                        const char *boundary, char *out, size_t cap, bool *found, ota_error *err)
+                        const char *boundary, char *out, size_t cap, char *owner,
+                        size_t owner_cap, bool *found, ota_error *err)
 {
 	sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, boundary, -1, SQLITE_STATIC);
@@ -566,10 +655,14 @@ static ota_err head_get(ota_nonce_store *s, sqlite3_stmt *st, const char *txn,
 	*found = false;
 	if (cap > 0)
 		out[0] = '\0';
+	if (owner != NULL && owner_cap > 0)
+		owner[0] = '\0';
 	if (rc == SQLITE_ROW) {
 		*found = true;
 		if (cap > 0)
 			copy_text(out, cap, sqlite3_column_text(st, 0));
+		if (owner != NULL && owner_cap > 0)
+			copy_text(owner, owner_cap, sqlite3_column_text(st, 1));
 	} else if (rc != SQLITE_DONE) {
 		e = db_err(s, rc, err, "head");
 	}
@@ -590,16 +683,25 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	    (op->prior != NULL && op->prior[0] != '\0' &&
 	     !str_ok(op->prior, OTA_MAX_RECORD_ID_BYTES)) ||
 	    op->attestation.ptr == NULL || op->acceptance.ptr == NULL ||
-	    op->attestation.len > INT32_MAX || op->acceptance.len > INT32_MAX)
+	    op->attestation.len > INT32_MAX || op->acceptance.len > INT32_MAX ||
+	    op->accepted_at < 0)
 		return ota_error_set(err, OTA_ERR_USAGE, s->where, "admit: bad boundary, ids or records");
-	if ((e = do_consume(s, op->nonce, op->expect, now, &op->challenge, err)) != OTA_OK)
-		return e;
 	const char *txn = op->expect->txn;
 	const char *prior = op->prior != NULL ? op->prior : "";
-	char head[OTA_MAX_RECORD_ID_BYTES + 1];
+	char head[OTA_MAX_RECORD_ID_BYTES + 1], owner[OTA_MAX_ISSUER_BYTES + 1];
 	bool found;
-	if ((e = head_get(s, s->st[ST_HEAD_GET], txn, op->boundary, head, sizeof head, &found, err)) !=
-	    OTA_OK)
+	/* The lane belongs to the issuer of its first record: another issuer
+	 * is refused before anything is consumed (the head does not move
+	 * inside this transaction until we move it). */
+	if ((e = head_get(s, s->st[ST_HEAD_GET], txn, op->boundary, head, sizeof head, owner,
+	                  sizeof owner, &found, err)) != OTA_OK)
+		return e;
+	if (found && strcmp(owner, op->expect->issuer) != 0)
+		return ota_error_set(err, OTA_ERR_ATT_LANE_ISSUER, "iss",
+		                     "txn \"%.64s\", boundary \"%.64s\" belongs to %.128s", txn,
+		                     op->boundary, owner);
+	int64_t at = op->accepted_at != 0 ? op->accepted_at : now;
+	if ((e = do_consume(s, op->nonce, op->expect, now, at, &op->challenge, err)) != OTA_OK)
 		return e;
 	int rc;
 	if (!found) {
@@ -610,6 +712,7 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, op->expect->issuer, -1, SQLITE_STATIC);
 		rc = step_done(st);
 		sqlite3_clear_bindings(st);
 	} else {
@@ -650,7 +753,7 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	sqlite3_bind_text(st, 3, op->boundary, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, prior, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 5, op->nonce.ptr, (int)op->nonce.len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 6, now);
+	sqlite3_bind_int64(st, 6, at);
 	sqlite3_bind_blob(st, 7, op->attestation.ptr, (int)op->attestation.len, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 8, op->acceptance.ptr, (int)op->acceptance.len, SQLITE_STATIC);
 	rc = step_done(st);
@@ -668,7 +771,7 @@ static ota_err run_op(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_err
 	case OTA_NONCE_OP_ISSUE:
 		return do_issue(s, op->binding, op->nonce_len, op->ttl, now, &op->challenge, err);
 	case OTA_NONCE_OP_CONSUME:
-		return do_consume(s, op->nonce, op->expect, now, &op->challenge, err);
+		return do_consume(s, op->nonce, op->expect, now, now, &op->challenge, err);
 	case OTA_NONCE_OP_ADMIT:
 		return do_admit(s, op, now, err);
 	default:
@@ -932,7 +1035,8 @@ ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn, const char
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "bad arguments");
 	bool found;
 	pthread_mutex_lock(&s->rmu);
-	ota_err e = head_get(s, s->rst[ST_HEAD_GET], txn, boundary, out, out_cap, &found, err);
+	ota_err e = head_get(s, s->rst[ST_HEAD_GET], txn, boundary, out, out_cap, NULL, 0, &found,
+	                     err);
 	pthread_mutex_unlock(&s->rmu);
 	return e;
 }

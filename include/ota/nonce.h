@@ -132,10 +132,14 @@ typedef enum ota_nonce_op_kind {
  * only that operation; the batch then commits once. `result` and
  * `challenge` are outputs.
  *
- * ADMIT: consumes `nonce` (bound to `expect`, required), then requires the
- * current head of (expect->txn, boundary) to equal `prior` (NULL or "" when
- * no record was accepted yet for it), advances the head to `record_id` and
- * stores attestation + acceptance under record_id, all or nothing.
+ * ADMIT: the lane (expect->txn, boundary) belongs to the issuer of its first
+ * accepted record: a record of another issuer (expect->issuer) is refused
+ * before anything else (attestation_lane_issuer_mismatch). Then it consumes
+ * `nonce` (bound to `expect`, required), requires the current head of the
+ * lane to equal `prior` (NULL or "" when no record was accepted yet for
+ * it), advances the head to `record_id` (the first record also binds the
+ * lane to expect->issuer) and stores attestation + acceptance under
+ * record_id, all or nothing.
  * Head refusals: attestation_prior_missing (a head exists but no prior was
  * given), attestation_prior_fork (prior is an accepted record but not the
  * head), attestation_prior_unknown (prior names no accepted record of this
@@ -156,6 +160,10 @@ typedef struct ota_nonce_op {
 	const char *record_id;   /* identity of the attestation: the new head */
 	ota_bytes attestation;   /* COSE bytes stored with the acceptance */
 	ota_bytes acceptance;    /* signed acceptance COSE bytes */
+	int64_t accepted_at;     /* the time the acceptance signs (its iat), stored as
+	                            the challenge's consumed_at and the acceptance's
+	                            accepted_at; 0: the batch's now. The challenge must
+	                            be unexpired at both. */
 	/* outputs */
 	ota_err result;
 	ota_challenge challenge;
