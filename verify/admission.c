@@ -45,9 +45,20 @@ ota_err ota_admission_prepare(const ota_admission_ctx *ctx, ota_bytes cose, ota_
 	ota_cose_sign1 m;
 	if ((e = ota_cose_sign1_decode(cose, &vo, &m, err)) != OTA_OK)
 		goto out_clear;
-	if (m.kid.len == 0) {
+	if (m.kid.len == 0 || !m.kid_protected) {
 		e = ota_error_set(err, OTA_ERR_ATT_KID_MISSING, "kid",
-		                  "attestations name their key by kid in the protected header");
+		                  m.kid.len == 0
+		                      ? "attestations name their key by kid in the protected header"
+		                      : "the kid is only in the unprotected header; attestations name "
+		                        "their key by kid in the protected header");
+		goto out_clear;
+	}
+	/* nothing unsigned rides along: the bytes (and so the identity) of an
+	 * attestation are the signer's alone */
+	if (m.unprotected_labels != 0) {
+		e = ota_error_set(err, OTA_ERR_ATT_UNPROTECTED, "unprotected",
+		                  "the unprotected header has %zu labels; it must be empty",
+		                  m.unprotected_labels);
 		goto out_clear;
 	}
 	if (m.detached) {
@@ -64,6 +75,14 @@ ota_err ota_admission_prepare(const ota_admission_ctx *ctx, ota_bytes cose, ota_
 	/* 3. signature; only then is the payload worth parsing */
 	if ((e = ota_cose_sign1_check(&m, key, ota_bytes_make(NULL, 0), err)) != OTA_OK)
 		goto out_clear;
+	/* (r, n - s) verifies as well: anyone could turn a provider's
+	 * attestation into other bytes (another identity). Only the low-S
+	 * form is admitted. */
+	if (ota_key_sig_is_high_s(m.alg, m.signature)) {
+		e = ota_error_set(err, OTA_ERR_ATT_SIG_HIGH_S, "signature",
+		                  "ECDSA s is above n/2; providers sign in low-S form (s := n - s)");
+		goto out_clear;
+	}
 	if ((e = ota_attestation_parse(m.payload, &out->claims, err)) != OTA_OK)
 		goto out_clear;
 	ota_attestation *c = &out->claims;
@@ -174,6 +193,9 @@ void ota_admission_op(ota_admission *a, ota_bytes acceptance, ota_nonce_op *op)
 	op->record_id = a->record_id;
 	op->attestation = a->cose;
 	op->acceptance = acceptance;
+	/* the store records the time the acceptance signs (its iat), not the
+	 * clock of the later commit */
+	op->accepted_at = a->judged_at;
 }
 
 ota_err ota_admission_admit(const ota_admission_ctx *ctx, ota_bytes cose, ota_bytes expect_nonce,

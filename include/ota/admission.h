@@ -14,11 +14,14 @@
  *
  * Admission (ota_admission_prepare, then one ADMIT operation of the nonce
  * store) checks, in order, each refusal with its own name:
- *   COSE structure (cose_*), kid present (cose_kid_missing), key chosen by
+ *   COSE structure, every head in its shortest form (cose_*), kid present
+ *   in the protected header (attestation_kid_missing), unprotected header
+ *   empty (attestation_unprotected_header), key chosen by
  *   kid from the trust root and judged at the verifier's time `now`
  *   (trust_key_unknown, trust_alg_mismatch, trust_role_mismatch,
  *   trust_key_revoked, trust_key_not_yet_valid, trust_key_expired),
- *   signature (signature_invalid, ...), payload (attestation_*), iss is the
+ *   signature (signature_invalid, ...), an ECDSA signature in low-S form
+ *   (attestation_signature_high_s), payload (attestation_*), iss is the
  *   key's principal (attestation_key_not_issuer), principal scoped for the
  *   provider target (trust_scope_mismatch), kind admissible
  *   (attestation_kind_refused), trust_root equal to the verifier's
@@ -28,9 +31,13 @@
  *   nonce_stale_epoch, nonce_issuer_mismatch, attestation_txn_mismatch, the
  *   key judged again at the challenge's issue time (trust_key_*),
  *   attestation_scope_mismatch, attestation_nonce_mismatch); then, in ONE
- *   sqlite transaction: consume (single use), head of (txn, boundary) equal
- *   to prior (attestation_prior_missing, attestation_prior_fork,
- *   attestation_prior_unknown), head advance and the stored acceptance.
+ *   sqlite transaction: the (txn, boundary) lane is iss's own or new
+ *   (attestation_lane_issuer_mismatch), consume (single use), head of
+ *   (txn, boundary) equal to prior (attestation_prior_missing,
+ *   attestation_prior_fork, attestation_prior_unknown), head advance and
+ *   the stored acceptance, stored with the time it signs (judged_at).
+ * One signed attestation thus has one admissible encoding, and so one
+ * identity: nobody without the key can submit other bytes for it.
  */
 #ifndef OTA_ADMISSION_H
 #define OTA_ADMISSION_H

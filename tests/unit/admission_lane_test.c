@@ -1,0 +1,554 @@
+/*
+ * The (txn, boundary) lane and the times the store keeps:
+ *   - a lane belongs to the issuer of its first accepted record: another
+ *     issuer (even one scoped for the same provider, with its own valid
+ *     challenge on the same txn) cannot advance it
+ *     (attestation_lane_issuer_mismatch), in the transaction and before
+ *     anything is consumed; alone, in a batch, and after a schema 1 store
+ *     is migrated (owners read back from the stored acceptances, single and
+ *     batch form);
+ *   - the store records the time the acceptance signs (its iat), not the
+ *     later clock of the commit.
+ */
+#include "test_util.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ota/acceptance.h"
+#include "ota/admission.h"
+#include "ota/cose.h"
+
+#define NOW 1800000000
+
+typedef struct world {
+	char *dir;
+	char db[512];
+	ota_key *root_key, *acme_key, *other_key, *verifier_key;
+	ota_trust_root *root;
+	ota_nonce_store *store;
+	ota_admission_ctx ctx;
+	ota_acceptance_signer signer;
+} world;
+
+static int setup(void **state)
+{
+	world *w = calloc(1, sizeof *w);
+	assert_non_null(w);
+	ota_key **keys[] = {&w->root_key, &w->acme_key, &w->other_key, &w->verifier_key};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		assert_ota(ota_key_generate(OTA_ALG_ES256, keys[i]), OTA_OK);
+	ota_trust_draft *d = NULL;
+	ota_error e = {0};
+	const ota_key *rk[1] = {w->root_key};
+	const char *remote[1] = {"oci_remote"}, *any[1] = {"*"};
+	assert_ota(ota_trust_draft_new("lane.test", rk, 1, 1, NOW - 86400, NOW + 86400 * 30, &d, &e),
+	           OTA_OK);
+	/* two issuers with the same scope: only the lane tells them apart */
+	const char *ids[2] = {"issuer:acme", "issuer:other"};
+	const ota_key *ik[2] = {w->acme_key, w->other_key};
+	for (int i = 0; i < 2; i++) {
+		assert_ota(ota_trust_draft_add_principal(d, ids[i], OTA_TRUST_ROLE_ISSUER, NULL, 0, NULL, 0,
+		                                         remote, 1, &e),
+		           OTA_OK);
+		assert_ota(ota_trust_draft_add_key(d, ids[i], ik[i], OTA_ALG_NONE, NOW - 86400, 0, &e),
+		           OTA_OK);
+	}
+	assert_ota(ota_trust_draft_add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, NULL, 0,
+	                                         NULL, 0, any, 1, &e),
+	           OTA_OK);
+	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", w->verifier_key, OTA_ALG_NONE,
+	                                   NOW - 86400, 0, &e),
+	           OTA_OK);
+	assert_ota(ota_trust_draft_finish(d, &w->root, &e), OTA_OK);
+	ota_trust_draft_free(d);
+	assert_ota(ota_trust_root_sign(w->root, w->root_key, NULL, &e), OTA_OK);
+	w->dir = test_tmpdir();
+	snprintf(w->db, sizeof w->db, "%s/lane.db", w->dir);
+	assert_ota(ota_nonce_store_open(w->db, NULL, &w->store, &e), OTA_OK);
+	w->ctx.root = w->root;
+	w->ctx.store = w->store;
+	ota_admission_opts_init(&w->ctx.opts);
+	w->signer.key = w->verifier_key;
+	w->signer.verifier_id = "verifier:endpoint";
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	world *w = *state;
+	ota_nonce_store_close(w->store);
+	ota_trust_root_free(w->root);
+	ota_key *keys[] = {w->root_key, w->acme_key, w->other_key, w->verifier_key};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		ota_key_free(keys[i]);
+	test_rmtree(w->dir);
+	free(w->dir);
+	free(w);
+	return 0;
+}
+
+static void reopen(world *w)
+{
+	ota_nonce_store_close(w->store);
+	w->store = NULL;
+	ota_error e = {0};
+	assert_ota(ota_nonce_store_open(w->db, NULL, &w->store, &e), OTA_OK);
+	w->ctx.store = w->store;
+}
+
+/* A signed attestation of issuer iss (key k) on (txn, boundary) for a
+ * fresh challenge issued to it at issued_at with ttl. *nonce_out (may be
+ * NULL) receives the challenge. */
+static uint8_t *attest_ttl(world *w, const char *iss, const ota_key *k, const char *txn,
+                           const char *boundary, const char *prior, int64_t issued_at, int64_t ttl,
+                           ota_challenge *nonce_out, size_t *len)
+{
+	ota_nonce_binding b = {txn, iss, "oci_remote"};
+	ota_challenge c;
+	assert_ota(ota_nonce_store_issue(w->store, &b, 0, ttl, issued_at, &c, NULL), OTA_OK);
+	if (nonce_out != NULL)
+		*nonce_out = c;
+	ota_attestation a;
+	memset(&a, 0, sizeof a);
+	snprintf(a.iss, sizeof a.iss, "%s", iss);
+	a.iat = NOW - 5;
+	a.exp = NOW + 120;
+	memcpy(a.nonce, c.nonce, c.nonce_len);
+	a.nonce_len = c.nonce_len;
+	snprintf(a.kind, sizeof a.kind, "%s", prior != NULL ? "transition" : "initial_application");
+	snprintf(a.txn, sizeof a.txn, "%s", txn);
+	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(w->root));
+	snprintf(a.provider, sizeof a.provider, "oci_remote");
+	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
+	if (prior != NULL) {
+		a.has_prior = true;
+		snprintf(a.prior, sizeof a.prior, "%s", prior);
+	}
+	uint8_t *p = NULL, *msg = NULL;
+	size_t pl = 0;
+	assert_ota(ota_attestation_encode(&a, &p, &pl), OTA_OK);
+	ota_cose_sign_opts o;
+	memset(&o, 0, sizeof o);
+	o.include_kid = true;
+	ota_error e = {0};
+	assert_ota(ota_cose_sign1_sign(k, ota_bytes_make(p, pl), &o, &msg, len, &e), OTA_OK);
+	free(p);
+	return msg;
+}
+
+static uint8_t *attest(world *w, const char *iss, const ota_key *k, const char *txn,
+                       const char *boundary, const char *prior, ota_challenge *c, size_t *len)
+{
+	return attest_ttl(w, iss, k, txn, boundary, prior, NOW - 10, 0, c, len);
+}
+
+/* ota_admission_admit at NOW (prepare and commit at the same time). */
+static ota_err admit(world *w, const uint8_t *msg, size_t len, char *id_out)
+{
+	ota_admission adm;
+	ota_error e = {0};
+	ota_err rc = ota_admission_admit(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
+	                                 ota_acceptance_build, &w->signer, NULL, &adm, NULL, NULL, &e);
+	if (rc != OTA_OK)
+		assert_int_equal(e.code, rc);
+	else if (id_out != NULL)
+		snprintf(id_out, OTA_ID_LEN + 1, "%s", adm.record_id);
+	return rc;
+}
+
+static void head_is(world *w, const char *txn, const char *boundary, const char *want)
+{
+	char head[OTA_MAX_RECORD_ID_BYTES + 1];
+	assert_ota(ota_nonce_store_head_get(w->store, txn, boundary, head, sizeof head, NULL), OTA_OK);
+	assert_string_equal(head, want);
+}
+
+/* The challenge is still live: a consume of it would succeed (peek says so). */
+static void still_live(world *w, const ota_challenge *c)
+{
+	ota_challenge got;
+	assert_ota(ota_nonce_store_peek(w->store, ota_bytes_make(c->nonce, c->nonce_len), NOW, &got,
+	                                NULL),
+	           OTA_OK);
+	assert_int_equal(got.consumed_at, 0);
+}
+
+/* One integer from a query with one text parameter (or -1 when no row). */
+static int64_t query_int(const char *db, const char *sql, const char *arg)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	if (arg != NULL)
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+	int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+static int64_t consumed_at(const char *db, const ota_challenge *c)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT consumed_at FROM challenges WHERE nonce = ?1", -1,
+	                                    &st, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_blob(st, 1, c->nonce, (int)c->nonce_len, SQLITE_TRANSIENT);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int64_t v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+static char *lane_owner(const char *db, const char *txn, const char *boundary)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT issuer FROM heads WHERE txn = ?1 AND boundary = ?2",
+	                                    -1, &st, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_text(st, 1, txn, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, boundary, -1, SQLITE_TRANSIENT);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	char *v = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+/* ---- the lane's owner ---- */
+
+static void test_other_issuer_cannot_advance(void **state)
+{
+	world *w = *state;
+	char a1[OTA_ID_LEN + 1], a2[OTA_ID_LEN + 1], o1[OTA_ID_LEN + 1];
+	ota_challenge c;
+	size_t len = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, a1), OTA_OK);
+	free(m);
+	/* issuer:other, its own challenge on the same txn, prior = acme's head */
+	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", a1, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	still_live(w, &c); /* refused before anything was consumed */
+	head_is(w, "txn-l", "b1", a1);
+	free(m);
+	/* ... nor without a prior (not prior_missing: the lane is not its own) */
+	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	still_live(w, &c);
+	free(m);
+	/* its own lane is its own */
+	m = attest(w, "issuer:other", w->other_key, "txn-l", "b2", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, o1), OTA_OK);
+	free(m);
+	assert_ota(ota_nonce_store_head_get(w->store, "txn-l", "b2", a2, sizeof a2, NULL), OTA_OK);
+	assert_string_equal(a2, o1);
+	/* and acme cannot take it either */
+	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b2", o1, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	still_live(w, &c);
+	free(m);
+	/* acme's chain goes on */
+	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", a1, NULL, &len);
+	assert_ota(admit(w, m, len, a2), OTA_OK);
+	head_is(w, "txn-l", "b1", a2);
+	free(m);
+	/* the same boundary name in another txn is another lane */
+	m = attest(w, "issuer:other", w->other_key, "txn-l2", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_OK);
+	free(m);
+	char *owner = lane_owner(w->db, "txn-l", "b1");
+	assert_string_equal(owner, "issuer:acme");
+	free(owner);
+	owner = lane_owner(w->db, "txn-l", "b2");
+	assert_string_equal(owner, "issuer:other");
+	free(owner);
+}
+
+/* Prepared admissions of one batch, committed in one transaction. */
+typedef struct {
+	uint8_t *msg;
+	size_t len;
+	ota_admission adm;
+	uint8_t *acc;
+	size_t acc_len;
+} prepared;
+
+static void prepare_at(world *w, prepared *p, int64_t at)
+{
+	ota_error e = {0};
+	assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(p->msg, p->len), ota_bytes_make(NULL, 0),
+	                                 at, &p->adm, &e),
+	           OTA_OK);
+}
+
+/* Signs the batch (one signature, as ota-attestd does) and commits it at commit_now. */
+static ota_err commit_batch_at(world *w, prepared *ps, size_t n, int64_t commit_now,
+                               ota_nonce_op *ops)
+{
+	const ota_admission *as[8];
+	uint8_t *accs[8];
+	size_t lens[8];
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++)
+		as[i] = &ps[i].adm;
+	ota_error e = {0};
+	assert_ota(ota_acceptance_build_batch(&w->signer, as, n, accs, lens, &e), OTA_OK);
+	for (size_t i = 0; i < n; i++) {
+		ps[i].acc = accs[i];
+		ps[i].acc_len = lens[i];
+		ota_admission_op(&ps[i].adm, ota_bytes_make(accs[i], lens[i]), &ops[i]);
+	}
+	return ota_nonce_store_commit_batch(w->store, ops, n, commit_now, &e);
+}
+
+static void free_prepared(prepared *ps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(ps[i].msg);
+		free(ps[i].acc);
+	}
+}
+
+static void test_lane_in_batch(void **state)
+{
+	world *w = *state;
+	char first[OTA_ID_LEN + 1];
+	size_t len = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-b", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, first), OTA_OK);
+	free(m);
+	/* one transaction: other's record on acme's lane, then acme's next */
+	prepared ps[2];
+	memset(ps, 0, sizeof ps);
+	ota_challenge oc;
+	ps[0].msg = attest(w, "issuer:other", w->other_key, "txn-b", "b1", first, &oc, &ps[0].len);
+	ps[1].msg = attest(w, "issuer:acme", w->acme_key, "txn-b", "b1", first, NULL, &ps[1].len);
+	prepare_at(w, &ps[0], NOW);
+	prepare_at(w, &ps[1], NOW);
+	ota_nonce_op ops[2];
+	assert_ota(commit_batch_at(w, ps, 2, NOW, ops), OTA_OK);
+	assert_ota(ops[0].result, OTA_ERR_ATT_LANE_ISSUER);
+	assert_ota(ops[1].result, OTA_OK);
+	still_live(w, &oc);
+	head_is(w, "txn-b", "b1", ps[1].adm.record_id);
+	free_prepared(ps, 2);
+}
+
+/* ---- schema 1 -> 2 ---- */
+
+/* Turns the store file back into schema 1: heads without their owner. */
+static void downgrade_to_v1(const char *db, const char *extra_sql)
+{
+	sqlite3 *h = NULL;
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	const char *sql =
+		"BEGIN;"
+		"CREATE TABLE heads_v1(txn TEXT NOT NULL, boundary TEXT NOT NULL,"
+		" head TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
+		"INSERT INTO heads_v1 SELECT txn, boundary, head FROM heads;"
+		"DROP TABLE heads;"
+		"ALTER TABLE heads_v1 RENAME TO heads;"
+		"UPDATE ota_meta SET v = 1 WHERE k = 'schema';"
+		"COMMIT;";
+	char *msg = NULL;
+	int rc = sqlite3_exec(h, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK)
+		fail_msg("downgrade: %s", msg);
+	if (extra_sql != NULL && sqlite3_exec(h, extra_sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("downgrade: %s", msg);
+	sqlite3_close(h);
+}
+
+static bool heads_has_issuer(const char *db)
+{
+	return query_int(db, "SELECT count(*) FROM pragma_table_info('heads') WHERE name = 'issuer'",
+	                 NULL) == 1;
+}
+
+static void test_migrate_v1(void **state)
+{
+	world *w = *state;
+	char a1[OTA_ID_LEN + 1], a2[OTA_ID_LEN + 1];
+	size_t len = 0;
+	/* acme's lane: two records, single-form acceptances */
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, a1), OTA_OK);
+	free(m);
+	m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b1", a1, NULL, &len);
+	assert_ota(admit(w, m, len, a2), OTA_OK);
+	free(m);
+	/* other's lane: batch-form acceptance (as ota-attestd stores them) */
+	prepared ps[2];
+	memset(ps, 0, sizeof ps);
+	ps[0].msg = attest(w, "issuer:other", w->other_key, "txn-m", "b2", NULL, NULL, &ps[0].len);
+	ps[1].msg = attest(w, "issuer:acme", w->acme_key, "txn-m", "b3", NULL, NULL, &ps[1].len);
+	prepare_at(w, &ps[0], NOW);
+	prepare_at(w, &ps[1], NOW);
+	ota_nonce_op ops[2];
+	assert_ota(commit_batch_at(w, ps, 2, NOW, ops), OTA_OK);
+	assert_ota(ops[0].result, OTA_OK);
+	assert_ota(ops[1].result, OTA_OK);
+	char o1[OTA_ID_LEN + 1];
+	snprintf(o1, sizeof o1, "%s", ps[0].adm.record_id);
+	free_prepared(ps, 2);
+
+	ota_nonce_store_close(w->store);
+	w->store = NULL;
+	downgrade_to_v1(w->db, NULL);
+	assert_false(heads_has_issuer(w->db));
+	reopen(w); /* migrates */
+	assert_int_equal(query_int(w->db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL), 2);
+	char *owner = lane_owner(w->db, "txn-m", "b1");
+	assert_string_equal(owner, "issuer:acme");
+	free(owner);
+	owner = lane_owner(w->db, "txn-m", "b2");
+	assert_string_equal(owner, "issuer:other");
+	free(owner);
+	owner = lane_owner(w->db, "txn-m", "b3");
+	assert_string_equal(owner, "issuer:acme");
+	free(owner);
+	/* the owners hold after the migration */
+	ota_challenge c;
+	m = attest(w, "issuer:other", w->other_key, "txn-m", "b1", a2, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	still_live(w, &c);
+	free(m);
+	m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b2", o1, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	free(m);
+	m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b1", a2, NULL, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_OK);
+	free(m);
+	/* a second open does not migrate again */
+	reopen(w);
+	assert_int_equal(query_int(w->db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL), 2);
+}
+
+static void test_migrate_v1_unreadable(void **state)
+{
+	world *w = *state;
+	size_t len = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-u", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_OK);
+	free(m);
+	ota_nonce_store_close(w->store);
+	w->store = NULL;
+	/* the lane's first acceptance no longer names its issuer */
+	downgrade_to_v1(w->db, "UPDATE acceptances SET acceptance = x'd2840040a0' WHERE txn = 'txn-u';");
+	ota_nonce_store *s = NULL;
+	ota_error e = {0};
+	assert_ota(ota_nonce_store_open(w->db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
+	assert_null(s);
+	assert_non_null(strstr(e.what, "txn-u"));
+	/* nothing half-done: still schema 1, heads untouched */
+	assert_int_equal(query_int(w->db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL), 1);
+	assert_false(heads_has_issuer(w->db));
+	/* a newer schema than ours is refused too */
+	sqlite3 *h = NULL;
+	assert_int_equal(sqlite3_open(w->db, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "UPDATE ota_meta SET v = 3 WHERE k = 'schema'", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(h);
+	assert_ota(ota_nonce_store_open(w->db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
+	assert_null(s);
+}
+
+/* ---- the stored times are the signed time ---- */
+
+static void test_stored_time_is_signed_time(void **state)
+{
+	world *w = *state;
+	/* judged at NOW, committed 7 s later (the committer's clock) */
+	prepared p;
+	memset(&p, 0, sizeof p);
+	ota_challenge c;
+	p.msg = attest(w, "issuer:acme", w->acme_key, "txn-t", "b1", NULL, &c, &p.len);
+	prepare_at(w, &p, NOW);
+	ota_nonce_op op;
+	assert_ota(commit_batch_at(w, &p, 1, NOW + 7, &op), OTA_OK);
+	assert_ota(op.result, OTA_OK);
+	ota_acceptance acc;
+	assert_ota(ota_acceptance_verify(ota_bytes_make(p.acc, p.acc_len), w->root, NOW, &acc, NULL),
+	           OTA_OK);
+	assert_int_equal(acc.accepted_at, NOW);
+	assert_int_equal(op.challenge.consumed_at, NOW);
+	assert_int_equal(consumed_at(w->db, &c), NOW);
+	assert_int_equal(query_int(w->db, "SELECT accepted_at FROM acceptances WHERE record_id = ?1",
+	                           p.adm.record_id),
+	                 NOW);
+	free_prepared(&p, 1);
+
+	/* through the group committer (its clock reads later still) */
+	int64_t later = NOW + 9;
+	ota_clock ck = ota_clock_fixed(&later);
+	ota_nonce_committer *cm = NULL;
+	assert_ota(ota_nonce_committer_new(w->store, 16, &ck, &cm), OTA_OK);
+	size_t len = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-t", "b2", NULL, &c, &len);
+	ota_admission adm;
+	uint8_t *a = NULL;
+	size_t al = 0;
+	ota_error e = {0};
+	assert_ota(ota_admission_admit(&w->ctx, ota_bytes_make(m, len), ota_bytes_make(NULL, 0), NOW,
+	                               ota_acceptance_build, &w->signer, cm, &adm, &a, &al, &e),
+	           OTA_OK);
+	ota_nonce_committer_free(cm);
+	assert_ota(ota_acceptance_verify(ota_bytes_make(a, al), w->root, NOW, &acc, NULL), OTA_OK);
+	assert_int_equal(acc.accepted_at, NOW);
+	assert_int_equal(consumed_at(w->db, &c), NOW);
+	assert_int_equal(query_int(w->db, "SELECT accepted_at FROM acceptances WHERE record_id = ?1",
+	                           adm.record_id),
+	                 NOW);
+	free(a);
+	free(m);
+
+	/* a plain consume still records its own now */
+	ota_nonce_binding b = {"txn-t", "issuer:acme", "oci_remote"};
+	assert_ota(ota_nonce_store_issue(w->store, &b, 0, 0, NOW, &c, NULL), OTA_OK);
+	ota_challenge got;
+	assert_ota(ota_nonce_store_consume(w->store, ota_bytes_make(c.nonce, c.nonce_len), &b, NOW + 3,
+	                                   &got, NULL),
+	           OTA_OK);
+	assert_int_equal(got.consumed_at, NOW + 3);
+}
+
+/* The challenge must still be unexpired when the transaction runs. */
+static void test_expiry_still_judged_at_commit(void **state)
+{
+	world *w = *state;
+	prepared p;
+	memset(&p, 0, sizeof p);
+	ota_challenge c;
+	/* issued at NOW - 3 for 5 s: live when judged at NOW, expired at NOW + 7 */
+	p.msg = attest_ttl(w, "issuer:acme", w->acme_key, "txn-x", "b1", NULL, NOW - 3, 5, &c, &p.len);
+	prepare_at(w, &p, NOW);
+	ota_nonce_op op;
+	assert_ota(commit_batch_at(w, &p, 1, NOW + 7, &op), OTA_OK);
+	assert_ota(op.result, OTA_ERR_NONCE_EXPIRED);
+	assert_int_equal(consumed_at(w->db, &c), 0);
+	free_prepared(&p, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_other_issuer_cannot_advance, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lane_in_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v1_unreadable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stored_time_is_signed_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expiry_still_judged_at_commit, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
