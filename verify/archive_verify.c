@@ -16,6 +16,7 @@
 #include "ota/admission.h"
 #include "ota/cose.h"
 #include "ota/json.h"
+#include "ota/key.h"
 #include "ota/oci.h" /* OTA_OCI_CANARY_DEST: where oci_local mounts its canary */
 #include "ota/trust.h"
 
@@ -451,6 +452,25 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 	return true;
 }
 
+/*
+ * Receipts and attestations have one envelope: the kid in the protected
+ * header, nothing unprotected and, for ECDSA, a low-S signature (what
+ * ota_cose_sign1_sign writes and admission demands), so nobody without the
+ * key re-wraps or re-signs-by-negation one under another identity (the
+ * decoder already refuses non-shortest heads).
+ */
+static ota_err one_form(const ota_cose_sign1 *m, ota_error *e)
+{
+	if (!m->kid_protected || m->unprotected_labels != 0)
+		return ota_error_set(e, OTA_ERR_ARCHIVE_ENVELOPE, "cose_sign1",
+		                     "%s", !m->kid_protected ? "the kid is not in the protected header"
+		                                              : "the unprotected header is not empty");
+	if (ota_key_sig_is_high_s(m->alg, m->signature))
+		return ota_error_set(e, OTA_ERR_ARCHIVE_ENVELOPE, "cose_sign1",
+		                     "an ECDSA signature with s in the upper half (signers write low-S)");
+	return OTA_OK;
+}
+
 /* Receipt: signature by a runner at signed_at, canonical payload. */
 static ota_err receipt_setup(vctx *v)
 {
@@ -469,6 +489,8 @@ static ota_err receipt_setup(vctx *v)
 		     "not the identity of the receipt bytes");
 	ota_cose_sign1 m;
 	ota_err rc = ota_cose_sign1_decode(cb, NULL, &m, &e);
+	if (rc == OTA_OK)
+		rc = one_form(&m, &e);
 	if (rc != OTA_OK) {
 		fail_e(r, &e, "receipt");
 		return rc;
@@ -799,6 +821,8 @@ static void attestation_check(vctx *v, size_t i)
 	ota_error_clear(&e);
 	ota_cose_sign1 m;
 	ota_err rc = ota_cose_sign1_decode(cb, NULL, &m, &e);
+	if (rc == OTA_OK)
+		rc = one_form(&m, &e);
 	if (rc == OTA_OK)
 		rc = ota_attestation_parse(m.payload, &ai->claims, &e);
 	if (rc != OTA_OK) {

@@ -11,8 +11,10 @@
 # changed, an unknown state, exit status 2^32 / "137" / null), records of
 # another provider or runtime or timed backwards, a lane cut
 # short with no segment that stopped it, one nonce answering two challenge
-# records, and a receipt signed after --at. A control re-signs without an
-# edit and must reconcile. Cases: tests/tools/archive_forge.py.
+# records, and a receipt signed after --at; without the key, the receipt
+# re-wrapped (an unprotected label, s negated) under another identity. A
+# control re-signs without an edit and must reconcile. Cases:
+# tests/tools/archive_forge.py.
 set -euo pipefail
 : "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 V=$OTA_SOURCE_DIR/vectors/archive

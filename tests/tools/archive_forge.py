@@ -116,8 +116,13 @@ def dec1(b):
     return x
 
 
+P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+
+
 def es256(data):
+    """ES256 in the one form ota signs and ota-verify takes: s in the lower half."""
     r, s = decode_dss_signature(PRIV.sign(data, ec.ECDSA(hashes.SHA256())))
+    s = min(s, P256_N - s)
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
 
@@ -301,6 +306,19 @@ def nonce_twice(a):
     return a
 
 
+def rewrap_receipt(a, how):
+    """The same signed receipt in another envelope, no key involved."""
+    prot, unprot, payload, sig = cose_parts(a["receipt"]["cose_sign1"])
+    if how == "label":
+        unprot = dict(unprot)
+        unprot[99] = "x"
+    else:
+        sig = sig[:32] + (P256_N - int.from_bytes(sig[32:], "big")).to_bytes(32, "big")
+    c = enc(Tag(18, [prot, unprot, payload, sig]))
+    a["receipt"] = {"identity": sid(c), "cose_sign1": base64.b64encode(c).decode()}
+    return a
+
+
 ROOT_RW = ws_options(["rbind", "rw", "nosuid", "nodev", "rprivate"])
 CASES = [
     # name, forge(a), extra args, expected error names (any one)
@@ -369,6 +387,11 @@ CASES = [
     ("one nonce, two challenge records", nonce_twice, [], {"archive_challenge_reused"}),
     ("signed after --at", lambda a: last_segment(a), ["--at", "1799990000"],
      {"archive_stale"}),
+    # without the key: the receipt re-wrapped under another identity
+    ("receipt re-wrapped with an unprotected label", lambda a: rewrap_receipt(a, "label"), [],
+     {"archive_envelope"}),
+    ("receipt re-signed by negating s", lambda a: rewrap_receipt(a, "negate"), [],
+     {"archive_envelope"}),
 ]
 
 
