@@ -3,11 +3,6 @@
 #define OTA_NONCE_INTERNAL_H
 #include "ota/nonce.h"
 
-/* ota_nonce_store_commit_batch that also reports each op's detail in
- * errs[i] (may be NULL). */
-ota_err nonce_store_commit_errs(ota_nonce_store *s, ota_nonce_op *ops, size_t n, int64_t now,
-                                ota_error *errs, ota_error *err);
-
 /*
  * The "issuer" claim of a stored acceptance (a tagged COSE_Sign1 of our
  * own, single or batch form) into out (cap bytes, NUL-terminated). Reads

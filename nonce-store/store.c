@@ -850,8 +850,8 @@ out_fail_all:
 	return e;
 }
 
-ota_err nonce_store_commit_errs(ota_nonce_store *s, ota_nonce_op *ops, size_t n, int64_t now,
-                                ota_error *errs, ota_error *err)
+ota_err ota_nonce_store_commit_batch_errs(ota_nonce_store *s, ota_nonce_op *ops, size_t n,
+                                          int64_t now, ota_error *errs, ota_error *err)
 {
 	if (s == NULL || (ops == NULL && n > 0))
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store or ops");
@@ -868,7 +868,7 @@ ota_err nonce_store_commit_errs(ota_nonce_store *s, ota_nonce_op *ops, size_t n,
 ota_err ota_nonce_store_commit_batch(ota_nonce_store *s, ota_nonce_op *ops, size_t n, int64_t now,
                                      ota_error *err)
 {
-	return nonce_store_commit_errs(s, ops, n, now, NULL, err);
+	return ota_nonce_store_commit_batch_errs(s, ops, n, now, NULL, err);
 }
 
 /* Commits one operation in its own transaction; its own refusal is the result. */
@@ -876,7 +876,7 @@ static ota_err commit_one(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota
 {
 	ota_error oe;
 	ota_error_clear(&oe);
-	ota_err e = nonce_store_commit_errs(s, op, 1, now, &oe, err);
+	ota_err e = ota_nonce_store_commit_batch_errs(s, op, 1, now, &oe, err);
 	if (e != OTA_OK)
 		return e;
 	if (op->result != OTA_OK)

@@ -36,7 +36,6 @@
 #include "ota/json.h"
 #include "ota/key.h"
 #include "ota/trust.h"
-#include "nonce_internal.h" /* nonce_store_commit_errs: each operation's detail */
 
 /* An answer: status, content type and a malloc'ed body (owned). */
 typedef struct answer {
@@ -481,7 +480,7 @@ static void *committer_main(void *arg)
 			ota_error_clear(&be_err);
 			for (size_t i = 0; i < m; i++)
 				ota_error_clear(&d->berrs[i]);
-			ota_err be = nonce_store_commit_errs(d->store, d->bops, m, now, d->berrs,
+			ota_err be = ota_nonce_store_commit_batch_errs(d->store, d->bops, m, now, d->berrs,
 			                                     &be_err);
 			(void)be;
 			atomic_fetch_add(&d->batches, 1);
@@ -1064,6 +1063,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (header_count_of(c, MHD_HTTP_HEADER_CONTENT_TYPE) > 1)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
 			                    "more than one Content-Type header");
+		/* a body framed twice (chunked and a length) is how requests are
+		 * smuggled past a proxy that reads the other framing: refused */
+		if (header_count_of(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 1 ||
+		    (header_count_of(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 0 &&
+		     header_count_of(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 0))
+			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "transfer-encoding",
+			                    "Transfer-Encoding with Content-Length, or twice");
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL) {

@@ -179,6 +179,13 @@ typedef struct ota_nonce_op {
 OTA_API OTA_NODISCARD ota_err ota_nonce_store_commit_batch(ota_nonce_store *s, ota_nonce_op *ops,
                                                            size_t n, int64_t now, ota_error *err);
 
+/* ota_nonce_store_commit_batch that also reports, in errs[i] (errs may be
+ * NULL), the detail (where, what) of each operation's result. */
+OTA_API OTA_NODISCARD ota_err ota_nonce_store_commit_batch_errs(ota_nonce_store *s,
+                                                                ota_nonce_op *ops, size_t n,
+                                                                int64_t now, ota_error *errs,
+                                                                ota_error *err);
+
 /* Deletes every challenge whose expires_at + skew <= now; *deleted (may be
  * NULL) receives the count. */
 OTA_API OTA_NODISCARD ota_err ota_nonce_store_purge(ota_nonce_store *s, int64_t now,

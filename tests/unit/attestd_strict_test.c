@@ -438,6 +438,12 @@ static void test_http_headers(void **state)
 	            "Content-Type: application/json\r\nContent-Type: text/plain\r\n", ch,
 	            sizeof ch - 1),
 	       415, "http_content_type", "two on challenges");
+	/* a body framed twice: chunked and a length (request smuggling) */
+	const char chunked[] = "8\r\nnot COSE\r\n0\r\n\r\n";
+	snprintf(h, sizeof h, "Content-Type: application/cose\r\nTransfer-Encoding: chunked\r\n"
+	                      "Content-Length: %zu\r\n", sizeof junk - 1);
+	expect(post(f, "/v1/attestations", h, chunked, sizeof chunked - 1), 400, "http_bad_request",
+	       "chunked and Content-Length");
 }
 
 static void test_media_types(void **state)
