@@ -25,6 +25,9 @@ ota_err bad(ota_error *err, ota_err code, const rd *r, const char *what);
 ota_err rd_head(rd *r, unsigned *mt, uint64_t *arg, ota_error *err);
 ota_err rd_span(rd *r, uint64_t n, ota_bytes *out, ota_error *err);
 bool utf8_ok(ota_bytes s);
+/* Skips one item of valid deterministic CBOR (shortest heads and floats, a
+ * map key once, valid UTF-8), nesting at most OTA_MAX_ATTESTATION_DEPTH
+ * below depth. */
 ota_err rd_skip(rd *r, unsigned depth, ota_error *err);
 /* Text of 1..cap-1 bytes, UTF-8, no NUL (no controls when printable). */
 ota_err rd_text(rd *r, const char *claim, char *out, size_t cap, bool printable, ota_error *err);

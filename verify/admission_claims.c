@@ -103,45 +103,7 @@ bool utf8_ok(ota_bytes s)
 	return true;
 }
 
-/* Skips one well-formed item (body), depth-capped. */
-ota_err rd_skip(rd *r, unsigned depth, ota_error *err)
-{
-	if (depth > OTA_MAX_ATTESTATION_DEPTH)
-		return bad(err, OTA_ERR_TOO_DEEP, r, "body nests too deep");
-	unsigned mt = 0;
-	uint64_t v = 0;
-	ota_err e = rd_head(r, &mt, &v, err);
-	if (e != OTA_OK)
-		return e;
-	ota_bytes s = {NULL, 0};
-	switch (mt) {
-	case 0:
-	case 1:
-		return OTA_OK;
-	case 2:
-		return rd_span(r, v, &s, err);
-	case 3:
-		if ((e = rd_span(r, v, &s, err)) != OTA_OK)
-			return e;
-		return utf8_ok(s) ? OTA_OK : bad(err, OTA_ERR_ATT_MALFORMED, r, "invalid UTF-8");
-	case 4:
-	case 5: {
-		uint64_t items = mt == 5 ? v * 2 : v;
-		if (v > r->len - r->off || items > r->len - r->off)
-			return bad(err, OTA_ERR_ATT_MALFORMED, r, "container longer than the input");
-		for (uint64_t i = 0; i < items; i++)
-			if ((e = rd_skip(r, depth + 1, err)) != OTA_OK)
-				return e;
-		return OTA_OK;
-	}
-	case 6:
-		return rd_skip(r, depth + 1, err);
-	default: /* 7: simple values and floats (their bytes were consumed) */
-		return OTA_OK;
-	}
-}
-
-/* ---- body: any CBOR, valid and with deterministic floats ---- */
+/* ---- one item (a body, a header value): valid deterministic CBOR ---- */
 
 /* Whether single-precision bits f name a value that half precision holds
  * exactly (infinities and zeros included; not NaN). */
@@ -219,13 +181,14 @@ static int key_span_cmp(const void *a, const void *b)
 }
 
 /*
- * Reads one item of body, depth-capped like rd_skip, and refuses what is
- * not valid deterministic CBOR there: a map with two equal keys, at any
- * depth (RFC 8949 section 5.6), and a float not in its shortest form.
- * With shortest heads and shortest floats, two keys are equal exactly when
- * their encodings are, so keys are compared as bytes.
+ * Skips one item (an attestation's body, a header value of an
+ * acceptance), depth-capped, and refuses what is not valid deterministic
+ * CBOR: besides what rd_head refuses, invalid UTF-8, a map with two equal
+ * keys, at any depth (RFC 8949 section 5.6), and a float not in its
+ * shortest form. With shortest heads and shortest floats, two keys are
+ * equal exactly when their encodings are, so keys are compared as bytes.
  */
-static ota_err rd_body(rd *r, unsigned depth, ota_error *err)
+ota_err rd_skip(rd *r, unsigned depth, ota_error *err)
 {
 	if (depth > OTA_MAX_ATTESTATION_DEPTH)
 		return bad(err, OTA_ERR_TOO_DEEP, r, "body nests too deep");
@@ -250,7 +213,7 @@ static ota_err rd_body(rd *r, unsigned depth, ota_error *err)
 		if (v > r->len - r->off)
 			return bad(err, OTA_ERR_ATT_MALFORMED, r, "container longer than the input");
 		for (uint64_t i = 0; i < v; i++)
-			if ((e = rd_body(r, depth + 1, err)) != OTA_OK)
+			if ((e = rd_skip(r, depth + 1, err)) != OTA_OK)
 				return e;
 		return OTA_OK;
 	case 5: {
@@ -263,10 +226,10 @@ static ota_err rd_body(rd *r, unsigned depth, ota_error *err)
 			return ota_error_set(err, OTA_ERR_NOMEM, "body", "map keys");
 		for (uint64_t i = 0; i < v && e == OTA_OK; i++) {
 			size_t k0 = r->off;
-			if ((e = rd_body(r, depth + 1, err)) != OTA_OK)
+			if ((e = rd_skip(r, depth + 1, err)) != OTA_OK)
 				break;
 			keys[i] = (key_span){r->p + k0, r->off - k0};
-			e = rd_body(r, depth + 1, err);
+			e = rd_skip(r, depth + 1, err);
 		}
 		if (e == OTA_OK) {
 			qsort(keys, (size_t)v, sizeof *keys, key_span_cmp);
@@ -281,7 +244,7 @@ static ota_err rd_body(rd *r, unsigned depth, ota_error *err)
 		return e;
 	}
 	case 6:
-		return rd_body(r, depth + 1, err);
+		return rd_skip(r, depth + 1, err);
 	default: { /* 7: simple values and floats (their bytes were consumed) */
 		unsigned ai = r->p[start] & 0x1fu;
 		if (ai >= 25 && ai <= 27) {
@@ -487,7 +450,7 @@ static ota_err parse_value(rd *r, int c, ota_attestation *a, ota_error *err)
 		return OTA_OK;
 	case C_BODY: {
 		size_t start = r->off;
-		if ((e = rd_body(r, 1, err)) != OTA_OK)
+		if ((e = rd_skip(r, 1, err)) != OTA_OK)
 			return e;
 		a->body = ota_bytes_make(r->p + start, r->off - start);
 		return OTA_OK;

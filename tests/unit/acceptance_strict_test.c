@@ -5,7 +5,9 @@
  * "kid"}, each member once (a map of three with one member twice and
  * another missing used to pass, reading an uninitialised id when "id" was
  * the missing one). Payloads here are signed by the trust root's verifier
- * key in the single form, so only the payload can be at fault.
+ * key in the single form, so only the payload can be at fault; or, in
+ * test_unprotected_values, the unsigned unprotected header, whose values
+ * are walked as strictly as an attestation's body.
  */
 #include "test_util.h"
 
@@ -207,6 +209,53 @@ static void test_top_level_once(void **state)
 	expect(&c, OTA_ERR_ACCEPTANCE_MALFORMED, NULL, "unknown claim");
 }
 
+/* The good acceptance with its empty unprotected header (a0) replaced by
+ * unprot (unsigned bytes: anyone can put them there), verified. */
+static ota_err with_unprotected(const uint8_t *unprot, size_t ul, ota_error *e)
+{
+	shape s = {.vm = {"id", "version", "kid"}};
+	size_t len = 0;
+	uint8_t *msg = acceptance(&s, &len);
+	/* d2 84, protected 58 <n> <n bytes>, a0 */
+	assert_int_equal(msg[2], 0x58);
+	size_t at = 4 + (size_t)msg[3];
+	assert_int_equal(msg[at], 0xa0);
+	uint8_t *m = malloc(len - 1 + ul);
+	assert_non_null(m);
+	memcpy(m, msg, at);
+	memcpy(m + at, unprot, ul);
+	memcpy(m + at + ul, msg + at + 1, len - at - 1);
+	ota_acceptance out;
+	ota_error_clear(e);
+	ota_err rc = ota_acceptance_verify(ota_bytes_make(m, len - 1 + ul), w.root, now, &out, e);
+	free(m);
+	free(msg);
+	return rc;
+}
+
+/* The values of the unprotected header are walked as strictly as an
+ * attestation's body (one walker, rd_skip): deterministic CBOR only. */
+static void test_unprotected_values(void **state)
+{
+	(void)state;
+	ota_error e;
+	/* {99: {1: 0}}: an unknown label is passed over */
+	static const uint8_t nested[] = {0xa1, 0x18, 0x63, 0xa1, 0x01, 0x00};
+	assert_ota(with_unprotected(nested, sizeof nested, &e), OTA_OK);
+	/* {99: {1: 0, 1: 0}}: a map key twice */
+	static const uint8_t twice[] = {0xa1, 0x18, 0x63, 0xa2, 0x01, 0x00, 0x01, 0x00};
+	assert_ota(with_unprotected(twice, sizeof twice, &e), OTA_ERR_ACCEPTANCE_MALFORMED);
+	assert_string_equal(e.where, "unprotected");
+	assert_non_null(strstr(e.what, "map key twice"));
+	/* {99: NaN f97e01}: NaN only as f97e00 */
+	static const uint8_t nan[] = {0xa1, 0x18, 0x63, 0xf9, 0x7e, 0x01};
+	assert_ota(with_unprotected(nan, sizeof nan, &e), OTA_ERR_ACCEPTANCE_MALFORMED);
+	assert_string_equal(e.where, "unprotected");
+	assert_non_null(strstr(e.what, "NaN"));
+	static const uint8_t nan0[] = {0xa1, 0x18, 0x63, 0xf9, 0x7e, 0x00};
+	assert_ota(with_unprotected(nan0, sizeof nan0, &e), OTA_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +263,7 @@ int main(void)
 		cmocka_unit_test(test_verifier_members),
 		cmocka_unit_test(test_result),
 		cmocka_unit_test(test_top_level_once),
+		cmocka_unit_test(test_unprotected_values),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
