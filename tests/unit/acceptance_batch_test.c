@@ -23,9 +23,8 @@
 #define MAXN 300
 
 typedef struct world {
-	ota_key *root_key, *verifier_key, *issuer_key;
-	ota_trust_root *root;
-	ota_acceptance_signer signer;
+	test_admission_world base; /* root and signer (test_util.c); no store */
+	ota_key *issuer_key;
 	ota_acceptance_cache *cache; /* warmed with the batch under test */
 	ota_admission adm[MAXN];
 	const ota_admission *ptr[MAXN];
@@ -35,31 +34,12 @@ static int setup(void **state)
 {
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->root_key), OTA_OK);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->verifier_key), OTA_OK);
+	ota_trust_draft *d = test_admission_world_begin(&w->base, "batch.test", NOW - 86400,
+	                                                NOW + 86400);
 	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->issuer_key), OTA_OK);
-	ota_trust_draft *d = NULL;
-	ota_error e = {0};
-	const ota_key *rk[1] = {w->root_key};
-	const char *any[1] = {"*"}, *remote[1] = {"oci_remote"};
-	assert_ota(ota_trust_draft_new("batch.test", rk, 1, 1, NOW - 86400, NOW + 86400, &d, &e), OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, NULL, 0,
-	                                         NULL, 0, any, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", w->verifier_key, OTA_ALG_NONE,
-	                                   NOW - 86400, 0, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, NULL, 0, NULL, 0,
-	                                         remote, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", w->issuer_key, OTA_ALG_NONE, NOW - 86400, 0,
-	                                   &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_finish(d, &w->root, &e), OTA_OK);
-	ota_trust_draft_free(d);
-	assert_ota(ota_trust_root_sign(w->root, w->root_key, NULL, &e), OTA_OK);
-	w->signer.key = w->verifier_key;
-	w->signer.verifier_id = "verifier:endpoint";
+	test_trust_add(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, "oci_remote", w->issuer_key,
+	               NOW - 86400);
+	test_admission_world_finish(&w->base, d, NULL);
 	for (int i = 0; i < MAXN; i++) {
 		ota_admission *a = &w->adm[i];
 		a->judged_at = NOW;
@@ -75,7 +55,8 @@ static int setup(void **state)
 			a->claims.has_prior = true;
 			snprintf(a->claims.prior, sizeof a->claims.prior, "sha256:%064x", 200000 + i);
 		}
-		snprintf(a->trust_root_id, sizeof a->trust_root_id, "%s", ota_trust_root_identity(w->root));
+		snprintf(a->trust_root_id, sizeof a->trust_root_id, "%s",
+		         ota_trust_root_identity(w->base.root));
 		w->ptr[i] = a;
 	}
 	*state = w;
@@ -86,9 +67,7 @@ static int teardown(void **state)
 {
 	world *w = *state;
 	ota_acceptance_cache_free(w->cache);
-	ota_trust_root_free(w->root);
-	ota_key_free(w->root_key);
-	ota_key_free(w->verifier_key);
+	test_admission_world_free(&w->base);
 	ota_key_free(w->issuer_key);
 	free(w);
 	return 0;
@@ -183,13 +162,13 @@ static ota_err verify_parts(world *w, const parts *p, const uint8_t *proof, size
 	uint8_t *m = join(p, proof, proof_len, &len);
 	ota_acceptance a;
 	ota_error_clear(e);
-	ota_err rc = ota_acceptance_verify(ota_bytes_make(m, len), w->root, NOW, &a, e);
+	ota_err rc = ota_acceptance_verify(ota_bytes_make(m, len), w->base.root, NOW, &a, e);
 	/* the same answer through a cache that already holds the batch's
 	 * signature (verify_parts' callers start from a valid batch) */
 	if (w->cache != NULL) {
 		ota_acceptance b;
-		ota_err rc2 = ota_acceptance_verify_cached(ota_bytes_make(m, len), w->root, NOW,
-		                                           w->cache, &b, NULL);
+		ota_err rc2 = ota_acceptance_verify_cached(ota_bytes_make(m, len), w->base.root,
+		                                           NOW, w->cache, &b, NULL);
 		assert_int_equal(rc2 == OTA_OK, rc == OTA_OK);
 		if (rc == OTA_OK)
 			assert_memory_equal(&a, &b, sizeof a);
@@ -270,7 +249,7 @@ static void sign_root(world *w, const uint8_t *prot, size_t prot_len, const uint
 	ota_cbor_bstr(&t, prot, prot_len);
 	ota_cbor_bstr(&t, NULL, 0);
 	ota_cbor_bstr(&t, root, 32);
-	assert_ota(ota_key_sign(w->verifier_key, OTA_ALG_ES256, ota_bytes_make(t.p, t.len),
+	assert_ota(ota_key_sign(w->base.verifier_key, OTA_ALG_ES256, ota_bytes_make(t.p, t.len),
 	                        (ota_buf){sig, 132}, sig_len),
 	           OTA_OK);
 	free(t.p);
@@ -289,11 +268,13 @@ static void test_sizes(void **state)
 	for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
 		size_t n = sizes[si];
 		ota_error e = {0};
-		assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, n, out, lens, &e), OTA_OK);
+		assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, n, out, lens, &e),
+		           OTA_OK);
 		parts p0;
 		for (size_t i = 0; i < n; i++) {
 			ota_acceptance a;
-			assert_ota(ota_acceptance_verify(ota_bytes_make(out[i], lens[i]), w->root, NOW, &a, &e),
+			assert_ota(ota_acceptance_verify(ota_bytes_make(out[i], lens[i]),
+			                                 w->base.root, NOW, &a, &e),
 			           OTA_OK);
 			assert_string_equal(a.attestation, w->adm[i].record_id);
 			assert_string_equal(a.challenge, w->adm[i].challenge_id);
@@ -332,17 +313,20 @@ static void test_sizes(void **state)
 		ota_cose_sign1 m;
 		assert_ota(ota_cose_sign1_decode(ota_bytes_make(out[0], lens[0]), NULL, &m, NULL), OTA_OK);
 		m.payload = ota_bytes_make(root, 32);
-		assert_ota(ota_cose_sign1_check(&m, w->verifier_key, ota_bytes_make(NULL, 0), NULL), OTA_OK);
+		assert_ota(ota_cose_sign1_check(&m, w->base.verifier_key, ota_bytes_make(NULL, 0),
+		                                NULL),
+		           OTA_OK);
 		/* a generic COSE verifier does not take the batch form */
-		assert_ota(ota_cose_sign1_verify(ota_bytes_make(out[0], lens[0]), w->verifier_key, NULL, NULL,
-		                                 NULL),
+		assert_ota(ota_cose_sign1_verify(ota_bytes_make(out[0], lens[0]),
+		                                 w->base.verifier_key, NULL, NULL, NULL),
 		           OTA_ERR_SIG_INVALID);
 		free_all(out, n);
 	}
 	/* limits */
-	assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, 0, out, lens, NULL), OTA_ERR_USAGE);
-	assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, OTA_ACCEPTANCE_MAX_BATCH + 1, out, lens,
-	                                      NULL),
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, 0, out, lens, NULL),
+	           OTA_ERR_USAGE);
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, OTA_ACCEPTANCE_MAX_BATCH + 1,
+	                                      out, lens, NULL),
 	           OTA_ERR_USAGE);
 }
 
@@ -351,8 +335,8 @@ static void test_salt(void **state)
 	world *w = *state;
 	uint8_t *a[2], *b[2];
 	size_t al[2], bl[2];
-	assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, 2, a, al, NULL), OTA_OK);
-	assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, 2, b, bl, NULL), OTA_OK);
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, 2, a, al, NULL), OTA_OK);
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, 2, b, bl, NULL), OTA_OK);
 	parts pa, pb;
 	split(a[0], al[0], &pa);
 	split(b[0], bl[0], &pb);
@@ -374,7 +358,7 @@ static void test_tamper(void **state)
 	enum { N = 7 };
 	uint8_t *out[N];
 	size_t lens[N];
-	assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, N, out, lens, NULL), OTA_OK);
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, N, out, lens, NULL), OTA_OK);
 	/* every tampered form below is also tried through a cache that has
 	 * verified this batch's signature: it must refuse the same ones */
 	ota_acceptance_cache_free(w->cache);
@@ -382,8 +366,8 @@ static void test_tamper(void **state)
 	assert_non_null(w->cache);
 	for (int i = 0; i < N; i++) {
 		ota_acceptance ca;
-		assert_ota(ota_acceptance_verify_cached(ota_bytes_make(out[i], lens[i]), w->root, NOW,
-		                                        w->cache, &ca, NULL),
+		assert_ota(ota_acceptance_verify_cached(ota_bytes_make(out[i], lens[i]),
+		                                        w->base.root, NOW, w->cache, &ca, NULL),
 		           OTA_OK);
 	}
 	parts p, q;
@@ -491,7 +475,8 @@ static void test_tamper(void **state)
 		ota_cbor_bstr(&x, p.payload, p.payload_len);
 		ota_cbor_bstr(&x, p.sig, p.sig_len);
 		ota_acceptance a;
-		assert_ota(ota_acceptance_verify(ota_bytes_make(x.p, x.len), w->root, NOW, &a, &e),
+		assert_ota(ota_acceptance_verify(ota_bytes_make(x.p, x.len), w->base.root, NOW, &a,
+		                                 &e),
 		           OTA_ERR_ACCEPTANCE_MALFORMED);
 		free(x.p);
 	}
@@ -530,7 +515,7 @@ static void test_domain_separation(void **state)
 	world *w = *state;
 	uint8_t *out[2];
 	size_t lens[2];
-	assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, 2, out, lens, NULL), OTA_OK);
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, 2, out, lens, NULL), OTA_OK);
 	parts a, b;
 	split(out[0], lens[0], &a);
 	split(out[1], lens[1], &b);
@@ -572,16 +557,17 @@ static void test_forms(void **state)
 	world *w = *state;
 	uint8_t *out[1];
 	size_t lens[1];
-	assert_ota(ota_acceptance_build_batch(&w->signer, w->ptr, 1, out, lens, NULL), OTA_OK);
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, w->ptr, 1, out, lens, NULL), OTA_OK);
 	parts p;
 	split(out[0], lens[0], &p);
 	/* the single form of the same admission: its 13-claim payload */
 	uint8_t *single = NULL;
 	size_t sl = 0;
 	ota_error e = {0};
-	assert_ota(ota_acceptance_build(&w->signer, &w->adm[0], &single, &sl, &e), OTA_OK);
+	assert_ota(ota_acceptance_build(&w->base.signer, &w->adm[0], &single, &sl, &e), OTA_OK);
 	ota_acceptance acc;
-	assert_ota(ota_acceptance_verify(ota_bytes_make(single, sl), w->root, NOW, &acc, &e), OTA_OK);
+	assert_ota(ota_acceptance_verify(ota_bytes_make(single, sl), w->base.root, NOW, &acc, &e),
+	           OTA_OK);
 	ota_cose_sign1 sm;
 	assert_ota(ota_cose_sign1_decode(ota_bytes_make(single, sl), NULL, &sm, NULL), OTA_OK);
 	/* batch form, 13 claims, correctly signed (tree of one) */
@@ -599,10 +585,10 @@ static void test_forms(void **state)
 	ota_cose_sign_opts so;
 	memset(&so, 0, sizeof so);
 	so.include_kid = true;
-	assert_ota(ota_cose_sign1_sign(w->verifier_key, ota_bytes_make(p.payload, p.payload_len), &so, &m,
-	                               &ml, &e),
+	assert_ota(ota_cose_sign1_sign(w->base.verifier_key,
+	                               ota_bytes_make(p.payload, p.payload_len), &so, &m, &ml, &e),
 	           OTA_OK);
-	assert_ota(ota_acceptance_verify(ota_bytes_make(m, ml), w->root, NOW, &acc, &e),
+	assert_ota(ota_acceptance_verify(ota_bytes_make(m, ml), w->base.root, NOW, &acc, &e),
 	           OTA_ERR_ACCEPTANCE_MALFORMED);
 	free(m);
 	/* a proof in the single form (no vds) */

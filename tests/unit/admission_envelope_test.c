@@ -27,12 +27,8 @@
 #define NOW 1800000000
 
 typedef struct world {
-	char *dir;
-	ota_key *root_key, *k256, *k384, *k521, *verifier_key;
-	ota_trust_root *root;
-	ota_nonce_store *store;
-	ota_admission_ctx ctx;
-	ota_acceptance_signer signer;
+	test_admission_world base;   /* root, store, context, signer (test_util.c) */
+	ota_key *k256, *k384, *k521; /* issuer:acme's keys */
 } world;
 
 static const ota_nonce_binding acme = {"txn-env", "issuer:acme", "oci_remote"};
@@ -41,42 +37,15 @@ static int setup(void **state)
 {
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->root_key), OTA_OK);
+	ota_trust_draft *d = test_admission_world_begin(&w->base, "envelope.test", NOW - 86400,
+	                                                NOW + 86400 * 30);
 	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->k256), OTA_OK);
 	assert_ota(ota_key_generate(OTA_ALG_ES384, &w->k384), OTA_OK);
 	assert_ota(ota_key_generate(OTA_ALG_ES512, &w->k521), OTA_OK);
-	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->verifier_key), OTA_OK);
-	ota_trust_draft *d = NULL;
-	ota_error e = {0};
-	const ota_key *rk[1] = {w->root_key};
-	const char *remote[1] = {"oci_remote"}, *any[1] = {"*"};
-	assert_ota(ota_trust_draft_new("envelope.test", rk, 1, 1, NOW - 86400, NOW + 86400 * 30, &d, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, NULL, 0, NULL,
-	                                         0, remote, 1, &e),
-	           OTA_OK);
-	const ota_key *ik[3] = {w->k256, w->k384, w->k521};
-	for (int i = 0; i < 3; i++)
-		assert_ota(ota_trust_draft_add_key(d, "issuer:acme", ik[i], OTA_ALG_NONE, NOW - 86400, 0, &e),
-		           OTA_OK);
-	assert_ota(ota_trust_draft_add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, NULL, 0,
-	                                         NULL, 0, any, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", w->verifier_key, OTA_ALG_NONE,
-	                                   NOW - 86400, 0, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_finish(d, &w->root, &e), OTA_OK);
-	ota_trust_draft_free(d);
-	assert_ota(ota_trust_root_sign(w->root, w->root_key, NULL, &e), OTA_OK);
-	w->dir = test_tmpdir();
-	char path[512];
-	snprintf(path, sizeof path, "%s/envelope.db", w->dir);
-	assert_ota(ota_nonce_store_open(path, NULL, &w->store, &e), OTA_OK);
-	w->ctx.root = w->root;
-	w->ctx.store = w->store;
-	ota_admission_opts_init(&w->ctx.opts);
-	w->signer.key = w->verifier_key;
-	w->signer.verifier_id = "verifier:endpoint";
+	test_trust_add(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, "oci_remote", w->k256, NOW - 86400);
+	test_trust_add_key(d, "issuer:acme", w->k384, NOW - 86400);
+	test_trust_add_key(d, "issuer:acme", w->k521, NOW - 86400);
+	test_admission_world_finish(&w->base, d, "envelope.db");
 	*state = w;
 	return 0;
 }
@@ -84,38 +53,32 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	world *w = *state;
-	ota_nonce_store_close(w->store);
-	ota_trust_root_free(w->root);
-	ota_key *keys[] = {w->root_key, w->k256, w->k384, w->k521, w->verifier_key};
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		ota_key_free(keys[i]);
-	test_rmtree(w->dir);
-	free(w->dir);
+	test_admission_world_free(&w->base);
+	ota_key_free(w->k256);
+	ota_key_free(w->k384);
+	ota_key_free(w->k521);
 	free(w);
 	return 0;
+}
+
+/* The claims of an attestation for a fresh challenge on boundary b. */
+static ota_attestation claims_for(world *w, const char *boundary, const char *prior)
+{
+	ota_challenge c;
+	assert_ota(ota_nonce_store_issue(w->base.store, &acme, 0, 0, NOW - 10, &c, NULL), OTA_OK);
+	ota_attestation a;
+	test_attestation_claims(&a, w->base.root, "issuer:acme", c.txn, boundary, prior);
+	a.iat = NOW - 5;
+	a.exp = NOW + 120;
+	memcpy(a.nonce, c.nonce, c.nonce_len);
+	a.nonce_len = c.nonce_len;
+	return a;
 }
 
 /* The payload of an attestation for a fresh challenge on boundary b. */
 static uint8_t *payload_for(world *w, const char *boundary, const char *prior, size_t *len)
 {
-	ota_challenge c;
-	assert_ota(ota_nonce_store_issue(w->store, &acme, 0, 0, NOW - 10, &c, NULL), OTA_OK);
-	ota_attestation a;
-	memset(&a, 0, sizeof a);
-	snprintf(a.iss, sizeof a.iss, "issuer:acme");
-	a.iat = NOW - 5;
-	a.exp = NOW + 120;
-	memcpy(a.nonce, c.nonce, c.nonce_len);
-	a.nonce_len = c.nonce_len;
-	snprintf(a.kind, sizeof a.kind, "%s", prior != NULL ? "transition" : "initial_application");
-	snprintf(a.txn, sizeof a.txn, "%s", c.txn);
-	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(w->root));
-	snprintf(a.provider, sizeof a.provider, "oci_remote");
-	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
-	if (prior != NULL) {
-		a.has_prior = true;
-		snprintf(a.prior, sizeof a.prior, "%s", prior);
-	}
+	ota_attestation a = claims_for(w, boundary, prior);
 	uint8_t *p = NULL;
 	assert_ota(ota_attestation_encode(&a, &p, len), OTA_OK);
 	return p;
@@ -125,15 +88,8 @@ static uint8_t *payload_for(world *w, const char *boundary, const char *prior, s
 static uint8_t *attest(world *w, const ota_key *k, const char *boundary, const char *prior,
                        size_t *len)
 {
-	size_t pl = 0;
-	uint8_t *p = payload_for(w, boundary, prior, &pl), *msg = NULL;
-	ota_cose_sign_opts o;
-	memset(&o, 0, sizeof o);
-	o.include_kid = true;
-	ota_error e = {0};
-	assert_ota(ota_cose_sign1_sign(k, ota_bytes_make(p, pl), &o, &msg, len, &e), OTA_OK);
-	free(p);
-	return msg;
+	ota_attestation a = claims_for(w, boundary, prior);
+	return test_attestation_sign(&a, k, true, len);
 }
 
 /* 18([prot, unprot (raw CBOR), payload, signature over prot and payload]) */
@@ -165,15 +121,7 @@ static uint8_t *sign1_raw(const ota_key *k, ota_alg alg, ota_bytes prot, ota_byt
 
 static ota_err admit(world *w, const uint8_t *msg, size_t len, char *id_out)
 {
-	ota_admission adm;
-	ota_error e = {0};
-	ota_err rc = ota_admission_admit(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                                 ota_acceptance_build, &w->signer, NULL, &adm, NULL, NULL, &e);
-	if (rc != OTA_OK)
-		assert_int_equal(e.code, rc); /* the detail names the same refusal */
-	else if (id_out != NULL)
-		snprintf(id_out, OTA_ID_LEN + 1, "%s", adm.record_id);
-	return rc;
+	return test_admission_admit(&w->base, ota_bytes_make(msg, len), NOW, id_out);
 }
 
 /* Offsets of a message signed by ota_cose_sign1_sign: d2 84 <prot> a0 <payload> <sig>. */
@@ -254,8 +202,8 @@ static void test_kid_only_unprotected(void **state)
 	/* admission does not: attestations name their key in the protected header */
 	ota_error e = {0};
 	ota_admission adm;
-	assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                                 &adm, &e),
+	assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(msg, len),
+	                                 ota_bytes_make(NULL, 0), NOW, &adm, &e),
 	           OTA_ERR_ATT_KID_MISSING);
 	assert_string_equal(ota_err_name(e.code), "attestation_kid_missing");
 	assert_ota(admit(w, msg, len, NULL), OTA_ERR_ATT_KID_MISSING);
@@ -321,7 +269,8 @@ static void test_reencodings_refused(void **state)
 	uint8_t *y = attest(w, w->k256, "malleable", id, &len2);
 	assert_ota(admit(w, y, len2, id2), OTA_OK);
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(w->store, "txn-env", "malleable", head, sizeof head, NULL),
+	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-env", "malleable", head,
+	                                    sizeof head, NULL),
 	           OTA_OK);
 	assert_string_equal(head, id2);
 	free(x);
@@ -364,7 +313,7 @@ static void test_unprotected_refused(void **state)
 		/* ... admission does not */
 		ota_error e = {0};
 		ota_admission adm;
-		assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(vs[i], ls[i]),
+		assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(vs[i], ls[i]),
 		                                 ota_bytes_make(NULL, 0), NOW, &adm, &e),
 		           OTA_ERR_ATT_UNPROTECTED);
 		assert_string_equal(ota_err_name(e.code), "attestation_unprotected_header");
@@ -422,8 +371,8 @@ static void test_high_s_refused(void **state)
 		/* ... admission refuses it, and the challenge stays usable */
 		ota_error e = {0};
 		ota_admission adm;
-		assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(hi, len), ota_bytes_make(NULL, 0),
-		                                 NOW, &adm, &e),
+		assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(hi, len),
+		                                 ota_bytes_make(NULL, 0), NOW, &adm, &e),
 		           OTA_ERR_ATT_SIG_HIGH_S);
 		assert_string_equal(ota_err_name(e.code), "attestation_signature_high_s");
 		assert_ota(admit(w, hi, len, NULL), OTA_ERR_ATT_SIG_HIGH_S);

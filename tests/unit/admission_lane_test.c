@@ -24,55 +24,24 @@
 #define NOW 1800000000
 
 typedef struct world {
-	char *dir;
-	char db[512];
-	ota_key *root_key, *acme_key, *other_key, *verifier_key;
-	ota_trust_root *root;
-	ota_nonce_store *store;
-	ota_admission_ctx ctx;
-	ota_acceptance_signer signer;
+	test_admission_world base; /* root, store, context, signer (test_util.c) */
+	ota_key *acme_key, *other_key;
 } world;
 
 static int setup(void **state)
 {
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
-	ota_key **keys[] = {&w->root_key, &w->acme_key, &w->other_key, &w->verifier_key};
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		assert_ota(ota_key_generate(OTA_ALG_ES256, keys[i]), OTA_OK);
-	ota_trust_draft *d = NULL;
-	ota_error e = {0};
-	const ota_key *rk[1] = {w->root_key};
-	const char *remote[1] = {"oci_remote"}, *any[1] = {"*"};
-	assert_ota(ota_trust_draft_new("lane.test", rk, 1, 1, NOW - 86400, NOW + 86400 * 30, &d, &e),
-	           OTA_OK);
+	ota_trust_draft *d = test_admission_world_begin(&w->base, "lane.test", NOW - 86400,
+	                                                NOW + 86400 * 30);
 	/* two issuers with the same scope: only the lane tells them apart */
-	const char *ids[2] = {"issuer:acme", "issuer:other"};
-	const ota_key *ik[2] = {w->acme_key, w->other_key};
-	for (int i = 0; i < 2; i++) {
-		assert_ota(ota_trust_draft_add_principal(d, ids[i], OTA_TRUST_ROLE_ISSUER, NULL, 0, NULL, 0,
-		                                         remote, 1, &e),
-		           OTA_OK);
-		assert_ota(ota_trust_draft_add_key(d, ids[i], ik[i], OTA_ALG_NONE, NOW - 86400, 0, &e),
-		           OTA_OK);
-	}
-	assert_ota(ota_trust_draft_add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, NULL, 0,
-	                                         NULL, 0, any, 1, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", w->verifier_key, OTA_ALG_NONE,
-	                                   NOW - 86400, 0, &e),
-	           OTA_OK);
-	assert_ota(ota_trust_draft_finish(d, &w->root, &e), OTA_OK);
-	ota_trust_draft_free(d);
-	assert_ota(ota_trust_root_sign(w->root, w->root_key, NULL, &e), OTA_OK);
-	w->dir = test_tmpdir();
-	snprintf(w->db, sizeof w->db, "%s/lane.db", w->dir);
-	assert_ota(ota_nonce_store_open(w->db, NULL, &w->store, &e), OTA_OK);
-	w->ctx.root = w->root;
-	w->ctx.store = w->store;
-	ota_admission_opts_init(&w->ctx.opts);
-	w->signer.key = w->verifier_key;
-	w->signer.verifier_id = "verifier:endpoint";
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->acme_key), OTA_OK);
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &w->other_key), OTA_OK);
+	test_trust_add(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, "oci_remote", w->acme_key,
+	               NOW - 86400);
+	test_trust_add(d, "issuer:other", OTA_TRUST_ROLE_ISSUER, "oci_remote", w->other_key,
+	               NOW - 86400);
+	test_admission_world_finish(&w->base, d, "lane.db");
 	*state = w;
 	return 0;
 }
@@ -80,24 +49,20 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	world *w = *state;
-	ota_nonce_store_close(w->store);
-	ota_trust_root_free(w->root);
-	ota_key *keys[] = {w->root_key, w->acme_key, w->other_key, w->verifier_key};
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		ota_key_free(keys[i]);
-	test_rmtree(w->dir);
-	free(w->dir);
+	test_admission_world_free(&w->base);
+	ota_key_free(w->acme_key);
+	ota_key_free(w->other_key);
 	free(w);
 	return 0;
 }
 
 static void reopen(world *w)
 {
-	ota_nonce_store_close(w->store);
-	w->store = NULL;
+	ota_nonce_store_close(w->base.store);
+	w->base.store = NULL;
 	ota_error e = {0};
-	assert_ota(ota_nonce_store_open(w->db, NULL, &w->store, &e), OTA_OK);
-	w->ctx.store = w->store;
+	assert_ota(ota_nonce_store_open(w->base.db, NULL, &w->base.store, &e), OTA_OK);
+	w->base.ctx.store = w->base.store;
 }
 
 /* A signed attestation of issuer iss (key k) on (txn, boundary) for a
@@ -109,35 +74,16 @@ static uint8_t *attest_ttl(world *w, const char *iss, const ota_key *k, const ch
 {
 	ota_nonce_binding b = {txn, iss, "oci_remote"};
 	ota_challenge c;
-	assert_ota(ota_nonce_store_issue(w->store, &b, 0, ttl, issued_at, &c, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(w->base.store, &b, 0, ttl, issued_at, &c, NULL), OTA_OK);
 	if (nonce_out != NULL)
 		*nonce_out = c;
 	ota_attestation a;
-	memset(&a, 0, sizeof a);
-	snprintf(a.iss, sizeof a.iss, "%s", iss);
+	test_attestation_claims(&a, w->base.root, iss, txn, boundary, prior);
 	a.iat = NOW - 5;
 	a.exp = NOW + 120;
 	memcpy(a.nonce, c.nonce, c.nonce_len);
 	a.nonce_len = c.nonce_len;
-	snprintf(a.kind, sizeof a.kind, "%s", prior != NULL ? "transition" : "initial_application");
-	snprintf(a.txn, sizeof a.txn, "%s", txn);
-	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(w->root));
-	snprintf(a.provider, sizeof a.provider, "oci_remote");
-	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
-	if (prior != NULL) {
-		a.has_prior = true;
-		snprintf(a.prior, sizeof a.prior, "%s", prior);
-	}
-	uint8_t *p = NULL, *msg = NULL;
-	size_t pl = 0;
-	assert_ota(ota_attestation_encode(&a, &p, &pl), OTA_OK);
-	ota_cose_sign_opts o;
-	memset(&o, 0, sizeof o);
-	o.include_kid = true;
-	ota_error e = {0};
-	assert_ota(ota_cose_sign1_sign(k, ota_bytes_make(p, pl), &o, &msg, len, &e), OTA_OK);
-	free(p);
-	return msg;
+	return test_attestation_sign(&a, k, true, len);
 }
 
 static uint8_t *attest(world *w, const char *iss, const ota_key *k, const char *txn,
@@ -149,21 +95,14 @@ static uint8_t *attest(world *w, const char *iss, const ota_key *k, const char *
 /* ota_admission_admit at NOW (prepare and commit at the same time). */
 static ota_err admit(world *w, const uint8_t *msg, size_t len, char *id_out)
 {
-	ota_admission adm;
-	ota_error e = {0};
-	ota_err rc = ota_admission_admit(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                                 ota_acceptance_build, &w->signer, NULL, &adm, NULL, NULL, &e);
-	if (rc != OTA_OK)
-		assert_int_equal(e.code, rc);
-	else if (id_out != NULL)
-		snprintf(id_out, OTA_ID_LEN + 1, "%s", adm.record_id);
-	return rc;
+	return test_admission_admit(&w->base, ota_bytes_make(msg, len), NOW, id_out);
 }
 
 static void head_is(world *w, const char *txn, const char *boundary, const char *want)
 {
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(w->store, txn, boundary, head, sizeof head, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(w->base.store, txn, boundary, head, sizeof head, NULL),
+	           OTA_OK);
 	assert_string_equal(head, want);
 }
 
@@ -171,8 +110,8 @@ static void head_is(world *w, const char *txn, const char *boundary, const char 
 static void still_live(world *w, const ota_challenge *c)
 {
 	ota_challenge got;
-	assert_ota(ota_nonce_store_peek(w->store, ota_bytes_make(c->nonce, c->nonce_len), NOW, &got,
-	                                NULL),
+	assert_ota(ota_nonce_store_peek(w->base.store, ota_bytes_make(c->nonce, c->nonce_len), NOW,
+	                                &got, NULL),
 	           OTA_OK);
 	assert_int_equal(got.consumed_at, 0);
 }
@@ -251,7 +190,8 @@ static void test_other_issuer_cannot_advance(void **state)
 	m = attest(w, "issuer:other", w->other_key, "txn-l", "b2", NULL, NULL, &len);
 	assert_ota(admit(w, m, len, o1), OTA_OK);
 	free(m);
-	assert_ota(ota_nonce_store_head_get(w->store, "txn-l", "b2", a2, sizeof a2, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-l", "b2", a2, sizeof a2, NULL),
+	           OTA_OK);
 	assert_string_equal(a2, o1);
 	/* and acme cannot take it either */
 	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b2", o1, &c, &len);
@@ -267,10 +207,10 @@ static void test_other_issuer_cannot_advance(void **state)
 	m = attest(w, "issuer:other", w->other_key, "txn-l2", "b1", NULL, NULL, &len);
 	assert_ota(admit(w, m, len, NULL), OTA_OK);
 	free(m);
-	char *owner = lane_owner(w->db, "txn-l", "b1");
+	char *owner = lane_owner(w->base.db, "txn-l", "b1");
 	assert_string_equal(owner, "issuer:acme");
 	free(owner);
-	owner = lane_owner(w->db, "txn-l", "b2");
+	owner = lane_owner(w->base.db, "txn-l", "b2");
 	assert_string_equal(owner, "issuer:other");
 	free(owner);
 }
@@ -287,8 +227,8 @@ typedef struct {
 static void prepare_at(world *w, prepared *p, int64_t at)
 {
 	ota_error e = {0};
-	assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(p->msg, p->len), ota_bytes_make(NULL, 0),
-	                                 at, &p->adm, &e),
+	assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(p->msg, p->len),
+	                                 ota_bytes_make(NULL, 0), at, &p->adm, &e),
 	           OTA_OK);
 }
 
@@ -303,13 +243,13 @@ static ota_err commit_batch_at(world *w, prepared *ps, size_t n, int64_t commit_
 	for (size_t i = 0; i < n; i++)
 		as[i] = &ps[i].adm;
 	ota_error e = {0};
-	assert_ota(ota_acceptance_build_batch(&w->signer, as, n, accs, lens, &e), OTA_OK);
+	assert_ota(ota_acceptance_build_batch(&w->base.signer, as, n, accs, lens, &e), OTA_OK);
 	for (size_t i = 0; i < n; i++) {
 		ps[i].acc = accs[i];
 		ps[i].acc_len = lens[i];
 		ota_admission_op(&ps[i].adm, ota_bytes_make(accs[i], lens[i]), &ops[i]);
 	}
-	return ota_nonce_store_commit_batch(w->store, ops, n, commit_now, &e);
+	return ota_nonce_store_commit_batch(w->base.store, ops, n, commit_now, &e);
 }
 
 static void free_prepared(prepared *ps, size_t n)
@@ -403,19 +343,20 @@ static void test_migrate_v1(void **state)
 	snprintf(o1, sizeof o1, "%s", ps[0].adm.record_id);
 	free_prepared(ps, 2);
 
-	ota_nonce_store_close(w->store);
-	w->store = NULL;
-	downgrade_to_v1(w->db, NULL);
-	assert_false(heads_has_issuer(w->db));
+	ota_nonce_store_close(w->base.store);
+	w->base.store = NULL;
+	downgrade_to_v1(w->base.db, NULL);
+	assert_false(heads_has_issuer(w->base.db));
 	reopen(w); /* migrates */
-	assert_int_equal(query_int(w->db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL), 2);
-	char *owner = lane_owner(w->db, "txn-m", "b1");
+	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
+	                 2);
+	char *owner = lane_owner(w->base.db, "txn-m", "b1");
 	assert_string_equal(owner, "issuer:acme");
 	free(owner);
-	owner = lane_owner(w->db, "txn-m", "b2");
+	owner = lane_owner(w->base.db, "txn-m", "b2");
 	assert_string_equal(owner, "issuer:other");
 	free(owner);
-	owner = lane_owner(w->db, "txn-m", "b3");
+	owner = lane_owner(w->base.db, "txn-m", "b3");
 	assert_string_equal(owner, "issuer:acme");
 	free(owner);
 	/* the owners hold after the migration */
@@ -432,7 +373,8 @@ static void test_migrate_v1(void **state)
 	free(m);
 	/* a second open does not migrate again */
 	reopen(w);
-	assert_int_equal(query_int(w->db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL), 2);
+	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
+	                 2);
 }
 
 static void test_migrate_v1_unreadable(void **state)
@@ -442,25 +384,27 @@ static void test_migrate_v1_unreadable(void **state)
 	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-u", "b1", NULL, NULL, &len);
 	assert_ota(admit(w, m, len, NULL), OTA_OK);
 	free(m);
-	ota_nonce_store_close(w->store);
-	w->store = NULL;
+	ota_nonce_store_close(w->base.store);
+	w->base.store = NULL;
 	/* the lane's first acceptance no longer names its issuer */
-	downgrade_to_v1(w->db, "UPDATE acceptances SET acceptance = x'd2840040a0' WHERE txn = 'txn-u';");
+	downgrade_to_v1(w->base.db,
+	                "UPDATE acceptances SET acceptance = x'd2840040a0' WHERE txn = 'txn-u';");
 	ota_nonce_store *s = NULL;
 	ota_error e = {0};
-	assert_ota(ota_nonce_store_open(w->db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
+	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
 	assert_null(s);
 	assert_non_null(strstr(e.what, "txn-u"));
 	/* nothing half-done: still schema 1, heads untouched */
-	assert_int_equal(query_int(w->db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL), 1);
-	assert_false(heads_has_issuer(w->db));
+	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
+	                 1);
+	assert_false(heads_has_issuer(w->base.db));
 	/* a newer schema than ours is refused too */
 	sqlite3 *h = NULL;
-	assert_int_equal(sqlite3_open(w->db, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(h, "UPDATE ota_meta SET v = 3 WHERE k = 'schema'", NULL, NULL, NULL),
 	                 SQLITE_OK);
 	sqlite3_close(h);
-	assert_ota(ota_nonce_store_open(w->db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
+	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
 	assert_null(s);
 }
 
@@ -479,12 +423,14 @@ static void test_stored_time_is_signed_time(void **state)
 	assert_ota(commit_batch_at(w, &p, 1, NOW + 7, &op), OTA_OK);
 	assert_ota(op.result, OTA_OK);
 	ota_acceptance acc;
-	assert_ota(ota_acceptance_verify(ota_bytes_make(p.acc, p.acc_len), w->root, NOW, &acc, NULL),
+	assert_ota(ota_acceptance_verify(ota_bytes_make(p.acc, p.acc_len), w->base.root, NOW, &acc,
+	                                 NULL),
 	           OTA_OK);
 	assert_int_equal(acc.accepted_at, NOW);
 	assert_int_equal(op.challenge.consumed_at, NOW);
-	assert_int_equal(consumed_at(w->db, &c), NOW);
-	assert_int_equal(query_int(w->db, "SELECT accepted_at FROM acceptances WHERE record_id = ?1",
+	assert_int_equal(consumed_at(w->base.db, &c), NOW);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT accepted_at FROM acceptances WHERE record_id = ?1",
 	                           p.adm.record_id),
 	                 NOW);
 	free_prepared(&p, 1);
@@ -493,21 +439,24 @@ static void test_stored_time_is_signed_time(void **state)
 	int64_t later = NOW + 9;
 	ota_clock ck = ota_clock_fixed(&later);
 	ota_nonce_committer *cm = NULL;
-	assert_ota(ota_nonce_committer_new(w->store, 16, &ck, &cm), OTA_OK);
+	assert_ota(ota_nonce_committer_new(w->base.store, 16, &ck, &cm), OTA_OK);
 	size_t len = 0;
 	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-t", "b2", NULL, &c, &len);
 	ota_admission adm;
 	uint8_t *a = NULL;
 	size_t al = 0;
 	ota_error e = {0};
-	assert_ota(ota_admission_admit(&w->ctx, ota_bytes_make(m, len), ota_bytes_make(NULL, 0), NOW,
-	                               ota_acceptance_build, &w->signer, cm, &adm, &a, &al, &e),
+	assert_ota(ota_admission_admit(&w->base.ctx, ota_bytes_make(m, len),
+	                               ota_bytes_make(NULL, 0), NOW, ota_acceptance_build,
+	                               &w->base.signer, cm, &adm, &a, &al, &e),
 	           OTA_OK);
 	ota_nonce_committer_free(cm);
-	assert_ota(ota_acceptance_verify(ota_bytes_make(a, al), w->root, NOW, &acc, NULL), OTA_OK);
+	assert_ota(ota_acceptance_verify(ota_bytes_make(a, al), w->base.root, NOW, &acc, NULL),
+	           OTA_OK);
 	assert_int_equal(acc.accepted_at, NOW);
-	assert_int_equal(consumed_at(w->db, &c), NOW);
-	assert_int_equal(query_int(w->db, "SELECT accepted_at FROM acceptances WHERE record_id = ?1",
+	assert_int_equal(consumed_at(w->base.db, &c), NOW);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT accepted_at FROM acceptances WHERE record_id = ?1",
 	                           adm.record_id),
 	                 NOW);
 	free(a);
@@ -515,10 +464,10 @@ static void test_stored_time_is_signed_time(void **state)
 
 	/* a plain consume still records its own now */
 	ota_nonce_binding b = {"txn-t", "issuer:acme", "oci_remote"};
-	assert_ota(ota_nonce_store_issue(w->store, &b, 0, 0, NOW, &c, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(w->base.store, &b, 0, 0, NOW, &c, NULL), OTA_OK);
 	ota_challenge got;
-	assert_ota(ota_nonce_store_consume(w->store, ota_bytes_make(c.nonce, c.nonce_len), &b, NOW + 3,
-	                                   &got, NULL),
+	assert_ota(ota_nonce_store_consume(w->base.store, ota_bytes_make(c.nonce, c.nonce_len), &b,
+	                                   NOW + 3, &got, NULL),
 	           OTA_OK);
 	assert_int_equal(got.consumed_at, NOW + 3);
 }
@@ -536,7 +485,7 @@ static void test_expiry_still_judged_at_commit(void **state)
 	ota_nonce_op op;
 	assert_ota(commit_batch_at(w, &p, 1, NOW + 7, &op), OTA_OK);
 	assert_ota(op.result, OTA_ERR_NONCE_EXPIRED);
-	assert_int_equal(consumed_at(w->db, &c), 0);
+	assert_int_equal(consumed_at(w->base.db, &c), 0);
 	free_prepared(&p, 1);
 }
 

@@ -17,63 +17,35 @@
 #define NOW 1800000000
 
 typedef struct world {
-	char *dir;
-	ota_key *root_key, *issuer_key, *revoked_key, *other_key, *runner_key, *verifier_key,
-		*stranger_key, *late_key;
-	ota_trust_root *root;
-	ota_nonce_store *store;
-	ota_admission_ctx ctx;
-	ota_acceptance_signer signer;
+	test_admission_world base; /* root, store, context, signer (test_util.c) */
+	ota_key *issuer_key, *revoked_key, *other_key, *runner_key, *stranger_key, *late_key;
 } world;
 
 static const ota_nonce_binding acme = {"txn-1", "issuer:acme", "oci_remote"};
-
-static void add_principal(ota_trust_draft *d, const char *id, ota_trust_role role,
-                          const char *target, const ota_key *k)
-{
-	const char *targets[1] = {target};
-	ota_error e = {0};
-	assert_ota(ota_trust_draft_add_principal(d, id, role, NULL, 0, NULL, 0, targets, 1, &e), OTA_OK);
-	assert_ota(ota_trust_draft_add_key(d, id, k, OTA_ALG_NONE, NOW - 86400, 0, &e), OTA_OK);
-}
 
 static int setup(void **state)
 {
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
-	ota_key **keys[] = {&w->root_key, &w->issuer_key, &w->revoked_key, &w->other_key,
-	                    &w->runner_key, &w->verifier_key, &w->stranger_key, &w->late_key};
+	ota_trust_draft *d = test_admission_world_begin(&w->base, "example.test", NOW - 86400,
+	                                                NOW + 86400 * 30);
+	ota_key **keys[] = {&w->issuer_key, &w->revoked_key, &w->other_key,
+	                    &w->runner_key, &w->stranger_key, &w->late_key};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		assert_ota(ota_key_generate(OTA_ALG_ES256, keys[i]), OTA_OK);
-	ota_trust_draft *d = NULL;
 	ota_error e = {0};
-	const ota_key *rk[1] = {w->root_key};
-	assert_ota(ota_trust_draft_new("example.test", rk, 1, 1, NOW - 86400, NOW + 86400 * 30, &d, &e),
-	           OTA_OK);
-	add_principal(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, "oci_remote", w->issuer_key);
-	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", w->revoked_key, OTA_ALG_NONE, NOW - 86400, 0, &e),
-	           OTA_OK);
+	test_trust_add(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, "oci_remote", w->issuer_key,
+	               NOW - 86400);
+	test_trust_add_key(d, "issuer:acme", w->revoked_key, NOW - 86400);
 	/* valid only from NOW - 5: after the challenges (issued at NOW - 10) */
-	assert_ota(ota_trust_draft_add_key(d, "issuer:acme", w->late_key, OTA_ALG_NONE, NOW - 5, 0, &e),
-	           OTA_OK);
+	test_trust_add_key(d, "issuer:acme", w->late_key, NOW - 5);
 	uint8_t kid[32];
 	assert_ota(ota_key_kid(w->revoked_key, kid), OTA_OK);
 	assert_ota(ota_trust_draft_revoke_key(d, ota_bytes_make(kid, 32), NOW - 60, &e), OTA_OK);
-	add_principal(d, "issuer:other", OTA_TRUST_ROLE_ISSUER, "other_target", w->other_key);
-	add_principal(d, "runner:ci", OTA_TRUST_ROLE_RUNNER, "*", w->runner_key);
-	add_principal(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, "*", w->verifier_key);
-	assert_ota(ota_trust_draft_finish(d, &w->root, &e), OTA_OK);
-	ota_trust_draft_free(d);
-	assert_ota(ota_trust_root_sign(w->root, w->root_key, NULL, &e), OTA_OK);
-	w->dir = test_tmpdir();
-	char path[512];
-	snprintf(path, sizeof path, "%s/admission.db", w->dir);
-	assert_ota(ota_nonce_store_open(path, NULL, &w->store, &e), OTA_OK);
-	w->ctx.root = w->root;
-	w->ctx.store = w->store;
-	ota_admission_opts_init(&w->ctx.opts);
-	w->signer.key = w->verifier_key;
-	w->signer.verifier_id = "verifier:endpoint";
+	test_trust_add(d, "issuer:other", OTA_TRUST_ROLE_ISSUER, "other_target", w->other_key,
+	               NOW - 86400);
+	test_trust_add(d, "runner:ci", OTA_TRUST_ROLE_RUNNER, "*", w->runner_key, NOW - 86400);
+	test_admission_world_finish(&w->base, d, "admission.db");
 	*state = w;
 	return 0;
 }
@@ -81,14 +53,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	world *w = *state;
-	ota_nonce_store_close(w->store);
-	ota_trust_root_free(w->root);
-	ota_key *keys[] = {w->root_key, w->issuer_key, w->revoked_key, w->other_key,
-	                   w->runner_key, w->verifier_key, w->stranger_key, w->late_key};
+	test_admission_world_free(&w->base);
+	ota_key *keys[] = {w->issuer_key, w->revoked_key, w->other_key,
+	                   w->runner_key, w->stranger_key, w->late_key};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		ota_key_free(keys[i]);
-	test_rmtree(w->dir);
-	free(w->dir);
 	free(w);
 	return 0;
 }
@@ -105,7 +74,7 @@ static ota_attestation claims_for(const world *w, const ota_challenge *c)
 	a.nonce_len = c->nonce_len;
 	snprintf(a.kind, sizeof a.kind, "initial_application");
 	snprintf(a.txn, sizeof a.txn, "%s", c->txn);
-	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(w->root));
+	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(w->base.root));
 	snprintf(a.provider, sizeof a.provider, "%.200s", c->scope);
 	snprintf(a.adapter, sizeof a.adapter, "remote-adapter/1.0");
 	snprintf(a.platform_os, sizeof a.platform_os, "linux");
@@ -119,24 +88,10 @@ static ota_attestation claims_for(const world *w, const ota_challenge *c)
 	return a;
 }
 
-static uint8_t *sign_claims(const ota_attestation *a, const ota_key *k, bool kid, size_t *len)
-{
-	uint8_t *payload = NULL, *msg = NULL;
-	size_t pl = 0;
-	assert_ota(ota_attestation_encode(a, &payload, &pl), OTA_OK);
-	ota_cose_sign_opts o;
-	memset(&o, 0, sizeof o);
-	o.include_kid = kid;
-	ota_error e = {0};
-	assert_ota(ota_cose_sign1_sign(k, ota_bytes_make(payload, pl), &o, &msg, len, &e), OTA_OK);
-	free(payload);
-	return msg;
-}
-
 static ota_challenge issue(world *w, const ota_nonce_binding *b)
 {
 	ota_challenge c;
-	assert_ota(ota_nonce_store_issue(w->store, b, 0, 0, NOW - 10, &c, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(w->base.store, b, 0, 0, NOW - 10, &c, NULL), OTA_OK);
 	return c;
 }
 
@@ -144,22 +99,24 @@ static ota_challenge issue(world *w, const ota_nonce_binding *b)
 static ota_err submit(world *w, const ota_attestation *a, const ota_key *k, char *id_out)
 {
 	size_t len = 0;
-	uint8_t *msg = sign_claims(a, k, true, &len);
+	uint8_t *msg = test_attestation_sign(a, k, true, &len);
 	ota_admission adm;
 	ota_error e = {0};
 	uint8_t *acc = NULL;
 	size_t acc_len = 0;
-	ota_err rc = ota_admission_admit(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                                 ota_acceptance_build, &w->signer, NULL, &adm, &acc, &acc_len, &e);
+	ota_err rc = ota_admission_admit(&w->base.ctx, ota_bytes_make(msg, len),
+	                                 ota_bytes_make(NULL, 0), NOW, ota_acceptance_build,
+	                                 &w->base.signer, NULL, &adm, &acc, &acc_len, &e);
 	if (rc == OTA_OK) {
 		ota_acceptance acc_p;
 		ota_error ve = {0};
-		assert_ota(ota_acceptance_verify(ota_bytes_make(acc, acc_len), w->root, NOW, &acc_p, &ve),
+		assert_ota(ota_acceptance_verify(ota_bytes_make(acc, acc_len), w->base.root, NOW,
+		                                 &acc_p, &ve),
 		           OTA_OK);
 		assert_string_equal(acc_p.attestation, adm.record_id);
 		assert_string_equal(acc_p.challenge, adm.challenge_id);
 		assert_string_equal(acc_p.result, "accepted");
-		assert_string_equal(acc_p.trust_root, ota_trust_root_identity(w->root));
+		assert_string_equal(acc_p.trust_root, ota_trust_root_identity(w->base.root));
 		assert_string_equal(acc_p.verifier_id, "verifier:endpoint");
 		assert_string_equal(acc_p.verifier_version, ota_version());
 		assert_int_equal(acc_p.accepted_at, NOW);
@@ -171,7 +128,8 @@ static ota_err submit(world *w, const ota_attestation *a, const ota_key *k, char
 		/* stored with its acceptance */
 		uint8_t *sa = NULL, *sc = NULL;
 		size_t sal = 0, scl = 0;
-		assert_ota(ota_nonce_store_acceptance_get(w->store, adm.record_id, &sa, &sal, &sc, &scl, NULL),
+		assert_ota(ota_nonce_store_acceptance_get(w->base.store, adm.record_id, &sa, &sal,
+		                                          &sc, &scl, NULL),
 		           OTA_OK);
 		assert_int_equal(sal, len);
 		assert_memory_equal(sa, msg, len);
@@ -205,7 +163,9 @@ static void test_accept_chain(void **state)
 	snprintf(a.prior, sizeof a.prior, "%s", r2);
 	assert_ota(submit(w, &a, w->issuer_key, r3), OTA_OK);
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(w->store, "txn-1", "boundary-1", head, sizeof head, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-1", "boundary-1", head, sizeof head,
+	                                    NULL),
+	           OTA_OK);
 	assert_string_equal(head, r3);
 }
 
@@ -290,16 +250,18 @@ static void test_attacks(void **state)
 	assert_ota(submit(w, &b, w->issuer_key, NULL), OTA_ERR_ATT_PRIOR_MISSING);
 	/* none of these burned the challenge: the honest record is accepted ... */
 	size_t len = 0;
-	uint8_t *msg = sign_claims(&a, w->issuer_key, true, &len);
+	uint8_t *msg = test_attestation_sign(&a, w->issuer_key, true, &len);
 	ota_admission adm;
 	ota_error e = {0};
-	assert_ota(ota_admission_admit(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                               ota_acceptance_build, &w->signer, NULL, &adm, NULL, NULL, &e),
+	assert_ota(ota_admission_admit(&w->base.ctx, ota_bytes_make(msg, len),
+	                               ota_bytes_make(NULL, 0), NOW, ota_acceptance_build,
+	                               &w->base.signer, NULL, &adm, NULL, NULL, &e),
 	           OTA_OK);
 	/* ... once: the same bytes again are a replay */
 	ota_error_clear(&e);
-	assert_ota(ota_admission_admit(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                               ota_acceptance_build, &w->signer, NULL, &adm, NULL, NULL, &e),
+	assert_ota(ota_admission_admit(&w->base.ctx, ota_bytes_make(msg, len),
+	                               ota_bytes_make(NULL, 0), NOW, ota_acceptance_build,
+	                               &w->base.signer, NULL, &adm, NULL, NULL, &e),
 	           OTA_ERR_NONCE_REPLAYED);
 	assert_string_equal(ota_err_name(e.code), "nonce_replayed");
 	free(msg);
@@ -307,30 +269,31 @@ static void test_attacks(void **state)
 	c = issue(w, &acme);
 	a = claims_for(w, &c);
 	snprintf(a.boundary, sizeof a.boundary, "boundary-2");
-	msg = sign_claims(&a, w->issuer_key, true, &len);
+	msg = test_attestation_sign(&a, w->issuer_key, true, &len);
 	uint8_t other[32] = {0};
 	ota_error_clear(&e);
-	assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(other, 32), NOW,
-	                                 &adm, &e),
+	assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(msg, len),
+	                                 ota_bytes_make(other, 32), NOW, &adm, &e),
 	           OTA_ERR_ATT_NONCE_MISMATCH);
-	assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(msg, len),
+	assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(msg, len),
 	                                 ota_bytes_make(c.nonce, c.nonce_len), NOW, &adm, NULL),
 	           OTA_OK);
 	/* tampered signature */
 	msg[len - 1] ^= 1;
-	assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                                 &adm, NULL),
+	assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(msg, len),
+	                                 ota_bytes_make(NULL, 0), NOW, &adm, NULL),
 	           OTA_ERR_SIG_INVALID);
 	free(msg);
 	/* no kid */
-	msg = sign_claims(&a, w->issuer_key, false, &len);
-	assert_ota(ota_admission_prepare(&w->ctx, ota_bytes_make(msg, len), ota_bytes_make(NULL, 0), NOW,
-	                                 &adm, NULL),
+	msg = test_attestation_sign(&a, w->issuer_key, false, &len);
+	assert_ota(ota_admission_prepare(&w->base.ctx, ota_bytes_make(msg, len),
+	                                 ota_bytes_make(NULL, 0), NOW, &adm, NULL),
 	           OTA_ERR_ATT_KID_MISSING);
 	free(msg);
 	/* expired challenge */
 	ota_challenge old;
-	assert_ota(ota_nonce_store_issue(w->store, &acme, 0, 10, NOW - 20, &old, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(w->base.store, &acme, 0, 10, NOW - 20, &old, NULL),
+	           OTA_OK);
 	a = claims_for(w, &old);
 	snprintf(a.boundary, sizeof a.boundary, "boundary-3");
 	assert_ota(submit(w, &a, w->issuer_key, NULL), OTA_ERR_NONCE_EXPIRED);
