@@ -10,6 +10,7 @@
  *     iat = the answer's accepted_at) as challenges.consumed_at and
  *     acceptances.accepted_at, not the committer's later reading.
  */
+#include "attestd_client.h"
 #include "test_util.h"
 
 #include <jansson.h>
@@ -52,17 +53,11 @@ static int setup(void **state)
 	f->clock.now = stepping_now;
 	f->clock.ctx = f;
 	ota_attestd_opts o;
-	ota_attestd_opts_init(&o);
-	o.port = 0;
-	o.db_path = f->w.db_path;
-	o.trust_root_path = f->w.root_path;
-	o.verifier_key_path = f->w.key_path;
+	test_attestd_opts(&f->w, &o);
 	o.threads = 2;
 	o.timeout_s = 2;
 	o.clock = &f->clock;
-	ota_error e = {0};
-	assert_ota(ota_attestd_start(&o, &f->d, &e), OTA_OK);
-	snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", (unsigned)ota_attestd_port(f->d));
+	test_attestd_start(&o, &f->d, f->url, sizeof f->url);
 	*state = f;
 	return 0;
 }
@@ -81,49 +76,16 @@ static uint8_t *attest_for(fx *f, const char *boundary, const char *prior, size_
                            uint8_t *nonce_out, size_t *nonce_len)
 {
 	ota_nonce_binding b = {"txn-env", "issuer:acme", "oci_remote"};
-	char *ans = NULL;
-	ota_error e = {0};
-	assert_ota(ota_attest_client_challenge(f->url, &b, 0, 0, &ans, &e), OTA_OK);
-	json_t *o = json_loads(ans, 0, NULL);
-	free(ans);
-	assert_non_null(o);
-	const char *n64 = json_string_value(json_object_get(o, "nonce"));
-	assert_non_null(n64);
 	ota_attestation a;
-	memset(&a, 0, sizeof a);
-	uint8_t *nonce = NULL;
-	size_t nl = 0;
-	assert_ota(ota_base64_decode(n64, strlen(n64), &nonce, &nl), OTA_OK);
-	memcpy(a.nonce, nonce, nl);
-	a.nonce_len = nl;
+	test_attestation_claims(&a, f->w.root, "issuer:acme", "txn-env", boundary, prior);
+	assert_ota(test_attestd_challenge(f->url, &b, a.nonce, &a.nonce_len), OTA_OK);
 	if (nonce_out != NULL) {
-		memcpy(nonce_out, nonce, nl);
-		*nonce_len = nl;
+		memcpy(nonce_out, a.nonce, a.nonce_len);
+		*nonce_len = a.nonce_len;
 	}
-	free(nonce);
-	json_decref(o);
-	snprintf(a.iss, sizeof a.iss, "issuer:acme");
 	a.iat = f->base;
 	a.exp = f->base + 600;
-	snprintf(a.kind, sizeof a.kind, "%s", prior != NULL ? "transition" : "initial_application");
-	snprintf(a.txn, sizeof a.txn, "txn-env");
-	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->w.root));
-	snprintf(a.provider, sizeof a.provider, "oci_remote");
-	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
-	if (prior != NULL) {
-		a.has_prior = true;
-		snprintf(a.prior, sizeof a.prior, "%s", prior);
-	}
-	uint8_t *p = NULL, *msg = NULL;
-	size_t pl = 0;
-	assert_ota(ota_attestation_encode(&a, &p, &pl), OTA_OK);
-	ota_cose_sign_opts so;
-	memset(&so, 0, sizeof so);
-	so.include_kid = true;
-	assert_ota(ota_cose_sign1_sign(f->w.issuer_key, ota_bytes_make(p, pl), &so, &msg, len, &e),
-	           OTA_OK);
-	free(p);
-	return msg;
+	return test_attestation_sign(&a, f->w.issuer_key, true, len);
 }
 
 static ota_err submit(fx *f, const uint8_t *msg, size_t len, json_t **answer)

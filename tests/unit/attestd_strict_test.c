@@ -14,18 +14,15 @@
  *   type exactly (case-insensitive type/subtype, only the parameters the
  *   docs allow).
  */
+#include "attestd_client.h"
 #include "test_util.h"
 
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ota/admission.h"
 #include "ota/attestd.h"
@@ -47,17 +44,10 @@ static int setup(void **state)
 	assert_non_null(f);
 	test_endpoint_root_make(&f->w, "attestd-strict.test", (int64_t)time(NULL), 0);
 	ota_attestd_opts o;
-	ota_attestd_opts_init(&o);
-	o.port = 0;
-	o.db_path = f->w.db_path;
-	o.trust_root_path = f->w.root_path;
-	o.verifier_key_path = f->w.key_path;
+	test_attestd_opts(&f->w, &o);
 	o.threads = 2;
 	o.timeout_s = 3;
-	ota_error e = {0};
-	assert_ota(ota_attestd_start(&o, &f->d, &e), OTA_OK);
-	f->port = ota_attestd_port(f->d);
-	snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", (unsigned)f->port);
+	f->port = test_attestd_start(&o, &f->d, f->url, sizeof f->url);
 	*state = f;
 	return 0;
 }
@@ -73,100 +63,20 @@ static int teardown(void **state)
 
 /* ---- raw HTTP ---- */
 
-typedef struct reply {
-	int status;
-	json_t *body; /* the JSON answer, or NULL */
-} reply;
-
-static int dial(uint16_t port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons(port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-	struct timeval tv = {10, 0};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	return fd;
-}
-
-static void send_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w <= 0)
-			return; /* the server may answer and close early */
-		c += w;
-		n -= (size_t)w;
-	}
-}
-
-/* Reads the answer of fd to its end (Connection: close). */
-static reply read_reply(int fd)
-{
-	const size_t cap = 64 * 1024; /* per call: racers read at once */
-	char *buf = malloc(cap);
-	assert_non_null(buf);
-	size_t n = 0;
-	for (;;) {
-		ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		if (n == cap - 1)
-			break;
-	}
-	close(fd);
-	buf[n] = '\0';
-	reply out = {0, NULL};
-	if (n >= 12 && strncmp(buf, "HTTP/1.", 7) == 0) {
-		out.status = atoi(buf + 9);
-		const char *b = strstr(buf, "\r\n\r\n");
-		if (b != NULL)
-			out.body = json_loads(b + 4, JSON_DECODE_ANY, NULL);
-	}
-	free(buf);
-	return out;
-}
-
-/* POST path with the given extra header lines (each ending in \r\n) and
- * body; Content-Length is added unless the headers carry their own. */
-static reply post(fx *f, const char *path, const char *headers, const void *body, size_t len)
-{
-	size_t cap = strlen(headers) + 512;
-	char *head = malloc(cap);
-	assert_non_null(head);
-	int n = snprintf(head, cap, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s",
-	                 path, headers);
-	assert_true(n > 0 && (size_t)n < cap);
-	if (strstr(headers, "Content-Length") == NULL)
-		n += snprintf(head + n, cap - (size_t)n, "Content-Length: %zu\r\n", len);
-	n += snprintf(head + n, cap - (size_t)n, "\r\n");
-	int fd = dial(f->port);
-	send_all(fd, head, (size_t)n);
-	send_all(fd, body, len);
-	free(head);
-	return read_reply(fd);
-}
-
-static const char *code_of(const reply *r)
+static const char *code_of(const test_http_reply *r)
 {
 	const char *c = json_string_value(json_object_get(r->body, "code"));
 	return c != NULL ? c : "";
 }
 
-static const char *str_of(const reply *r, const char *k)
+static const char *str_of(const test_http_reply *r, const char *k)
 {
 	const char *c = json_string_value(json_object_get(r->body, k));
 	return c != NULL ? c : "";
 }
 
 /* Asserts the status and (unless NULL) the error code of r, then frees it. */
-static void expect(reply r, int status, const char *code, const char *what)
+static void expect(test_http_reply r, int status, const char *code, const char *what)
 {
 	if (r.status != status || (code != NULL && strcmp(code_of(&r), code) != 0)) {
 		char *s = r.body != NULL ? json_dumps(r.body, JSON_COMPACT) : NULL;
@@ -177,23 +87,6 @@ static void expect(reply r, int status, const char *code, const char *what)
 }
 
 /* ---- attestations ---- */
-
-static void challenge(fx *f, const char *txn, uint8_t nonce[OTA_NONCE_MAX_BYTES], size_t *nl)
-{
-	ota_nonce_binding b = {txn, "issuer:acme", "oci_remote"};
-	char *ans = NULL;
-	ota_error e = {0};
-	assert_ota(ota_attest_client_challenge(f->url, &b, 0, 0, &ans, &e), OTA_OK);
-	json_t *o = json_loads(ans, 0, NULL);
-	free(ans);
-	assert_non_null(o);
-	const char *n64 = json_string_value(json_object_get(o, "nonce"));
-	uint8_t *raw = NULL;
-	assert_ota(ota_base64_decode(n64, strlen(n64), &raw, nl), OTA_OK);
-	memcpy(nonce, raw, *nl);
-	free(raw);
-	json_decref(o);
-}
 
 static uint8_t *sign(fx *f, ota_bytes payload, size_t *len)
 {
@@ -209,40 +102,29 @@ static uint8_t *sign(fx *f, ota_bytes payload, size_t *len)
 /* A signed attestation for a fresh challenge of txn (new COSE bytes). */
 static uint8_t *attest(fx *f, const char *txn, const char *prior, ota_bytes body, size_t *len)
 {
+	ota_nonce_binding b = {txn, "issuer:acme", "oci_remote"};
 	ota_attestation a;
-	memset(&a, 0, sizeof a);
-	challenge(f, txn, a.nonce, &a.nonce_len);
-	snprintf(a.iss, sizeof a.iss, "issuer:acme");
+	test_attestation_claims(&a, f->w.root, "issuer:acme", txn, "b1", prior);
+	snprintf(a.kind, sizeof a.kind, "capability");
+	assert_ota(test_attestd_challenge(f->url, &b, a.nonce, &a.nonce_len), OTA_OK);
 	a.iat = (int64_t)time(NULL);
 	a.exp = a.iat + 120;
-	snprintf(a.kind, sizeof a.kind, "capability");
-	snprintf(a.txn, sizeof a.txn, "%s", txn);
-	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->w.root));
-	snprintf(a.provider, sizeof a.provider, "oci_remote");
-	snprintf(a.boundary, sizeof a.boundary, "b1");
-	if (prior != NULL) {
-		a.has_prior = true;
-		snprintf(a.prior, sizeof a.prior, "%s", prior);
-	}
 	a.body = body;
-	uint8_t *p = NULL;
-	size_t pl = 0;
-	assert_ota(ota_attestation_encode(&a, &p, &pl), OTA_OK);
-	uint8_t *msg = sign(f, ota_bytes_make(p, pl), len);
-	free(p);
-	return msg;
+	return test_attestation_sign(&a, f->w.issuer_key, true, len);
 }
 
-static reply submit(fx *f, const uint8_t *msg, size_t len)
+static test_http_reply submit(fx *f, const uint8_t *msg, size_t len)
 {
-	return post(f, "/v1/attestations", "Content-Type: application/cose\r\n", msg, len);
+	return test_http_post(f->port, "/v1/attestations", "Content-Type: application/cose\r\n",
+	                      msg, len);
 }
 
 /* ---- item: challenge ttl and nonce_bytes ---- */
 
-static reply ask(fx *f, const char *json)
+static test_http_reply ask(fx *f, const char *json)
 {
-	return post(f, "/v1/challenges", "Content-Type: application/json\r\n", json, strlen(json));
+	return test_http_post(f->port, "/v1/challenges", "Content-Type: application/json\r\n", json,
+	                      strlen(json));
 }
 
 static void test_challenge_ranges(void **state)
@@ -263,7 +145,7 @@ static void test_challenge_ranges(void **state)
 	expect(ask(f, CH ",\"nonce_bytes\":16}"), 201, NULL, "nonce_bytes 16");
 	expect(ask(f, CH ",\"nonce_bytes\":64}"), 201, NULL, "nonce_bytes 64");
 	/* absent: the defaults (300 s, 32 bytes) */
-	reply r = ask(f, CH "}");
+	test_http_reply r = ask(f, CH "}");
 	assert_int_equal(r.status, 201);
 	json_int_t at = json_integer_value(json_object_get(r.body, "issued_at"));
 	json_int_t until = json_integer_value(json_object_get(r.body, "expires_at"));
@@ -310,8 +192,9 @@ static void test_payload_refusal_status(void **state)
 	json[n] = '\0';
 	expect(ask(f, json), 400, "too_deep", "JSON too deep");
 	/* the HTTP cap stays 413 */
-	expect(post(f, "/v1/attestations",
-	            "Content-Type: application/cose\r\nContent-Length: 300000\r\n", "", 0),
+	expect(test_http_post(f->port, "/v1/attestations",
+	                      "Content-Type: application/cose\r\nContent-Length: 300000\r\n", "",
+	                      0),
 	       413, "http_body_too_large", "declared over the cap");
 }
 
@@ -322,7 +205,7 @@ static void test_commit_refusal_detail(void **state)
 	fx *f = *state;
 	size_t len = 0;
 	uint8_t *msg = attest(f, "txn-detail", NULL, ota_bytes_make(NULL, 0), &len);
-	reply r = submit(f, msg, len);
+	test_http_reply r = submit(f, msg, len);
 	assert_int_equal(r.status, 201);
 	char first[OTA_ID_LEN + 1];
 	snprintf(first, sizeof first, "%s", str_of(&r, "attestation"));
@@ -366,7 +249,7 @@ typedef struct racer {
 	fx *f;
 	const uint8_t *msg;
 	size_t len;
-	reply r;
+	test_http_reply r;
 } racer;
 
 static void *race(void *p)
@@ -418,32 +301,34 @@ static void test_http_headers(void **state)
 	/* two Content-Length headers, differing or not */
 	snprintf(h, sizeof h, "Content-Type: application/cose\r\nContent-Length: %zu\r\n"
 	                      "Content-Length: 3\r\n", sizeof junk - 1);
-	expect(post(f, "/v1/attestations", h, junk, sizeof junk - 1), 400, "http_bad_request",
-	       "two Content-Length");
+	expect(test_http_post(f->port, "/v1/attestations", h, junk, sizeof junk - 1), 400,
+	       "http_bad_request", "two Content-Length");
 	snprintf(h, sizeof h, "Content-Type: application/cose\r\nContent-Length: %zu\r\n"
 	                      "Content-Length: %zu\r\n", sizeof junk - 1, sizeof junk - 1);
-	expect(post(f, "/v1/attestations", h, junk, sizeof junk - 1), 400, "http_bad_request",
-	       "two equal Content-Length");
+	expect(test_http_post(f->port, "/v1/attestations", h, junk, sizeof junk - 1), 400,
+	       "http_bad_request", "two equal Content-Length");
 	/* two Content-Type headers, either order */
-	expect(post(f, "/v1/attestations",
-	            "Content-Type: application/json\r\nContent-Type: application/cose\r\n", junk,
-	            sizeof junk - 1),
+	expect(test_http_post(
+	               f->port, "/v1/attestations",
+	               "Content-Type: application/json\r\nContent-Type: application/cose\r\n", junk,
+	               sizeof junk - 1),
 	       415, "http_content_type", "json then cose");
-	expect(post(f, "/v1/attestations",
-	            "Content-Type: application/cose\r\nContent-Type: application/json\r\n", junk,
-	            sizeof junk - 1),
+	expect(test_http_post(
+	               f->port, "/v1/attestations",
+	               "Content-Type: application/cose\r\nContent-Type: application/json\r\n", junk,
+	               sizeof junk - 1),
 	       415, "http_content_type", "cose then json");
 	const char ch[] = "{\"txn\":\"t\",\"issuer\":\"issuer:acme\",\"scope\":\"oci_remote\"}";
-	expect(post(f, "/v1/challenges",
-	            "Content-Type: application/json\r\nContent-Type: text/plain\r\n", ch,
-	            sizeof ch - 1),
+	expect(test_http_post(f->port, "/v1/challenges",
+	                      "Content-Type: application/json\r\nContent-Type: text/plain\r\n", ch,
+	                      sizeof ch - 1),
 	       415, "http_content_type", "two on challenges");
 	/* a body framed twice: chunked and a length (request smuggling) */
 	const char chunked[] = "8\r\nnot COSE\r\n0\r\n\r\n";
 	snprintf(h, sizeof h, "Content-Type: application/cose\r\nTransfer-Encoding: chunked\r\n"
 	                      "Content-Length: %zu\r\n", sizeof junk - 1);
-	expect(post(f, "/v1/attestations", h, chunked, sizeof chunked - 1), 400, "http_bad_request",
-	       "chunked and Content-Length");
+	expect(test_http_post(f->port, "/v1/attestations", h, chunked, sizeof chunked - 1), 400,
+	       "http_bad_request", "chunked and Content-Length");
 }
 
 static void test_media_types(void **state)
@@ -464,8 +349,8 @@ static void test_media_types(void **state)
 	for (size_t i = 0; i < sizeof bad_cose / sizeof bad_cose[0]; i++) {
 		char h[256];
 		snprintf(h, sizeof h, "Content-Type: %s\r\n", bad_cose[i]);
-		expect(post(f, "/v1/attestations", h, junk, sizeof junk - 1), 415, "http_content_type",
-		       bad_cose[i]);
+		expect(test_http_post(f->port, "/v1/attestations", h, junk, sizeof junk - 1), 415,
+		       "http_content_type", bad_cose[i]);
 	}
 	/* passed on to the COSE decoder: 403 cose_* for the junk body */
 	static const char *const good_cose[] = {
@@ -476,7 +361,8 @@ static void test_media_types(void **state)
 	for (size_t i = 0; i < sizeof good_cose / sizeof good_cose[0]; i++) {
 		char h[256];
 		snprintf(h, sizeof h, "Content-Type: %s\r\n", good_cose[i]);
-		reply r = post(f, "/v1/attestations", h, junk, sizeof junk - 1);
+		test_http_reply r =
+		        test_http_post(f->port, "/v1/attestations", h, junk, sizeof junk - 1);
 		if (r.status != 403 || strncmp(code_of(&r), "cose_", 5) != 0)
 			fail_msg("%s: got %d %s", good_cose[i], r.status, code_of(&r));
 		json_decref(r.body);
@@ -489,8 +375,8 @@ static void test_media_types(void **state)
 	for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
 		char h[256];
 		snprintf(h, sizeof h, "Content-Type: %s\r\n", bad_json[i]);
-		expect(post(f, "/v1/challenges", h, ch, sizeof ch - 1), 415, "http_content_type",
-		       bad_json[i]);
+		expect(test_http_post(f->port, "/v1/challenges", h, ch, sizeof ch - 1), 415,
+		       "http_content_type", bad_json[i]);
 	}
 	static const char *const good_json[] = {
 		"application/json", "Application/JSON", "application/json; charset=utf-8",
@@ -499,7 +385,8 @@ static void test_media_types(void **state)
 	for (size_t i = 0; i < sizeof good_json / sizeof good_json[0]; i++) {
 		char h[256];
 		snprintf(h, sizeof h, "Content-Type: %s\r\n", good_json[i]);
-		expect(post(f, "/v1/challenges", h, ch, sizeof ch - 1), 201, NULL, good_json[i]);
+		expect(test_http_post(f->port, "/v1/challenges", h, ch, sizeof ch - 1), 201, NULL,
+		       good_json[i]);
 	}
 }
 

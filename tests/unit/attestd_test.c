@@ -4,11 +4,10 @@
  * loop of 200 kill -9 of the endpoint at random moments under load: no
  * acknowledged acceptance lost, no challenge accepted twice after restart.
  */
+#include "attestd_client.h"
 #include "test_util.h"
 
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -54,11 +53,7 @@ static int group_teardown(void **state)
 
 static void opts_for(fx *f, ota_attestd_opts *o)
 {
-	ota_attestd_opts_init(o);
-	o->port = 0;
-	o->db_path = f->w.db_path;
-	o->trust_root_path = f->w.root_path;
-	o->verifier_key_path = f->w.key_path;
+	test_attestd_opts(&f->w, o);
 	o->threads = 4;
 	o->max_body = 64 * 1024;
 	o->timeout_s = 2;
@@ -69,9 +64,7 @@ static int start(void **state)
 	fx *f = *state;
 	ota_attestd_opts o;
 	opts_for(f, &o);
-	ota_error e = {0};
-	assert_ota(ota_attestd_start(&o, &f->d, &e), OTA_OK);
-	snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", (unsigned)ota_attestd_port(f->d));
+	test_attestd_start(&o, &f->d, f->url, sizeof f->url);
 	return 0;
 }
 
@@ -88,47 +81,14 @@ static uint8_t *attest_for(fx *f, const char *url, const char *txn, const char *
                            const char *prior, size_t *len, ota_err *rc_out)
 {
 	ota_nonce_binding b = {txn, "issuer:acme", "oci_remote"};
-	char *ans = NULL;
-	ota_error e = {0};
-	ota_err rc = ota_attest_client_challenge(url, &b, 0, 0, &ans, &e);
-	*rc_out = rc;
-	if (rc != OTA_OK)
-		return NULL;
-	json_t *o = json_loads(ans, 0, NULL);
-	free(ans);
-	assert_non_null(o);
-	const char *n64 = json_string_value(json_object_get(o, "nonce"));
-	assert_non_null(n64);
 	ota_attestation a;
-	memset(&a, 0, sizeof a);
-	uint8_t *nonce = NULL;
-	size_t nl = 0;
-	assert_ota(ota_base64_decode(n64, strlen(n64), &nonce, &nl), OTA_OK);
-	memcpy(a.nonce, nonce, nl);
-	a.nonce_len = nl;
-	free(nonce);
-	json_decref(o);
-	snprintf(a.iss, sizeof a.iss, "issuer:acme");
+	test_attestation_claims(&a, f->w.root, "issuer:acme", txn, boundary, prior);
+	*rc_out = test_attestd_challenge(url, &b, a.nonce, &a.nonce_len);
+	if (*rc_out != OTA_OK)
+		return NULL;
 	a.iat = (int64_t)time(NULL);
 	a.exp = a.iat + 120;
-	snprintf(a.kind, sizeof a.kind, "%s", prior != NULL ? "transition" : "initial_application");
-	snprintf(a.txn, sizeof a.txn, "%s", txn);
-	snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(f->w.root));
-	snprintf(a.provider, sizeof a.provider, "oci_remote");
-	snprintf(a.boundary, sizeof a.boundary, "%s", boundary);
-	if (prior != NULL) {
-		a.has_prior = true;
-		snprintf(a.prior, sizeof a.prior, "%s", prior);
-	}
-	uint8_t *p = NULL, *msg = NULL;
-	size_t pl = 0;
-	assert_ota(ota_attestation_encode(&a, &p, &pl), OTA_OK);
-	ota_cose_sign_opts so;
-	memset(&so, 0, sizeof so);
-	so.include_kid = true;
-	assert_ota(ota_cose_sign1_sign(f->w.issuer_key, ota_bytes_make(p, pl), &so, &msg, len, &e), OTA_OK);
-	free(p);
-	return msg;
+	return test_attestation_sign(&a, f->w.issuer_key, true, len);
 }
 
 static void test_routes(void **state)
@@ -233,38 +193,11 @@ static void test_routes(void **state)
 
 /* ---- raw HTTP: garbage, truncated and oversized bodies ---- */
 
-static int dial(uint16_t port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons(port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-	struct timeval tv = {5, 0};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	return fd;
-}
-
-static void send_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w <= 0)
-			return; /* the server may close early: fine */
-		c += w;
-		n -= (size_t)w;
-	}
-}
-
 /* Sends raw bytes, reads the answer's status line (0 when none). */
 static int raw(uint16_t port, const void *req, size_t n, bool half_close)
 {
-	int fd = dial(port);
-	send_all(fd, req, n);
+	int fd = test_http_dial(port, 5);
+	test_http_send_all(fd, req, n);
 	if (half_close)
 		shutdown(fd, SHUT_WR);
 	char buf[512];
@@ -335,10 +268,10 @@ static void burst(fx *f, int rounds, uint32_t *seed)
 			                 "application/cose\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
 			                 "%zx\r\n",
 			                 sizeof body);
-			int fd = dial(port);
-			send_all(fd, req, (size_t)n);
-			send_all(fd, body, sizeof body);
-			send_all(fd, "\r\n0\r\n\r\n", 7);
+			int fd = test_http_dial(port, 5);
+			test_http_send_all(fd, req, (size_t)n);
+			test_http_send_all(fd, body, sizeof body);
+			test_http_send_all(fd, "\r\n0\r\n\r\n", 7);
 			char ans[256];
 			ssize_t r = recv(fd, ans, sizeof ans - 1, 0);
 			close(fd);
@@ -351,15 +284,15 @@ static void burst(fx *f, int rounds, uint32_t *seed)
 		case 4: { /* truncated body: the client goes away */
 			const char req[] = "POST /v1/attestations HTTP/1.1\r\nHost: x\r\nContent-Type: "
 			                   "application/cose\r\nContent-Length: 5000\r\n\r\n\xd2\x84\x43";
-			int fd = dial(port);
-			send_all(fd, req, sizeof req - 1);
+			int fd = test_http_dial(port, 5);
+			test_http_send_all(fd, req, sizeof req - 1);
 			close(fd);
 			break;
 		}
 		case 5: { /* truncated headers */
 			const char req[] = "POST /v1/challenges HTTP/1.1\r\nHost: x\r\nContent-Ty";
-			int fd = dial(port);
-			send_all(fd, req, sizeof req - 1);
+			int fd = test_http_dial(port, 5);
+			test_http_send_all(fd, req, sizeof req - 1);
 			close(fd);
 			break;
 		}
