@@ -393,6 +393,22 @@ json_t *boundary_to_json(const boundary *b)
 
 /* ---- meet ---- */
 
+/* minimal form of a reachability region: sorted, unique, no entry inside another */
+static void region_minimize(strv *r)
+{
+	strv_sort_unique(r);
+	size_t o = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		bool inside = false;
+		for (size_t j = 0; j < r->n && !inside; j++)
+			if (j != i && path_within(r->v[i], r->v[j]) && strcmp(r->v[i], r->v[j]) != 0)
+				inside = true;
+		if (!inside)
+			r->v[o++] = r->v[i];
+	}
+	r->n = o;
+}
+
 /* intersection of two reachability regions (minimal sets of subtrees) */
 static bool region_intersect(strv *out, const strv *a, const strv *b)
 {
@@ -409,32 +425,61 @@ static bool region_intersect(strv *out, const strv *a, const strv *b)
 				return false;
 			}
 		}
-	strv_sort_unique(&r);
-	/* minimal form: drop entries inside another entry */
-	size_t o = 0;
-	for (size_t i = 0; i < r.n; i++) {
-		bool inside = false;
-		for (size_t j = 0; j < r.n && !inside; j++)
-			if (j != i && path_within(r.v[i], r.v[j]) && strcmp(r.v[i], r.v[j]) != 0)
-				inside = true;
-		if (!inside)
-			r.v[o++] = r.v[i];
-	}
-	r.n = o;
+	region_minimize(&r);
 	strv_free(out);
 	*out = r;
 	return true;
 }
 
-static ota_err target_meet(otarget *t, const otarget *r, pool *pl, bool *eliminated,
-                           const char *who, ota_error *err)
+static bool is_advisory(const otarget *t)
 {
-	(void)pl;
-	*eliminated = false;
+	return t->has_constraint && strcmp(t->c_enforcement, "advisory_only") == 0;
+}
+
+/*
+ * Can destination t (one input) and destination r (another input, same kind
+ * and value) be conjoined? Shapes must agree; constraints must agree in kind,
+ * posture, enforcement and pin (values are intersected later). An
+ * advisory_only constraint never lands on an authoritative destination (one
+ * without a constraint): the conjunction would turn an enforced allowlist
+ * entry advisory. base_may_be_advisory: t is the base (canonical) boundary,
+ * whose own advisory constraint stays advisory whatever r says.
+ */
+static ota_err target_comparable(const otarget *t, const otarget *r, bool base_may_be_advisory,
+                                 const char *who, ota_error *err)
+{
 	if (t->shape != NULL && r->shape != NULL && strcmp(t->shape, r->shape) != 0)
 		return ota_error_set(err, OTA_ERR_POLICY_INCOMPARABLE, who,
-		                     "network.target_allowlist: %s '%s' has destination_shape %s and %s",
+		                     "network.target_allowlist: %s '%.80s' has destination_shape %s and %s",
 		                     t->kind, t->value, t->shape, r->shape);
+	if (t->has_constraint && r->has_constraint) {
+		if (strcmp(t->c_kind, r->c_kind) != 0 || strcmp(t->c_posture, r->c_posture) != 0 ||
+		    strcmp(t->c_enforcement, r->c_enforcement) != 0 || !str_eq(t->pin_ref, r->pin_ref) ||
+		    !str_eq(t->pin_freshness, r->pin_freshness))
+			return ota_error_set(err, OTA_ERR_POLICY_INCOMPARABLE, who,
+			                     "network.destination_constraints: %s '%.80s' constraints differ in kind, posture, enforcement or pin",
+			                     t->kind, t->value);
+		return OTA_OK;
+	}
+	if ((!t->has_constraint && is_advisory(r)) ||
+	    (!base_may_be_advisory && !r->has_constraint && is_advisory(t)))
+		return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_DEMOTES, who,
+		                     "network.target_allowlist: %s '%.80s' is an authoritative destination; an advisory_only constraint cannot make it advisory",
+		                     t->kind, t->value);
+	return OTA_OK;
+}
+
+/*
+ * t := t meet r for one destination. base: t is the base boundary (a
+ * restriction r is being applied to it) rather than a peer of r.
+ */
+static ota_err target_meet(otarget *t, const otarget *r, bool base, bool *eliminated,
+                           const char *who, ota_error *err)
+{
+	*eliminated = false;
+	ota_err rc = target_comparable(t, r, base, who, err);
+	if (rc != OTA_OK)
+		return rc;
 	if (t->shape == NULL)
 		t->shape = r->shape;
 	if (!r->has_constraint)
@@ -449,12 +494,6 @@ static ota_err target_meet(otarget *t, const otarget *r, pool *pl, bool *elimina
 				return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
 		return OTA_OK;
 	}
-	if (strcmp(t->c_kind, r->c_kind) != 0 || strcmp(t->c_posture, r->c_posture) != 0 ||
-	    strcmp(t->c_enforcement, r->c_enforcement) != 0 || !str_eq(t->pin_ref, r->pin_ref) ||
-	    !str_eq(t->pin_freshness, r->pin_freshness))
-		return ota_error_set(err, OTA_ERR_POLICY_INCOMPARABLE, who,
-		                     "network.destination_constraints: %s '%s' constraints differ in kind, posture, enforcement or pin",
-		                     t->kind, t->value);
 	strv keep = {0};
 	for (size_t i = 0; i < t->c_values.n; i++)
 		if (strv_has(&r->c_values, t->c_values.v[i]) && !strv_push(&keep, t->c_values.v[i])) {
@@ -469,7 +508,7 @@ static ota_err target_meet(otarget *t, const otarget *r, pool *pl, bool *elimina
 }
 
 /* cur.targets := cur.targets meet r.targets (both sorted) */
-static ota_err targets_intersect(boundary *cur, const boundary *r, pool *pl, const char *who,
+static ota_err targets_intersect(boundary *cur, const boundary *r, bool base, const char *who,
                                  ota_error *err)
 {
 	size_t o = 0;
@@ -482,7 +521,7 @@ static ota_err targets_intersect(boundary *cur, const boundary *r, pool *pl, con
 				m = &r->targets[j];
 		bool gone = m == NULL;
 		if (m != NULL && rc == OTA_OK)
-			rc = target_meet(t, m, pl, &gone, who, err);
+			rc = target_meet(t, m, base, &gone, who, err);
 		if (gone || rc != OTA_OK) {
 			strv_free(&t->c_values);
 			continue;
@@ -493,7 +532,7 @@ static ota_err targets_intersect(boundary *cur, const boundary *r, pool *pl, con
 	return rc;
 }
 
-ota_err boundary_meet(boundary *cur, const boundary *r, pool *pl, bool strict, const char *who,
+ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char *who,
                      ota_error *err)
 {
 	ota_err rc;
@@ -548,7 +587,7 @@ ota_err boundary_meet(boundary *cur, const boundary *r, pool *pl, bool strict, c
 			cur->def = ND_DENY;
 		if (r->has_targets) {
 			if (cur->ntargets > 0) {
-				rc = targets_intersect(cur, r, pl, who, err);
+				rc = targets_intersect(cur, r, true, who, err);
 				if (rc != OTA_OK)
 					return rc;
 				if (cur->ntargets == 0)
@@ -565,6 +604,126 @@ ota_err boundary_meet(boundary *cur, const boundary *r, pool *pl, bool strict, c
 		}
 	}
 	return OTA_OK;
+}
+
+/* ---- the lattice meet of restricted boundaries ---- */
+
+static int root_rank(int r)
+{
+	return r == RM_READ_ONLY ? 0 : r == RM_WRITABLE ? 1 : 2;
+}
+
+static int def_rank(int d)
+{
+	return d == ND_DENY ? 0 : d == ND_ALLOW ? 1 : 2;
+}
+
+/* true when b lets the whole repository be written (no filesystem control,
+ * or a root that is not read_only without a writable list) */
+static bool fs_all(const boundary *b)
+{
+	return !b->has_fs || (b->root != RM_READ_ONLY && !b->has_writable);
+}
+
+enum { NET_BROAD = 0, NET_TARGETED = 1, NET_NONE = 2 };
+
+static int net_reach(const boundary *b)
+{
+	if (!b->has_net)
+		return NET_BROAD;
+	if (b->ntargets > 0)
+		return NET_TARGETED;
+	return b->def == ND_DENY ? NET_NONE : NET_BROAD;
+}
+
+static void clear_targets(boundary *b)
+{
+	for (size_t i = 0; i < b->ntargets; i++)
+		strv_free(&b->targets[i].c_values);
+	b->ntargets = 0;
+}
+
+ota_err boundary_comparable(const boundary *a, const boundary *b, const char *who, ota_error *err)
+{
+	for (size_t i = 0; i < a->ntargets; i++)
+		for (size_t j = 0; j < b->ntargets; j++) {
+			if (cmp_target(&a->targets[i], &b->targets[j]) != 0)
+				continue;
+			ota_err rc = target_comparable(&a->targets[i], &b->targets[j], false, who, err);
+			if (rc != OTA_OK)
+				return rc;
+		}
+	return OTA_OK;
+}
+
+ota_err boundary_glb(boundary *cur, const boundary *o, const char *who, ota_error *err)
+{
+	if (o->has_fs) {
+		bool ca = fs_all(cur), oa = fs_all(o);
+		if (!cur->has_fs) {
+			cur->has_fs = true;
+			cur->root = o->root;
+		} else if (root_rank(o->root) < root_rank(cur->root)) {
+			cur->root = o->root;
+		}
+		if (!ca && !oa) {
+			if (!region_intersect(&cur->writable, &cur->writable, &o->writable))
+				return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+		} else if (ca && !oa) {
+			strv_free(&cur->writable);
+			if (!strv_copy(&cur->writable, &o->writable))
+				return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+		}
+		cur->has_writable = !(ca && oa);
+		for (size_t i = 0; i < o->protected_.n; i++)
+			if (!strv_push(&cur->protected_, o->protected_.v[i]))
+				return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+		cur->has_protected = cur->has_protected || o->has_protected;
+	}
+	if (o->has_net) {
+		int rcur = net_reach(cur), ro = net_reach(o);
+		int def = !cur->has_net || def_rank(o->def) < def_rank(cur->def) ? o->def : cur->def;
+		cur->has_net = true;
+		cur->has_targets = cur->has_targets || o->has_targets;
+		if (rcur == NET_NONE || ro == NET_NONE) {
+			clear_targets(cur);
+			def = ND_DENY;
+		} else if (rcur == NET_TARGETED && ro == NET_TARGETED) {
+			ota_err rc = targets_intersect(cur, o, false, who, err);
+			if (rc != OTA_OK)
+				return rc;
+			if (cur->ntargets == 0)
+				def = ND_DENY; /* every destination eliminated: explicit denial */
+		} else if (ro == NET_TARGETED) {
+			clear_targets(cur);
+			for (size_t i = 0; i < o->ntargets; i++)
+				if (!push_target(cur, &o->targets[i]))
+					return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");
+		}
+		cur->def = def;
+	}
+	return OTA_OK;
+}
+
+void boundary_normalize(boundary *b)
+{
+	if (b->has_fs) {
+		if (b->root == RM_READ_ONLY)
+			b->has_writable = true; /* a read-only root: exactly the listed carve-outs */
+		region_minimize(&b->writable);
+		strv_sort_unique(&b->protected_);
+		size_t o = 0;
+		for (size_t i = 0; i < b->writable.n; i++) {
+			bool inside = false;
+			for (size_t j = 0; j < b->protected_.n && !inside; j++)
+				inside = path_within(b->writable.v[i], b->protected_.v[j]);
+			if (!inside)
+				b->writable.v[o++] = b->writable.v[i];
+		}
+		b->writable.n = o;
+	}
+	if (b->has_net && b->ntargets > 1)
+		qsort(b->targets, b->ntargets, sizeof *b->targets, cmp_target);
 }
 
 static bool intern_str(const char **s, pool *pl)

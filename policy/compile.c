@@ -503,8 +503,9 @@ static ota_err resolve_segment(walker *w, seg *s)
 		yn_where(c->doc, yn_get(w->wf->node, "runtime_boundary"), who, sizeof who);
 		ota_error e2;
 		ota_error_clear(&e2);
-		ota_err rc = boundary_meet(&s->canon, &w->wf->rb, &w->p->pl, true, who, &e2);
-		if (rc == OTA_ERR_POLICY_OVERLAY_WIDENS || rc == OTA_ERR_POLICY_INCOMPARABLE)
+		ota_err rc = boundary_meet(&s->canon, &w->wf->rb, true, who, &e2);
+		if (rc == OTA_ERR_POLICY_OVERLAY_WIDENS || rc == OTA_ERR_POLICY_INCOMPARABLE ||
+		    rc == OTA_ERR_POLICY_OVERLAY_DEMOTES)
 			return ota_error_set(w->err, OTA_ERR_POLICY_SCOPE_CONFLICT, who,
 			                     "workflow '%.40s' and task '%.40s': %s", w->wf->name, t->name,
 			                     e2.what);
@@ -538,19 +539,21 @@ static json_t *controls_json(const boundary *b)
 	bool allow = false, dest = false;
 	for (size_t i = 0; i < b->ntargets; i++) {
 		const otarget *t = &b->targets[i];
-		char id[600];
-		snprintf(id, sizeof id, "network.destination.%s:%s", t->kind, t->value);
 		if (!t->has_constraint) {
 			allow = true;
 		} else if (strcmp(t->c_enforcement, "authoritative_runtime_enforced") == 0) {
 			allow = dest = true;
 		} else if (strcmp(t->c_enforcement, "authoritative_app_enforced") == 0) {
 			allow = true;
-			json_array_append_new(ob, json_pack("{s:s, s:s}", "id", id, "required",
-			                                    "authoritative_app_enforced"));
+			json_array_append_new(ob, json_pack("{s:o, s:s}", "id",
+			                                    json_sprintf("network.destination.%s:%s",
+			                                                 t->kind, t->value),
+			                                    "required", "authoritative_app_enforced"));
 		} else {
-			json_array_append_new(adv, json_pack("{s:s, s:s}", "id", id, "required",
-			                                     "advisory_only"));
+			json_array_append_new(adv, json_pack("{s:o, s:s}", "id",
+			                                     json_sprintf("network.destination.%s:%s",
+			                                                  t->kind, t->value),
+			                                     "required", "advisory_only"));
 		}
 	}
 	if (allow)
@@ -565,8 +568,6 @@ static json_t *controls_json(const boundary *b)
 static json_t *segment_json(const ota_policy *p, const seg *s, size_t order, const boundary *b)
 {
 	const otask *t = s->t;
-	char id[600];
-	snprintf(id, sizeof id, "task:%s", t->name);
 	json_t *exec = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:s?}", "backend", s->backend, "context",
 	                         s->context, "lifecycle", s->lifecycle, "interaction", s->interaction,
 	                         "kind", s->kind, "image", s->image);
@@ -580,8 +581,10 @@ static json_t *segment_json(const ota_policy *p, const seg *s, size_t order, con
 	json_t *body = t->body ? yn_to_json(t->body) : json_null();
 	json_t *eff = t->effects ? yn_to_json(t->effects) : json_null();
 	(void)p;
-	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}",
-	                 "kind", "ota.sandbox_policy_segment/v1", "id", id, "task", t->name, "phase",
+	/* json_sprintf sizes the id: a name is never truncated into another's id */
+	return json_pack("{s:s, s:o, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}",
+	                 "kind", "ota.sandbox_policy_segment/v1", "id",
+	                 json_sprintf("task:%s", t->name), "task", t->name, "phase",
 	                 s->phase, "order", (json_int_t)order, "target_platform",
 	                 platform_json(&s->plat, s->plat_source), "execution", exec, "body", body,
 	                 "pre_boundary_actions", strv_json(&s->pre), "inherited_service_networks",
@@ -633,7 +636,6 @@ static int cmp_id(const void *a, const void *b)
 static ota_err build_json(ota_policy *p, const ota_overlay *const *ovs, size_t nov, ota_error *err)
 {
 	ota_err rc;
-	char seg_id[600];
 	/* lane platform: one platform, or mixed */
 	json_t *lane_plat = NULL;
 	bool same = true;
@@ -710,12 +712,10 @@ static ota_err build_json(ota_policy *p, const ota_overlay *const *ovs, size_t n
 	}
 	for (size_t i = 0; i < p->nedges; i++) {
 		edge *e = &p->edges[i];
-		char src[600];
-		snprintf(src, sizeof src, "task:%s", p->segs[e->src].t->name);
-		snprintf(seg_id, sizeof seg_id, "task:%s", p->segs[e->dst].t->name);
-		e->json = json_pack("{s:s, s:s, s:s, s:s, s:I}", "kind", "ota.sandbox_policy_edge/v1",
-		                    "source", src, "destination", seg_id, "condition", e->cond, "order",
-		                    (json_int_t)i);
+		e->json = json_pack("{s:s, s:O, s:O, s:s, s:I}", "kind", "ota.sandbox_policy_edge/v1",
+		                    "source", json_object_get(p->segs[e->src].cjson, "id"),
+		                    "destination", json_object_get(p->segs[e->dst].cjson, "id"),
+		                    "condition", e->cond, "order", (json_int_t)i);
 		if (e->json == NULL) {
 			rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
 			goto out;
@@ -830,6 +830,7 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 	w.state = calloc(c->ntasks + 1, 1);
 	p->slot = calloc(c->ntasks + 1, sizeof *p->slot);
 	const ota_overlay **sorted = calloc(noverlays + 1, sizeof *sorted);
+	boundary *restricted = NULL; /* the canonical boundary met with each overlay alone */
 	if (w.state == NULL || p->slot == NULL || sorted == NULL) {
 		rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
 		goto fail;
@@ -902,43 +903,77 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 		if (boundary_authoritative(&p->segs[i].canon))
 			p->authoritative = true;
 	}
-	/* effective: every overlay checked alone against canonical (no widening), then
-	 * applied in identity order, so the result does not depend on the given order */
+	/*
+	 * effective: the meet of the canonical boundary and every overlay. Each
+	 * overlay is first applied alone to the canonical boundary (refused if it
+	 * would widen, demote or conflict with it); the effective boundary is then
+	 * the lattice meet of those per-overlay restrictions. So the order of the
+	 * overlays never matters, adding one never widens, and the result is never
+	 * wider than the canonical policy with any single overlay.
+	 */
 	for (size_t i = 0; i < noverlays; i++)
 		sorted[i] = overlays[i];
 	qsort(sorted, noverlays, sizeof *sorted, cmp_overlay);
-	for (size_t i = 0; i < p->nsegs; i++) {
-		seg *s = &p->segs[i];
-		char who[700];
-		snprintf(who, sizeof who, "task:%s", s->t->name);
-		for (size_t k = 0; k < noverlays; k++) {
-			boundary probe;
-			if (!boundary_copy(&probe, &s->canon)) {
-				rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
-				goto fail;
-			}
-			char whok[1000];
-			snprintf(whok, sizeof whok, "%s: %s", ydoc_name(sorted[k]->doc), who);
-			rc = boundary_meet(&probe, &sorted[k]->b, &p->pl, true, whok, err);
-			boundary_free(&probe);
-			if (rc != OTA_OK)
-				goto fail;
-		}
-		if (!boundary_copy(&s->eff, &s->canon)) {
-			rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
-			goto fail;
-		}
-		for (size_t k = 0; k < noverlays; k++) {
-			rc = boundary_meet(&s->eff, &sorted[k]->b, &p->pl, false, who, err);
-			if (rc != OTA_OK)
-				goto fail;
-		}
-		/* the policy must not borrow from the overlays: callers may free them */
-		if (noverlays > 0 && !boundary_intern(&s->eff, &p->pl)) {
+	if (noverlays > 0) {
+		restricted = calloc(noverlays, sizeof *restricted);
+		if (restricted == NULL) {
 			rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
 			goto fail;
 		}
 	}
+	for (size_t i = 0; i < p->nsegs; i++) {
+		seg *s = &p->segs[i];
+		char who[OTA_MAX_NAME_BYTES + 16];
+		snprintf(who, sizeof who, "task:%s", s->t->name);
+		if (noverlays == 0) {
+			if (!boundary_copy(&s->eff, &s->canon)) {
+				rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
+				goto fail;
+			}
+			continue;
+		}
+		for (size_t k = 0; k < noverlays; k++) {
+			char whok[1000];
+			snprintf(whok, sizeof whok, "%s: %s", ydoc_name(sorted[k]->doc), who);
+			if (!boundary_copy(&restricted[k], &s->canon)) {
+				rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
+				goto fail;
+			}
+			rc = boundary_meet(&restricted[k], &sorted[k]->b, true, whok, err);
+			if (rc != OTA_OK)
+				goto fail;
+		}
+		/* every pair first: no refusal may depend on the order of the fold */
+		for (size_t k = 0; k < noverlays; k++)
+			for (size_t m = k + 1; m < noverlays; m++) {
+				char whop[1000];
+				snprintf(whop, sizeof whop, "%s and %s: %s", ydoc_name(sorted[k]->doc),
+				         ydoc_name(sorted[m]->doc), who);
+				rc = boundary_comparable(&restricted[k], &restricted[m], whop, err);
+				if (rc != OTA_OK)
+					goto fail;
+			}
+		s->eff = restricted[0];
+		memset(&restricted[0], 0, sizeof restricted[0]);
+		for (size_t k = 1; k < noverlays; k++) {
+			rc = boundary_glb(&s->eff, &restricted[k], who, err);
+			if (rc != OTA_OK)
+				goto fail;
+		}
+		boundary_normalize(&s->eff);
+		for (size_t k = 0; k < noverlays; k++)
+			boundary_free(&restricted[k]);
+		/* the policy must not borrow from the overlays: callers may free them */
+		if (!boundary_intern(&s->eff, &p->pl)) {
+			rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
+			goto fail;
+		}
+	}
+	/* authoritative runtime controls are those of the effective policy: an
+	 * overlay may add them where the contract states none */
+	for (size_t i = 0; i < p->nsegs; i++)
+		if (boundary_authoritative(&p->segs[i].eff))
+			p->authoritative = true;
 	if (with_json) {
 		rc = build_json(p, sorted, noverlays, err);
 		if (rc != OTA_OK)
@@ -946,9 +981,13 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 	}
 	free(w.state);
 	free(sorted);
+	free(restricted);
 	*out = p;
 	return OTA_OK;
 fail:
+	for (size_t k = 0; restricted != NULL && k < noverlays; k++)
+		boundary_free(&restricted[k]);
+	free(restricted);
 	free(w.state);
 	free(sorted);
 	ota_policy_free(p);

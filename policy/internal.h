@@ -64,11 +64,32 @@ ota_err boundary_parse(const ydoc *d, const ynode *node, pool *pl, boundary *out
 /* JSON of the boundary in the contract shape, canonical (sorted, explicit) */
 json_t *boundary_to_json(const boundary *b);
 /*
- * meet of cur with restriction r into cur. control_out names the control
- * family on refusal (policy_overlay_widens / policy_meet_incomparable).
+ * Applies restriction r (an overlay or a workflow runtime_boundary) to the
+ * base boundary cur, in place: each family and field r states narrows cur,
+ * an omitted one is neutral; a read_only root keeps only cur's declared
+ * carve-outs. strict: refuses a restriction that states a wider value
+ * (policy_overlay_widens). Refuses incomparable destination constraints
+ * (policy_meet_incomparable) and an advisory_only constraint on an
+ * authoritative destination of cur (policy_overlay_demotes). who names the
+ * restriction in errors.
  */
-ota_err boundary_meet(boundary *cur, const boundary *r, pool *pl, bool strict, const char *who,
+ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char *who,
                      ota_error *err);
+/*
+ * The lattice meet (greatest lower bound) of two boundaries that are each
+ * the base restricted by one overlay: writable reach intersected, protection
+ * united, the narrower root mode and network default, destination sets
+ * intersected (one eliminated set is denial). Commutative, associative and
+ * idempotent up to boundary_normalize; check boundary_comparable on every
+ * pair first, so that no error depends on the order of the fold.
+ */
+ota_err boundary_glb(boundary *cur, const boundary *o, const char *who, ota_error *err);
+/* policy_meet_incomparable / policy_overlay_demotes when a and b state one
+ * destination in ways that cannot be conjoined. */
+ota_err boundary_comparable(const boundary *a, const boundary *b, const char *who, ota_error *err);
+/* canonical form: minimal sorted writable reach outside protection, sorted
+ * protection and destinations, a read-only root with an explicit list. */
+void boundary_normalize(boundary *b);
 /* normalise a repo-relative path into the pool; errors name where */
 ota_err path_normalize(const char *in, pool *pl, const char **out, const char *where, ota_error *err);
 /* true when a == b or a lies inside b */

@@ -69,6 +69,7 @@
 #define OTA_MAX_DESCRIPTORS       16u                   /* capability descriptors per admission */
 #define OTA_MAX_DESCRIPTOR_BYTES  (64u * 1024u)
 #define OTA_MAX_CLOSURE_DEPTH     4096u                 /* depends_on/hook nesting of one lane */
+#define OTA_MAX_NAME_BYTES        256u                  /* a task, context or workflow name */
 
 /* provider-oci */
 #define OTA_OCI_MAX_SCAN_ENTRIES     1000000u             /* repo + rootfs entries in the preflight scan */
