@@ -391,10 +391,24 @@ static ota_err resolve_segment(walker *w, seg *s)
 	const otask *t = s->t;
 	const char *ctxname = t->context != NULL ? t->context : c->default_context;
 	const ocontext *ctx = contract_context(c, ctxname);
+	if (t->mode != NULL && ctx != NULL) {
+		/* a context of another backend family does not apply to the selected mode */
+		const char *cb = NULL;
+		unsigned h = 0;
+		for (const ocontext *x = ctx; x != NULL && cb == NULL && h <= c->ncontexts;
+		     x = contract_context(c, x->extends), h++)
+			cb = x->backend;
+		if (cb != NULL && strcmp(cb, t->mode) != 0) {
+			ctx = NULL;
+			ctxname = NULL;
+		}
+	}
 	const char *backend = NULL, *lifecycle = NULL, *image = NULL, *platform = NULL, *rootfs = NULL;
 	bool ctx_req = false;
 	unsigned hops = 0;
-	for (const ocontext *x = ctx; x != NULL && hops < 32; x = contract_context(c, x->extends), hops++) {
+	/* extends cycles were refused at load: a chain visits each context at most once */
+	for (const ocontext *x = ctx; x != NULL && hops <= c->ncontexts;
+	     x = contract_context(c, x->extends), hops++) {
 		if (backend == NULL)
 			backend = x->backend;
 		if (lifecycle == NULL)
@@ -413,6 +427,10 @@ static ota_err resolve_segment(walker *w, seg *s)
 			if (!strv_add_unique(&s->iso, x->isolated.v[i]))
 				return ota_error_set(w->err, OTA_ERR_NOMEM, "policy", "out of memory");
 	}
+	/* the task's selected execution mode is its backend: a context (or the
+	 * contract default) never turns a native-mode task into a container lane */
+	if (t->mode != NULL)
+		backend = t->mode;
 	if (backend == NULL)
 		backend = c->preferred;
 	if (backend == NULL && c->supported.n == 1)

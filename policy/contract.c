@@ -55,6 +55,24 @@ static ota_err where_err(const ota_contract *c, const ynode *n, ota_err code, ot
 	return rc;
 }
 
+/*
+ * A task, context or workflow name (a mapping key: ytree already refused
+ * control characters in it) becomes part of segment ids, edges and refusal
+ * ids: non-empty and at most OTA_MAX_NAME_BYTES, never truncated later.
+ */
+static ota_err check_name(const ota_contract *c, const ynode *key, const char *what,
+                          ota_error *err)
+{
+	if (key->len == 0)
+		return where_err(c, key, OTA_ERR_CONTRACT_VALUE, err, "%s names must not be empty%s",
+		                 what, "");
+	if (key->len > OTA_MAX_NAME_BYTES)
+		return where_err(c, key, OTA_ERR_CONTRACT_NAME_TOO_LONG, err,
+		                 "%s name of %zu bytes is longer than %u bytes", what, key->len,
+		                 OTA_MAX_NAME_BYTES);
+	return OTA_OK;
+}
+
 /* ---- task index ---- */
 
 static uint64_t h_str(const char *s)
@@ -206,7 +224,9 @@ static ota_err parse_execution(ota_contract *c, const ynode *ex, ota_error *err)
 			const ynode *v = cx->items[i + 1];
 			o->name = cx->items[i]->str;
 			o->node = v;
-			rc = y_expect(d, v, YN_MAP, "context", err);
+			rc = check_name(c, cx->items[i], "context", err);
+			if (rc == OTA_OK)
+				rc = y_expect(d, v, YN_MAP, "context", err);
 			if (rc == OTA_OK)
 				rc = y_keys(d, v, k_ctx, NULL, "context", err);
 			if (rc == OTA_OK)
@@ -251,6 +271,19 @@ static ota_err parse_execution(ota_contract *c, const ynode *ex, ota_error *err)
 				                 err, "context '%s' extends unknown context '%.60s'", o->name,
 				                 o->extends);
 		}
+		/* an extends chain longer than the number of contexts revisits one: a cycle */
+		for (size_t i = 0; i < c->ncontexts; i++) {
+			const ocontext *x = &c->contexts[i];
+			size_t hops = 0;
+			while (x != NULL && x->extends != NULL && hops <= c->ncontexts) {
+				x = contract_context(c, x->extends);
+				hops++;
+			}
+			if (hops > c->ncontexts)
+				return where_err(c, yn_get(c->contexts[i].node, "extends"), OTA_ERR_POLICY_CYCLE,
+				                 err, "context '%.60s' extends itself through its extends chain%s",
+				                 c->contexts[i].name, "");
+		}
 	}
 	if (c->default_context != NULL && contract_context(c, c->default_context) == NULL)
 		return where_err(c, yn_get(ex, "default_context"), OTA_ERR_CONTRACT_REFERENCE, err,
@@ -284,6 +317,10 @@ static ota_err body_of(ota_contract *c, otask *t, const ynode *m, ota_error *err
 	ota_err rc = OTA_OK;
 	if (strcmp(found, "run") == 0 || strcmp(found, "script") == 0) {
 		rc = y_expect(d, fn, YN_SCALAR, found, err);
+		if (rc == OTA_OK && !yn_is_string(fn))
+			rc = where_err(c, fn, OTA_ERR_CONTRACT_TYPE, err,
+			               "'%s' must be a string (quote it: it reads as a number or boolean)%s",
+			               found, "");
 	} else if (strcmp(found, "command") == 0) {
 		const char *exe;
 		rc = y_expect(d, fn, YN_MAP, "command", err);
@@ -293,7 +330,7 @@ static ota_err body_of(ota_contract *c, otask *t, const ynode *m, ota_error *err
 			rc = y_str(d, fn, "exe", true, &exe, err);
 		if (rc == OTA_OK) {
 			strv args = {0};
-			rc = y_strv(d, fn, "args", &args, err);
+			rc = y_strv_text(d, fn, "args", &args, err);
 			strv_free(&args);
 		}
 		if (rc == OTA_OK)
@@ -351,14 +388,27 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 		if (rc != OTA_OK)
 			return rc;
 	}
-	/* execution.modes: the default_mode branch gives context, lifecycle, body */
+	/*
+	 * execution.modes: the mode names the backend (native, container,
+	 * remote); the default_mode branch gives context, lifecycle, body. The
+	 * selected mode is execution truth: no context can change it.
+	 */
 	const ynode *ex = yn_get(m, "execution");
 	if (ex != NULL && ex->type == YN_MAP) {
 		const char *dm = NULL;
-		rc = y_str(d, ex, "default_mode", false, &dm, err);
+		rc = y_enum(d, ex, "default_mode", v_backend, &dm, err);
 		if (rc != OTA_OK)
 			return rc;
-		const ynode *br = dm != NULL ? yn_get(yn_get(ex, "modes"), dm) : NULL;
+		t->mode = dm;
+		const ynode *modes = yn_get(ex, "modes");
+		if (modes != NULL && !yn_is_null(modes)) {
+			rc = y_expect(d, modes, YN_MAP, "execution.modes", err);
+			if (rc == OTA_OK)
+				rc = y_keys(d, modes, v_backend, NULL, "execution.modes", err);
+			if (rc != OTA_OK)
+				return rc;
+		}
+		const ynode *br = dm != NULL ? yn_get(modes, dm) : NULL;
 		if (br != NULL && br->type == YN_MAP) {
 			const char *ctx = NULL;
 			rc = y_str(d, br, "context", false, &ctx, err);
@@ -366,6 +416,10 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 				rc = y_enum(d, br, "lifecycle", v_lifecycle, &t->mode_lifecycle, err);
 			if (rc != OTA_OK)
 				return rc;
+			if (t->mode_lifecycle != NULL && strcmp(dm, "container") != 0)
+				return where_err(c, yn_get(br, "lifecycle"), OTA_ERR_CONTRACT_VALUE, err,
+				                 "a lifecycle applies to container execution only, not to mode %s%s",
+				                 dm, "");
 			if (ctx != NULL)
 				t->context = ctx;
 			if (t->body_kind == NULL) {
@@ -406,7 +460,9 @@ static ota_err parse_workflows(ota_contract *c, const ynode *wn, ota_error *err)
 		oworkflow *w = &c->workflows[c->nworkflows++];
 		w->name = k->str;
 		w->node = v;
-		rc = y_expect(d, v, YN_MAP, "workflow", err);
+		rc = check_name(c, k, "workflow", err);
+		if (rc == OTA_OK)
+			rc = y_expect(d, v, YN_MAP, "workflow", err);
 		if (rc == OTA_OK)
 			rc = y_keys(d, v, k_wf, NULL, "workflow", err);
 		if (rc == OTA_OK)
@@ -422,14 +478,22 @@ static ota_err parse_workflows(ota_contract *c, const ynode *wn, ota_error *err)
 				if (rc != OTA_OK)
 					return rc;
 			} else if (ph->type == YN_SCALAR) {
+				if (!yn_is_string(ph) || yn_has_control(ph))
+					return where_err(c, ph, OTA_ERR_CONTRACT_TYPE, err,
+					                 "workflow phase %s must name a task or be an action%s",
+					                 phase_names[p], "");
 				w->phase_task[p] = ph->str;
 			} else {
 				w->phase_direct[p] = true;
 			}
 		}
+		/* services: {required: [names]}; any other shape would silently drop
+		 * the required services (and their pre-boundary refusal) */
 		const ynode *sv = yn_get(v, "services");
-		if (sv != NULL && sv->type == YN_MAP) {
-			rc = y_strv(d, sv, "required", &w->services, err);
+		if (sv != NULL && !yn_is_null(sv)) {
+			rc = y_expect(d, sv, YN_MAP, "workflow services ({required: [...]})", err);
+			if (rc == OTA_OK)
+				rc = y_strv(d, sv, "required", &w->services, err);
 			if (rc != OTA_OK)
 				return rc;
 		}
@@ -535,10 +599,9 @@ static ota_err parse_tasks(ota_contract *c, const ynode *tn, ota_error *err)
 		t->name = tn->items[i]->str;
 		t->node = tn->items[i + 1];
 		t->index = c->ntasks++;
-		if (t->name[0] == '\0')
-			return where_err(c, tn->items[i], OTA_ERR_CONTRACT_VALUE, err,
-			                 "task names must not be empty%s%s", "", "");
-		rc = parse_task(c, t, t->node, err);
+		rc = check_name(c, tn->items[i], "task", err);
+		if (rc == OTA_OK)
+			rc = parse_task(c, t, t->node, err);
 		if (rc != OTA_OK)
 			return rc;
 	}

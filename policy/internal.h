@@ -106,6 +106,7 @@ typedef struct {
 	strv depends_on, after_success, after_failure, after_always, members, requires_services;
 	bool safe_for_agent;
 	const char *context;
+	const char *mode; /* execution.default_mode (native|container|remote), or NULL */
 	const char *mode_lifecycle; /* from execution.modes branch */
 	bool has_rb;
 	boundary rb;
@@ -168,7 +169,13 @@ const oworkflow *contract_workflow(const ota_contract *c, const char *name);
 ota_err policy_check_lane(const ota_contract *c, ota_lane_kind kind, const char *name,
                           ota_error *err);
 
-/* field helpers shared with overlay parsing */
+/*
+ * Field helpers shared with overlay parsing. y_str and y_strv read names,
+ * identifiers and paths: a scalar that YAML types as a number, boolean or
+ * null is contract_type, a control character yaml_control_character.
+ * y_strv_text is y_strv for free text (command args): control characters
+ * such as newlines are kept.
+ */
 ota_err y_expect(const ydoc *d, const ynode *n, yn_type t, const char *what, ota_error *err);
 ota_err y_keys(const ydoc *d, const ynode *m, const char *const *allowed, const char *const *later,
                const char *what, ota_error *err);
@@ -177,6 +184,7 @@ ota_err y_str(const ydoc *d, const ynode *m, const char *key, bool required, con
 ota_err y_enum(const ydoc *d, const ynode *m, const char *key, const char *const *vals,
                const char **out, ota_error *err);
 ota_err y_strv(const ydoc *d, const ynode *m, const char *key, strv *out, ota_error *err);
+ota_err y_strv_text(const ydoc *d, const ynode *m, const char *key, strv *out, ota_error *err);
 ota_err y_bool(const ydoc *d, const ynode *m, const char *key, bool *out, ota_error *err);
 
 /* ---- compiled policy (shared by compile.c and admit.c) ---- */

@@ -163,10 +163,18 @@ ota_err y_str(const ydoc *d, const ynode *m, const char *key, bool required, con
 		yn_where(d, m, w, sizeof w);
 		return ota_error_set(err, OTA_ERR_CONTRACT_MISSING, w, "'%s' is required", key);
 	}
-	if (v->type != YN_SCALAR) {
+	if (!yn_is_string(v)) {
 		char w[300];
 		yn_where(d, v, w, sizeof w);
-		return ota_error_set(err, OTA_ERR_CONTRACT_TYPE, w, "'%s' must be a string", key);
+		return ota_error_set(err, OTA_ERR_CONTRACT_TYPE, w,
+		                     "'%s' must be a string%s", key,
+		                     v->type == YN_SCALAR ? " (quote it: it reads as a number or boolean)" : "");
+	}
+	if (yn_has_control(v)) {
+		char w[300];
+		yn_where(d, v, w, sizeof w);
+		return ota_error_set(err, OTA_ERR_YAML_CONTROL_CHAR, w,
+		                     "'%s' holds a control character", key);
 	}
 	if (required && v->len == 0) {
 		char w[300];
@@ -196,7 +204,8 @@ ota_err y_enum(const ydoc *d, const ynode *m, const char *key, const char *const
 	return e;
 }
 
-ota_err y_strv(const ydoc *d, const ynode *m, const char *key, strv *out, ota_error *err)
+static ota_err strv_of(const ydoc *d, const ynode *m, const char *key, bool names, strv *out,
+                       ota_error *err)
 {
 	const ynode *v = yn_get(m, key);
 	if (v == NULL || yn_is_null(v))
@@ -208,15 +217,33 @@ ota_err y_strv(const ydoc *d, const ynode *m, const char *key, strv *out, ota_er
 	}
 	for (size_t i = 0; i < v->n; i++) {
 		const ynode *e = v->items[i];
-		if (e->type != YN_SCALAR || yn_is_null(e)) {
+		if (!yn_is_string(e)) {
 			yn_where(d, e, w, sizeof w);
 			return ota_error_set(err, OTA_ERR_CONTRACT_TYPE, w,
-			                     "'%s' entries must be strings", key);
+			                     "'%s' entries must be strings%s", key,
+			                     e->type == YN_SCALAR && !yn_is_null(e)
+			                             ? " (quote it: it reads as a number or boolean)"
+			                             : "");
+		}
+		if (names && yn_has_control(e)) {
+			yn_where(d, e, w, sizeof w);
+			return ota_error_set(err, OTA_ERR_YAML_CONTROL_CHAR, w,
+			                     "'%s' entry holds a control character", key);
 		}
 		if (!strv_push(out, e->str))
 			return ota_error_set(err, OTA_ERR_NOMEM, key, "out of memory");
 	}
 	return OTA_OK;
+}
+
+ota_err y_strv(const ydoc *d, const ynode *m, const char *key, strv *out, ota_error *err)
+{
+	return strv_of(d, m, key, true, out, err);
+}
+
+ota_err y_strv_text(const ydoc *d, const ynode *m, const char *key, strv *out, ota_error *err)
+{
+	return strv_of(d, m, key, false, out, err);
 }
 
 ota_err y_bool(const ydoc *d, const ynode *m, const char *key, bool *out, ota_error *err)

@@ -81,6 +81,25 @@ static bool push_item(ynode *p, ynode *c)
 	return true;
 }
 
+/* the first C0 control, DEL or C1 control (U+0080..U+009F in UTF-8) of s, or NULL */
+static const char *control_char(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch == 0x7f)
+			return s + i;
+		if (ch == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9f)
+			return s + i;
+	}
+	return NULL;
+}
+
+bool yn_has_control(const ynode *n)
+{
+	return n != NULL && n->type == YN_SCALAR && control_char(n->str, n->len) != NULL;
+}
+
 static ota_err add_child(builder *b, ynode *c, yaml_mark_t m)
 {
 	char w[300];
@@ -104,6 +123,14 @@ static ota_err add_child(builder *b, ynode *c, yaml_mark_t m)
 			where_mark(b->d, m, w, sizeof w);
 			return ota_error_set(b->err, OTA_ERR_YAML_MERGE_KEY, w,
 			                     "merge key '<<' is not accepted");
+		}
+		/* keys name tasks, contexts, workflows and fields: no control characters */
+		const char *cc = control_char(c->str, c->len);
+		if (cc != NULL) {
+			where_mark(b->d, m, w, sizeof w);
+			return ota_error_set(b->err, OTA_ERR_YAML_CONTROL_CHAR, w,
+			                     "mapping key holds control character 0x%02x at byte %zu",
+			                     (unsigned)(unsigned char)*cc, (size_t)(cc - c->str));
 		}
 	}
 	if (!push_item(p, c))
@@ -270,6 +297,14 @@ static ota_err on_event(builder *b, yaml_event_t *ev)
 			return ota_error_set(b->err, OTA_ERR_NOMEM, "yaml", "out of memory");
 		memcpy(n->str, ev->data.scalar.value, n->len);
 		n->str[n->len] = '\0';
+		/* every consumer reads scalars as C strings: an embedded NUL would
+		 * make two different scalars compare equal (or a key shadow another) */
+		if (memchr(n->str, '\0', n->len) != NULL) {
+			where_mark(b->d, ev->start_mark, w, sizeof w);
+			return ota_error_set(b->err, OTA_ERR_YAML_CONTROL_CHAR, w,
+			                     "scalar holds a NUL byte at byte %zu",
+			                     (size_t)((const char *)memchr(n->str, '\0', n->len) - n->str));
+		}
 		n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
 		if (ev->data.scalar.tag != NULL &&
 		    strcmp((const char *)ev->data.scalar.tag, YAML_STR_TAG) == 0)
@@ -440,6 +475,20 @@ static bool is_int(const char *s, long long *out)
 		return false;
 	*out = strtoll(s, NULL, 10);
 	return true;
+}
+
+bool yn_is_string(const ynode *n)
+{
+	if (n == NULL || n->type != YN_SCALAR)
+		return false;
+	if (!n->plain)
+		return true;
+	long long v;
+	if (yn_is_null(n) || is_int(n->str, &v))
+		return false;
+	return !(strcmp(n->str, "true") == 0 || strcmp(n->str, "True") == 0 ||
+	         strcmp(n->str, "TRUE") == 0 || strcmp(n->str, "false") == 0 ||
+	         strcmp(n->str, "False") == 0 || strcmp(n->str, "FALSE") == 0);
 }
 
 json_t *yn_to_json(const ynode *n)

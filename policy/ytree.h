@@ -5,7 +5,8 @@
  * anchored node); every node lives in the document's arena and is freed
  * with it. Limits (ota/limits.h): bytes, depth, aliases, expanded nodes.
  * Refused: duplicate keys, non-scalar keys, merge keys ("<<"), more than one
- * document, unknown anchors.
+ * document, unknown anchors, a NUL byte in any scalar and a control
+ * character (C0, DEL, C1) in any mapping key (yaml_control_character).
  */
 #ifndef OTA_POLICY_YTREE_H
 #define OTA_POLICY_YTREE_H
@@ -46,6 +47,14 @@ ynode *yn_get(const ynode *m, const char *key);
 bool yn_is_null(const ynode *n);
 /* Formats "name:line:col" of n into buf. */
 void yn_where(const ydoc *d, const ynode *n, char *buf, size_t cap);
+
+/*
+ * true when n is a scalar that yn_to_json keeps a JSON string: quoted, or
+ * plain and not null, a boolean or an integer (`run: 42` is not a string).
+ */
+bool yn_is_string(const ynode *n);
+/* true when scalar n holds a C0 control character, DEL or a C1 control. */
+bool yn_has_control(const ynode *n);
 
 /* YAML node to JSON value (typed scalars); NULL on OOM. */
 struct json_t;

@@ -1,0 +1,330 @@
+/*
+ * Contract loading rules that keep names and execution truth honest: no NUL
+ * or control character in keys and names, a documented cap on names (never
+ * truncated into another's id), the selected execution mode as the backend,
+ * typed workflow services, refused extends cycles, strings where strings
+ * are required, and an OCI target that never re-modes a native lane.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ota/json.h"
+#include "ota/limits.h"
+#include "ota/policy.h"
+
+#define HEAD "version: 1\nproject: {name: c}\n"
+#define OCI_EXEC                                                                              \
+	"execution:\n  supported: [container]\n  lifecycle: ephemeral\n"                       \
+	"  backends: {container: {image: \"debian:bookworm-slim\", platform: linux/amd64}}\n"
+#define RB "runtime_boundary: {filesystem: {repo_root_mode: read_only}, network: {default: deny}}"
+
+static ota_err load(const char *y, size_t n, ota_contract **c, ota_error *e)
+{
+	ota_error_clear(e);
+	return ota_contract_load(ota_bytes_make(y, n), "c.yaml", c, e);
+}
+
+static void refused(const char *y, size_t n, ota_err want, const char *where)
+{
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_err rc = load(y, n, &c, &e);
+	if (rc != want)
+		fail_msg("want %s, got %s (%s %s)\n%s", ota_err_name(want), ota_err_name(rc), e.where,
+		         e.what, y);
+	assert_null(c);
+	if (where != NULL && strcmp(e.where, where) != 0)
+		fail_msg("where '%s', want '%s'", e.where, where);
+}
+
+#define REFUSED(y, want, where) refused((y), strlen(y), (want), (where))
+
+static ota_contract *loaded(const char *y)
+{
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_err rc = load(y, strlen(y), &c, &e);
+	if (rc != OTA_OK)
+		fail_msg("%s %s %s\n%s", ota_err_name(rc), e.where, e.what, y);
+	return c;
+}
+
+static ota_policy *compile(const ota_contract *c, ota_lane_kind k, const char *lane)
+{
+	ota_policy_options o;
+	memset(&o, 0, sizeof o);
+	strcpy(o.native_platform.os, "linux");
+	strcpy(o.native_platform.architecture, "amd64");
+	ota_policy *p = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_policy_compile(c, k, lane, &o, NULL, 0, &p, &e);
+	if (rc != OTA_OK)
+		fail_msg("compile %s: %s %s %s", lane, ota_err_name(rc), e.where, e.what);
+	return p;
+}
+
+static const json_t *seg_exec(const ota_policy *p, size_t i)
+{
+	return json_object_get(json_array_get(json_object_get(ota_policy_canonical_json(p),
+	                                                      "segments"),
+	                                      i),
+	                       "execution");
+}
+
+/* ---- t5: NUL and control characters ---- */
+
+static void test_nul_and_control_characters(void **state)
+{
+	(void)state;
+	/* "verify\0" would have shadowed verify (t5): refused where the scalar starts */
+	const char nul_key[] = HEAD OCI_EXEC "tasks:\n"
+	                       "  \"verify\\0\": {run: evil, safe_for_agent: true, " RB "}\n"
+	                       "  verify: {run: ok, safe_for_agent: true, " RB "}\n";
+	REFUSED(nul_key, OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:8:3");
+	/* a NUL in a value too (every consumer reads C strings) */
+	REFUSED(HEAD "tasks:\n  a: {run: \"ok\\0; rm -rf /\"}\n", OTA_ERR_YAML_CONTROL_CHAR,
+	        "c.yaml:4:12");
+	/* a raw NUL byte is not YAML at all */
+	const char raw[] = HEAD "tasks:\n  a\0b: {run: x}\n";
+	ota_contract *c = NULL;
+	ota_error e;
+	assert_int_not_equal(load(raw, sizeof raw - 1, &c, &e), OTA_OK);
+	assert_null(c);
+	/* control characters in keys: tab, escape, DEL, C1 (NEL, CSI) */
+	const char *const keys[] = {"\\t", "\\e", "\\x7f", "\\N", "\\x9b"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		char y[300];
+		snprintf(y, sizeof y, HEAD "tasks:\n  \"ver%sify\": {run: x}\n", keys[i]);
+		REFUSED(y, OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:4:3");
+	}
+	/* nested keys as well (a workflow, a context, a boundary field) */
+	REFUSED(HEAD "workflows:\n  \"c\\ti\": {run: {task: a}}\ntasks:\n  a: {run: x}\n",
+	        OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:4:3");
+	REFUSED(HEAD "execution:\n  contexts:\n    \"b\\u0085x\": {backend: container}\n",
+	        OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:5:5");
+	/* names and identifiers in values: references, destinations, project */
+	REFUSED(HEAD "tasks:\n  a: {run: x, depends_on: [\"b\\r\"]}\n  b: {run: y}\n",
+	        OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:4:28");
+	REFUSED(HEAD "tasks:\n  a:\n    run: x\n    runtime_boundary:\n      network:\n"
+	             "        outbound_targets: [{kind: host, value: \"evil\\nhost\"}]\n",
+	        OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:8:48");
+	REFUSED("version: 1\nproject: {name: \"p\\x1b[31m\"}\n", OTA_ERR_YAML_CONTROL_CHAR,
+	        "c.yaml:2:17");
+	REFUSED(HEAD "tasks:\n  a:\n    run: x\n    runtime_boundary: {filesystem: {writable_paths: [\"o\\nut\"]}}\n",
+	        OTA_ERR_YAML_CONTROL_CHAR, NULL);
+	/* free text keeps its newlines and tabs: scripts and command arguments */
+	ota_contract *ok = loaded(HEAD "tasks:\n  a: {script: \"set -e\\n\\tmake\\n\"}\n"
+	                               "  b: {command: {exe: sh, args: [\"-c\", \"a\\nb\"]}}\n");
+	ota_contract_free(ok);
+	/* overlays go through the same reader */
+	const char *ov = "policies: {sandbox: {filesystem: {\"writable\\0_paths\": [x]}}}\n";
+	ota_overlay *o = NULL;
+	assert_ota(ota_overlay_load(ota_bytes_make(ov, strlen(ov)), "o", OTA_OVERLAY_FILE, &o, NULL),
+	           OTA_ERR_YAML_CONTROL_CHAR);
+	assert_null(o);
+}
+
+/* ---- t4: names are capped, ids never truncated ---- */
+
+static void test_name_cap(void **state)
+{
+	(void)state;
+	char name[OTA_MAX_NAME_BYTES + 2];
+	memset(name, 'n', sizeof name - 1);
+	name[sizeof name - 1] = '\0'; /* OTA_MAX_NAME_BYTES + 1 bytes */
+	char *y = malloc(4096);
+	assert_non_null(y);
+	snprintf(y, 4096, HEAD "tasks:\n  %s: {run: x}\n", name);
+	REFUSED(y, OTA_ERR_CONTRACT_NAME_TOO_LONG, "c.yaml:4:3");
+	snprintf(y, 4096, HEAD "execution:\n  contexts:\n    %s: {backend: container}\n", name);
+	REFUSED(y, OTA_ERR_CONTRACT_NAME_TOO_LONG, "c.yaml:5:5");
+	snprintf(y, 4096, HEAD "tasks:\n  a: {run: x}\nworkflows:\n  %s: {run: {task: a}}\n", name);
+	REFUSED(y, OTA_ERR_CONTRACT_NAME_TOO_LONG, "c.yaml:6:3");
+	/* the longest allowed names, two of them sharing a long prefix (t4: once
+	 * truncated to the same id): every id and edge keeps the whole name */
+	char a[OTA_MAX_NAME_BYTES + 1], b[OTA_MAX_NAME_BYTES + 1];
+	memset(a, 'x', OTA_MAX_NAME_BYTES);
+	a[OTA_MAX_NAME_BYTES] = '\0';
+	memcpy(b, a, sizeof b);
+	b[OTA_MAX_NAME_BYTES - 1] = 'y';
+	snprintf(y, 4096,
+	         HEAD "tasks:\n  %s: {run: x}\n  %s: {run: y}\n  top: {run: z, depends_on: [%s, %s]}\n",
+	         a, b, a, b);
+	ota_contract *c = loaded(y);
+	ota_policy *p = compile(c, OTA_LANE_TASK, "top");
+	assert_int_equal(ota_policy_segment_count(p), 3);
+	char want[OTA_MAX_NAME_BYTES + 8];
+	snprintf(want, sizeof want, "task:%s", a);
+	assert_string_equal(ota_policy_segment_id(p, 0), want);
+	snprintf(want, sizeof want, "task:%s", b);
+	assert_string_equal(ota_policy_segment_id(p, 1), want);
+	const json_t *edges = json_object_get(ota_policy_canonical_json(p), "edges");
+	assert_int_equal(json_array_size(edges), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(edges, 1), "source")), want);
+	assert_string_not_equal(ota_policy_segment_canonical_identity(p, 0),
+	                        ota_policy_segment_canonical_identity(p, 1));
+	ota_policy_free(p);
+	ota_contract_free(c);
+	free(y);
+}
+
+/* ---- t10: the selected mode is the backend; oci_local never re-modes it ---- */
+
+static ota_capability_descriptor oci(void)
+{
+	ota_capability_descriptor d;
+	ota_platform host = {"linux", "amd64", ""};
+	const char *t = ota_policy_builtin_descriptor("oci_local");
+	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(t, strlen(t)), &host, &d, NULL),
+	           OTA_OK);
+	return d;
+}
+
+static bool has_refusal(const json_t *a, const char *control)
+{
+	size_t i;
+	const json_t *r;
+	json_array_foreach(json_object_get(a, "refusals"), i, r)
+		if (strcmp(json_string_value(json_object_get(r, "control")), control) == 0)
+			return true;
+	return false;
+}
+
+#define T10_EXEC                                                                              \
+	"execution:\n  supported: [container, native]\n  preferred: container\n"               \
+	"  lifecycle: ephemeral\n  default_context: box\n"                                      \
+	"  backends: {container: {image: \"debian:bookworm-slim\", platform: linux/amd64}}\n"   \
+	"  contexts:\n    box: {backend: container, lifecycle: ephemeral}\n"                    \
+	"    host: {backend: native}\n"
+
+static void test_native_mode_not_remoded(void **state)
+{
+	(void)state;
+	ota_contract *c = loaded(
+		HEAD T10_EXEC "tasks:\n"
+		"  dev:\n    safe_for_agent: true\n"
+		"    execution: {default_mode: native, modes: {native: {run: ./install-on-host.sh}}}\n"
+		"    " RB "\n"
+		"  box:\n    safe_for_agent: true\n"
+		"    execution: {default_mode: container, modes: {container: {run: make, context: box}, native: {run: make, context: host}}}\n"
+		"    " RB "\n");
+	ota_policy *p = compile(c, OTA_LANE_TASK, "dev");
+	const json_t *x = seg_exec(p, 0);
+	assert_string_equal(json_string_value(json_object_get(x, "backend")), "native");
+	/* the container default context is not the native mode's context */
+	assert_true(json_is_null(json_object_get(x, "context")));
+	ota_capability_descriptor d = oci();
+	for (int explicit_target = 0; explicit_target < 2; explicit_target++) {
+		ota_admission_request r = {true, explicit_target ? "oci_local" : NULL, &d, 1};
+		json_t *out = NULL;
+		bool ok = true;
+		assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+		assert_false(ok);
+		assert_true(has_refusal(out, "execution.backend"));
+		assert_true(json_is_null(json_object_get(out, "provider_target")));
+		json_decref(out);
+	}
+	ota_policy_free(p);
+	/* a container mode stays a container lane and is admitted */
+	p = compile(c, OTA_LANE_TASK, "box");
+	x = seg_exec(p, 0);
+	assert_string_equal(json_string_value(json_object_get(x, "backend")), "container");
+	assert_string_equal(json_string_value(json_object_get(x, "context")), "box");
+	ota_admission_request r = {true, NULL, &d, 1};
+	json_t *out = NULL;
+	bool ok = false;
+	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+	assert_true(ok);
+	json_decref(out);
+	ota_policy_free(p);
+	ota_contract_free(c);
+	/* modes are backends; a lifecycle belongs to container execution only */
+	REFUSED(HEAD "tasks:\n  a: {execution: {default_mode: vm}, run: x}\n", OTA_ERR_CONTRACT_VALUE,
+	        "c.yaml:4:33");
+	REFUSED(HEAD "tasks:\n  a: {execution: {modes: {vm: {run: x}}}}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, "c.yaml:4:27");
+	REFUSED(HEAD "tasks:\n  a: {execution: {default_mode: native, modes: {native: {run: x, lifecycle: ephemeral}}}}\n",
+	        OTA_ERR_CONTRACT_VALUE, NULL);
+}
+
+/* ---- minor: workflow services, extends cycles, strings ---- */
+
+static void test_services_cycles_strings(void **state)
+{
+	(void)state;
+	/* t9: a list would silently drop the required services and their refusal */
+	REFUSED(HEAD "tasks:\n  t: {run: x}\nworkflows:\n  ci: {services: [db], run: {task: t}}\n",
+	        OTA_ERR_CONTRACT_TYPE, "c.yaml:6:18");
+	ota_contract *c = loaded(
+		HEAD OCI_EXEC "tasks:\n  t: {run: x, safe_for_agent: true, " RB "}\n"
+		"workflows:\n  ci: {services: {required: [db]}, run: {task: t}}\n");
+	ota_policy *p = compile(c, OTA_LANE_WORKFLOW, "ci");
+	ota_capability_descriptor d = oci();
+	ota_admission_request r = {true, NULL, &d, 1};
+	json_t *out = NULL;
+	bool ok = true;
+	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+	assert_false(ok);
+	assert_true(has_refusal(out, "execution.pre_boundary_actions"));
+	json_decref(out);
+	ota_policy_free(p);
+	ota_contract_free(c);
+	/* t13: extends cycles (two contexts, and a context extending itself) */
+	REFUSED(HEAD "execution:\n  default_context: a\n  contexts:\n    a: {extends: b}\n"
+	             "    b: {extends: a, backend: container}\n"
+	             "tasks:\n  t: {run: x}\n",
+	        OTA_ERR_POLICY_CYCLE, "c.yaml:6:18");
+	REFUSED(HEAD "execution:\n  contexts:\n    a: {extends: a}\n", OTA_ERR_POLICY_CYCLE,
+	        "c.yaml:5:18");
+	/* a long acyclic chain resolves through every link (no silent hop cap) */
+	char *y = malloc(16384);
+	assert_non_null(y);
+	snprintf(y, 16384, HEAD "execution:\n  default_context: c0\n  contexts:\n");
+	for (int i = 0; i < 40; i++)
+		snprintf(y + strlen(y), 16384 - strlen(y), "    c%d: {extends: c%d}\n", i, i + 1);
+	snprintf(y + strlen(y), 16384 - strlen(y),
+	         "    c40: {backend: container, lifecycle: ephemeral, container: {image: i, platform: linux/amd64}}\n"
+	         "tasks:\n  t: {run: x}\n");
+	c = loaded(y);
+	p = compile(c, OTA_LANE_TASK, "t");
+	assert_string_equal(json_string_value(json_object_get(seg_exec(p, 0), "backend")), "container");
+	assert_string_equal(json_string_value(json_object_get(seg_exec(p, 0), "image")), "i");
+	ota_policy_free(p);
+	ota_contract_free(c);
+	free(y);
+	/* strings where strings are required (the runner reads them as strings) */
+	REFUSED(HEAD "tasks:\n  a: {run: 42}\n", OTA_ERR_CONTRACT_TYPE, "c.yaml:4:12");
+	REFUSED(HEAD "tasks:\n  a: {script: true}\n", OTA_ERR_CONTRACT_TYPE, "c.yaml:4:15");
+	REFUSED(HEAD "tasks:\n  a: {command: {exe: srv, args: [--port, 8080]}}\n",
+	        OTA_ERR_CONTRACT_TYPE, "c.yaml:4:42");
+	REFUSED(HEAD "tasks:\n  a: {command: {exe: 7}}\n", OTA_ERR_CONTRACT_TYPE, "c.yaml:4:22");
+	REFUSED(HEAD "tasks:\n  a: {run: x}\nworkflows:\n  w: {run: 12}\n", OTA_ERR_CONTRACT_TYPE,
+	        "c.yaml:6:12");
+	c = loaded(HEAD "tasks:\n  a: {command: {exe: srv, args: [--port, \"8080\", '9090']}}\n"
+	                "  b: {run: \"42\"}\n");
+	p = compile(c, OTA_LANE_TASK, "a");
+	const json_t *args = json_object_get(
+		json_object_get(json_array_get(json_object_get(ota_policy_canonical_json(p), "segments"), 0),
+		                "body"),
+		"args");
+	size_t i;
+	const json_t *v;
+	json_array_foreach(args, i, v) assert_true(json_is_string(v));
+	ota_policy_free(p);
+	ota_contract_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nul_and_control_characters),
+		cmocka_unit_test(test_name_cap),
+		cmocka_unit_test(test_native_mode_not_remoded),
+		cmocka_unit_test(test_services_cycles_strings),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
