@@ -23,7 +23,16 @@ static const char *const control_names[OTA_CTL_COUNT] = {
 	"secret.binding",
 	"process.isolation",
 	"lifecycle.cleanup",
+	"network.external_connectivity.allow",
 };
+
+/*
+ * Controls of the first descriptors. A control added later appears in the
+ * descriptor JSON (and its identity) only when not unsupported, so the
+ * identity of a descriptor that does not declare it never moves (archives
+ * bind capability identities).
+ */
+#define CTL_FIRST_COUNT ((int)OTA_CTL_LIFECYCLE_CLEANUP + 1)
 
 static const char *const state_names[] = {"unsupported", "advisory", "enforced"};
 
@@ -198,7 +207,8 @@ json_t *ota_capability_descriptor_json(const ota_capability_descriptor *d)
 	for (size_t i = 0; i < d->nplatforms; i++)
 		json_array_append_new(plats, plat_str(&d->platforms[i]));
 	for (int i = 0; i < OTA_CTL_COUNT; i++)
-		json_object_set_new(ctl, control_names[i], json_string(state_names[d->controls[i]]));
+		if (i < CTL_FIRST_COUNT || d->controls[i] != OTA_CAP_UNSUPPORTED)
+			json_object_set_new(ctl, control_names[i], json_string(state_names[d->controls[i]]));
 	if (d->backend_native)
 		json_array_append_new(b, json_string("native"));
 	if (d->backend_container)
@@ -286,14 +296,16 @@ static void evaluate(const ota_policy *p, const ota_capability_descriptor *d, ev
 	e->apps = json_array();
 	char reason[600];
 	if (p->lane_pre.n > 0) {
-		char wid[600], req[200] = "";
-		snprintf(wid, sizeof wid, "workflow:%s", p->name);
+		char req[200] = "";
+		json_t *wid = json_sprintf("workflow:%s", p->name);
 		for (size_t i = 0; i < p->lane_pre.n; i++)
 			snprintf(req + strlen(req), sizeof req - strlen(req), "%s%s", i ? ", " : "",
 			         p->lane_pre.v[i]);
 		if (!d->pre_boundary_actions)
-			refuse(e, wid, "execution.pre_boundary_actions", req, OTA_CAP_UNSUPPORTED,
+			refuse(e, json_string_value(wid), "execution.pre_boundary_actions", req,
+			       OTA_CAP_UNSUPPORTED,
 			       "workflow-level direct actions would run on the host before the boundary exists");
+		json_decref(wid);
 	}
 	for (size_t i = 0; i < p->nsegs; i++) {
 		const seg *s = &p->segs[i];
@@ -382,6 +394,33 @@ static void evaluate(const ota_policy *p, const ota_capability_descriptor *d, ev
 		/* network */
 		bool net_req = (b->has_net && b->def != ND_UNSET) || b->ntargets > 0;
 		bool net_ok = true;
+		/*
+		 * Broad reach (no network control, or no default deny and no
+		 * destination a runtime must enforce) needs a boundary that can
+		 * grant external connectivity; one that cannot would impose its own
+		 * denial, a provider default that is not policy.
+		 */
+		bool adv_only = true;
+		for (size_t k = 0; k < b->ntargets; k++)
+			adv_only = adv_only && b->targets[k].has_constraint &&
+			           strcmp(b->targets[k].c_enforcement, "advisory_only") == 0;
+		if (!b->has_net || (b->def != ND_DENY && adv_only)) {
+			ota_cap_state st = d->controls[OTA_CTL_NET_EXTERNAL_ALLOW];
+			if (st != OTA_CAP_ENFORCED) {
+				snprintf(reason, sizeof reason,
+				         "%s cannot grant %s (network.external_connectivity.allow is %s): its boundary would deny external networking as a provider default; declare network default deny",
+				         d->target,
+				         !b->has_net ? "the unrestricted network of a lane without a network control"
+				                     : b->def == ND_ALLOW ? "network default allow"
+				                                          : "a network without a default",
+				         state_names[st]);
+				refuse(e, sid, "network.default",
+				       !b->has_net ? "unrestricted" : b->def == ND_ALLOW ? "allow" : "unspecified",
+				       st, reason);
+				net_req = true;
+				net_ok = false;
+			}
+		}
 		bool app_only = true, runtime_dest = false;
 		for (size_t k = 0; k < b->ntargets; k++) {
 			const otarget *t = &b->targets[k];
@@ -424,20 +463,19 @@ static json_t *obligations(const ota_policy *p)
 			const otarget *t = &b->targets[k];
 			if (!t->has_constraint || strcmp(t->c_enforcement, "runtime") == 0)
 				continue;
-			char id[600];
-			snprintf(id, sizeof id, "network.destination.%s:%s", t->kind, t->value);
 			if (strcmp(t->c_enforcement, "authoritative_app_enforced") == 0)
 				json_array_append_new(
-					a, json_pack("{s:s, s:s, s:s, s:s}", "segment_id",
+					a, json_pack("{s:s, s:o, s:s, s:s}", "segment_id",
 					             json_string_value(json_object_get(p->segs[i].cjson, "id")),
-					             "id", id, "required", "authoritative_app_enforced", "evidence",
+					             "id", json_sprintf("network.destination.%s:%s", t->kind, t->value),
+					             "required", "authoritative_app_enforced", "evidence",
 					             "not_proved"));
 			else if (strcmp(t->c_enforcement, "advisory_only") == 0)
 				json_array_append_new(
-					a, json_pack("{s:s, s:s, s:s, s:s}", "segment_id",
+					a, json_pack("{s:s, s:o, s:s, s:s}", "segment_id",
 					             json_string_value(json_object_get(p->segs[i].cjson, "id")),
-					             "id", id, "required", "advisory_only", "evidence",
-					             "advisory"));
+					             "id", json_sprintf("network.destination.%s:%s", t->kind, t->value),
+					             "required", "advisory_only", "evidence", "advisory"));
 		}
 	}
 	return a;

@@ -784,11 +784,38 @@ static json_t *id_of(const json_t *v)
 	return json_string(id);
 }
 
+/*
+ * The runner executes only what ota_policy_admit admitted for oci_local on
+ * this very policy, so a dry run and a real run share one decision; the
+ * plan checks below only map that decision onto the runtime (and refuse
+ * again, as defence in depth, should the two ever disagree).
+ */
+static ota_err check_admission(const ota_policy *p, const json_t *adm, ota_error *err)
+{
+	const char *decision = str_at(adm, "decision", NULL);
+	const json_t *pe = json_object_get(adm, "provider_evaluation");
+	const char *target = str_at(pe, "provider_target", NULL);
+	const char *eff = str_at(adm, "effective_policy_identity", NULL);
+	if (decision == NULL || strcmp(decision, "admitted") != 0 ||
+	    !json_is_true(json_object_get(pe, "admitted")) || target == NULL ||
+	    strcmp(target, "oci_local") != 0)
+		return ota_error_set(err, OTA_ERR_POLICY_REFUSED, "sandbox_admission",
+		                     "the lane is not admitted to oci_local (decision %s)",
+		                     decision != NULL ? decision : "missing");
+	if (eff == NULL || strcmp(eff, ota_policy_effective_identity(p)) != 0)
+		return ota_error_set(err, OTA_ERR_ID_MISMATCH, "sandbox_admission",
+		                     "the admission evaluated another effective policy");
+	return OTA_OK;
+}
+
 ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_runner_opts *o,
                        json_t **receipt_out, int *exit_status, ota_error *err)
 {
 	*receipt_out = NULL;
 	*exit_status = 0;
+	ota_err arc = check_admission(p, admission, err);
+	if (arc != OTA_OK)
+		return arc;
 	const json_t *eff = ota_policy_effective_json(p);
 	const json_t *can = ota_policy_canonical_json(p);
 	const json_t *esegs = json_object_get(eff, "segments");

@@ -164,6 +164,15 @@ typedef enum {
 	OTA_CTL_SECRET_BINDING,          /* "secret.binding" */
 	OTA_CTL_PROCESS_ISOLATION,       /* "process.isolation" */
 	OTA_CTL_LIFECYCLE_CLEANUP,       /* "lifecycle.cleanup" */
+	/*
+	 * "network.external_connectivity.allow": the boundary can grant broad
+	 * external connectivity, which a lane with network default allow (or
+	 * without any network control) asks for. Added after the first
+	 * descriptors: in descriptor JSON (and so in its identity) only when not
+	 * unsupported, so a descriptor that does not declare it keeps its identity
+	 * and refuses such lanes (fail closed).
+	 */
+	OTA_CTL_NET_EXTERNAL_ALLOW,
 	OTA_CTL_COUNT
 } ota_control;
 

@@ -86,7 +86,10 @@ OTA_API const json_t *ota_runner_plan_platform_check(const ota_runner_plan *p);
 /*
  * Runs every segment of p in order under oci_local. admission is the
  * admitted sandbox_admission object of ota_policy_admit (borrowed; its
- * identities are bound into the receipt). Segments stop at the first one
+ * identities are bound into the receipt): anything but an oci_local
+ * admission (decision admitted, provider_evaluation admitted for oci_local)
+ * of p's effective policy is refused before anything is prepared, with no
+ * receipt (sandbox_admission_refused, identity_mismatch). Segments stop at the first one
  * that does not end enforced with exit status 0. *receipt_out (new, also on
  * failure once execution was attempted) is an ota.receipt/v1 object whose
  * sandbox_policy.status is derived from the segments' terminal evidence;
