@@ -136,6 +136,143 @@ static ota_err spki_der(EVP_PKEY *p, uint8_t **out, size_t *out_len)
 }
 
 /*
+ * The SubjectPublicKeyInfo of a named-curve EC key with an uncompressed
+ * point, byte for byte as i2d_PUBKEY writes it, up to the point's first byte
+ * (0x04). A key has one such encoding; compressed (0x02/0x03) and hybrid
+ * (0x06/0x07) points, and explicit curve parameters, are other encodings of
+ * the same key, which would hash to other kids.
+ */
+static const uint8_t SPKI_P256[26] = {0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48,
+                                      0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
+                                      0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00};
+static const uint8_t SPKI_P384[23] = {0x30, 0x76, 0x30, 0x10, 0x06, 0x07, 0x2a, 0x86,
+                                      0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x05, 0x2b,
+                                      0x81, 0x04, 0x00, 0x22, 0x03, 0x62, 0x00};
+static const uint8_t SPKI_P521[25] = {0x30, 0x81, 0x9b, 0x30, 0x10, 0x06, 0x07, 0x2a, 0x86,
+                                      0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x05, 0x2b, 0x81,
+                                      0x04, 0x00, 0x23, 0x03, 0x81, 0x86, 0x00};
+
+/* true when spki is the canonical SPKI of a key on curve nid (field bytes). */
+static bool ec_spki_canonical(int nid, size_t field, const uint8_t *spki, size_t len)
+{
+	const uint8_t *pre = nid == NID_X9_62_prime256v1 ? SPKI_P256
+	                     : nid == NID_secp384r1      ? SPKI_P384
+	                     : nid == NID_secp521r1      ? SPKI_P521
+	                                                 : NULL;
+	size_t pl = nid == NID_X9_62_prime256v1 ? sizeof SPKI_P256
+	            : nid == NID_secp384r1      ? sizeof SPKI_P384
+	                                        : sizeof SPKI_P521;
+	return pre != NULL && len == pl + 1 + 2 * field && memcmp(spki, pre, pl) == 0 &&
+	       spki[pl] == 0x04;
+}
+
+/*
+ * EdDSA public keys anyone can sign for. A small-order point A (the 8 of
+ * edwards25519, the 4 of edwards448) makes [8][S]B = [8]R + [8][k]A hold for
+ * R = [S]B whatever the message: libsodium's has_small_order blocklist for
+ * Ed25519 (compared with the x sign bit cleared, as libsodium does, so that
+ * each entry stands for both signs), and the points with y = 0, 1, -1 for
+ * Ed448. Little-endian y, as encoded.
+ */
+static const uint8_t ED25519_SMALL_ORDER[7][32] = {
+	/* 0 (order 4) */
+	{0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+	/* 1 (order 1) */
+	{0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+	/* 2707385501144840649318225287225658788936804267575313519463743609750303402022
+	   (order 8) */
+	{0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4,
+	 0x89, 0xf2, 0xef, 0x98, 0xf0, 0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6,
+	 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05},
+	/* 55188659117513257062467267217118295137698188065244968500265048394206261417927
+	   (order 8) */
+	{0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b,
+	 0x76, 0x0d, 0x10, 0x67, 0x0f, 0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39,
+	 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a},
+	/* p-1 (order 2) */
+	{0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	/* p (=0, order 4) */
+	{0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	/* p+1 (=1, order 1) */
+	{0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+};
+
+/* a < b, both n-byte little-endian */
+static bool le_less(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	for (size_t i = n; i-- > 0;)
+		if (a[i] != b[i])
+			return a[i] < b[i];
+	return false;
+}
+
+/*
+ * Checks an EdDSA public key (32 bytes Ed25519, 57 bytes Ed448): not a
+ * small-order point (key_point_invalid), y below the field prime and, for
+ * Ed448, the last byte's seven low bits clear (key_noncanonical: y and
+ * y + p would be one point under two kids).
+ */
+static ota_err eddsa_pub_check(const uint8_t *pub, size_t n, ota_error *err)
+{
+	uint8_t y[57], p[57];
+	if (n != 32 && n != 57)
+		return ota_error_set(err, OTA_ERR_KEY_FORMAT, "key", "EdDSA key of %zu bytes", n);
+	memcpy(y, pub, n);
+	y[n - 1] &= 0x7f; /* the x sign bit */
+	if (n == 32) {
+		for (size_t i = 0; i < sizeof ED25519_SMALL_ORDER / sizeof ED25519_SMALL_ORDER[0]; i++)
+			if (memcmp(y, ED25519_SMALL_ORDER[i], 32) == 0)
+				return ota_error_set(err, OTA_ERR_KEY_POINT, "key",
+				                     "Ed25519 public key is a small-order point");
+		/* p = 2^255 - 19 */
+		memset(p, 0xff, 32);
+		p[0] = 0xed;
+		p[31] = 0x7f;
+	} else {
+		if (y[56] != 0)
+			return ota_error_set(err, OTA_ERR_KEY_NONCANONICAL, "key",
+			                     "Ed448 public key has reserved bits set");
+		/* p = 2^448 - 2^224 - 1, y is the first 56 bytes */
+		memset(p, 0xff, 56);
+		p[28] = 0xfe;
+		p[56] = 0;
+		uint8_t pm1[56];
+		static const uint8_t zeros[55];
+		memcpy(pm1, p, 56);
+		pm1[0] = 0xfe;
+		bool small = memcmp(y, pm1, 56) == 0 || /* -1 (order 2) */
+		             (y[0] <= 1 && memcmp(y + 1, zeros, 55) == 0); /* 0 (order 4), 1 */
+		if (small)
+			return ota_error_set(err, OTA_ERR_KEY_POINT, "key",
+			                     "Ed448 public key is a small-order point");
+	}
+	if (!le_less(y, p, n))
+		return ota_error_set(err, OTA_ERR_KEY_NONCANONICAL, "key",
+		                     "EdDSA public key y is not below the field prime");
+	return OTA_OK;
+}
+
+/*
+ * RSA public exponent: odd and at least 65537 (FIPS 186-5 A.1.1). With
+ * e = 1 every message representative is its own signature; small exponents
+ * are the ones broken signature checks have been forged against.
+ */
+static bool rsa_e_ok(const BIGNUM *e)
+{
+	return e != NULL && BN_is_odd(e) && BN_num_bits(e) >= 17; /* 65537 = 2^16 + 1 */
+}
+
+/*
  * Takes ownership of p, even on failure. spki (may be NULL) is p's
  * SubjectPublicKeyInfo DER exactly as i2d_PUBKEY writes it, when the caller
  * already holds it (the fixed-form fast path of ota_key_load_pem).
@@ -177,6 +314,16 @@ static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t 
 		k->nid = nid;
 		k->kind = KIND_EC;
 		k->bits = (unsigned)EVP_PKEY_get_bits(p);
+		/* a private key's public half is written in the canonical form
+		 * whatever form its file held (a public key is checked below) */
+		if (priv &&
+		    (EVP_PKEY_set_utf8_string_param(p, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT,
+		                                    "uncompressed") != 1 ||
+		     EVP_PKEY_set_utf8_string_param(p, OSSL_PKEY_PARAM_EC_ENCODING, "named_curve") !=
+		             1)) {
+			rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot set the point form");
+			goto fail;
+		}
 		EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, p, NULL);
 		/* P-256/384/521 have cofactor 1: a point on the curve (with
 		 * coordinates in range, not infinity) is in the prime-order group,
@@ -199,6 +346,14 @@ static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t 
 		k->kind = id == EVP_PKEY_ED25519 ? KIND_ED25519 : KIND_ED448;
 		k->bits = id == EVP_PKEY_ED25519 ? 256 : 456;
 		k->field = id == EVP_PKEY_ED25519 ? 32 : 57;
+		uint8_t pub[57];
+		size_t pl = sizeof pub;
+		if (EVP_PKEY_get_raw_public_key(p, pub, &pl) != 1 || pl != k->field) {
+			rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot read the public key");
+			goto fail;
+		}
+		if ((rc = eddsa_pub_check(pub, pl, err)) != OTA_OK)
+			goto fail;
 		k->edctx = EVP_MD_CTX_new();
 		if (k->edctx == NULL || EVP_DigestVerifyInit(k->edctx, NULL, NULL, NULL, p) != 1) {
 			rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot prepare verification");
@@ -217,6 +372,18 @@ static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t 
 			rc = ota_error_set(err, OTA_ERR_KEY_UNSUPPORTED, "key",
 			                   "RSA key has %d bits, at most %u supported", bits,
 			                   OTA_MAX_RSA_BITS);
+			goto fail;
+		}
+		BIGNUM *e = NULL;
+		if (EVP_PKEY_get_bn_param(p, OSSL_PKEY_PARAM_RSA_E, &e) != 1) {
+			rc = ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot read the RSA exponent");
+			goto fail;
+		}
+		bool e_ok = rsa_e_ok(e);
+		BN_free(e);
+		if (!e_ok) {
+			rc = ota_error_set(err, OTA_ERR_KEY_WEAK, "key",
+			                   "RSA public exponent must be odd and at least 65537");
 			goto fail;
 		}
 		k->bits = (unsigned)bits;
@@ -254,6 +421,12 @@ static ota_err key_wrap_der(EVP_PKEY *p, bool priv, const uint8_t *spki, size_t 
 			goto fail;
 		}
 	}
+	if (k->kind == KIND_EC && !ec_spki_canonical(k->nid, k->field, k->spki, k->spki_len)) {
+		rc = ota_error_set(err, OTA_ERR_KEY_NONCANONICAL, "key",
+		                   "EC public key must be a named curve with an uncompressed point "
+		                   "(first byte 0x04)");
+		goto fail;
+	}
 	rc = ota_sha256(ota_bytes_make(k->spki, k->spki_len), k->kid);
 	if (rc != OTA_OK) {
 		rc = ota_error_set(err, rc, "key", "cannot hash SubjectPublicKeyInfo");
@@ -279,9 +452,6 @@ static ota_err key_wrap(EVP_PKEY *p, bool priv, ota_key **out, ota_error *err)
  * hashes the input DER, which is then exactly the canonical encoding.
  * Anything else takes the general path.
  */
-static const uint8_t SPKI_P256[26] = {0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48,
-                                      0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
-                                      0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00};
 static const uint8_t SPKI_ED25519[12] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
                                          0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
 
@@ -662,8 +832,9 @@ static ota_err jwk_rsa(const json_t *o, ota_key **out, ota_error *err)
 		                   BN_num_bits(bn_n), OTA_MIN_RSA_BITS);
 		goto out;
 	}
-	if (!BN_is_odd(bn_e) || BN_is_one(bn_e)) {
-		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "e", "RSA public exponent is invalid");
+	if (!rsa_e_ok(bn_e)) {
+		rc = ota_error_set(err, OTA_ERR_KEY_WEAK, "e",
+		                   "RSA public exponent must be odd and at least 65537");
 		goto out;
 	}
 	ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/err.h>
+#include <openssl/evp.h>
+
 #include "trust_internal.h"
 
 struct ota_trust_draft {
@@ -43,9 +46,11 @@ static ota_err key_entry(const ota_key *key, ota_alg alg, json_t **out, ota_erro
 	char *pem = NULL;
 	if (alg == OTA_ALG_NONE)
 		alg = ota_key_default_alg(key);
-	if (ota_key_check_alg(key, alg) != OTA_OK)
+	if (!trust_alg_fits(key, alg))
 		return ota_error_set(err, OTA_ERR_ALG_KEY_MISMATCH, "key",
-		                     "alg %s does not fit the key", ota_alg_name(alg));
+		                     "alg %s does not fit the %s key%s", ota_alg_name(alg),
+		                     ota_key_type_name(key),
+		                     alg == OTA_ALG_EDDSA ? " (EdDSA means Ed25519)" : "");
 	if (ota_key_kid(key, kid) != OTA_OK || ota_key_public_pem(key, &pem) != OTA_OK)
 		return ota_error_set(err, OTA_ERR_CRYPTO, "key", "cannot encode the public key");
 	ota_hex_encode(ota_bytes_make(kid, 32), kh);
@@ -202,6 +207,33 @@ static json_t *find_key_entry(ota_trust_draft *d, const char *kid_hex)
 	return NULL;
 }
 
+/*
+ * The principal key entry holding the same public key as key, under any
+ * kid, or NULL: entries are loaded and compared with EVP_PKEY_eq (an entry
+ * that does not load is left to ota_trust_draft_finish to refuse).
+ */
+static json_t *find_same_key(ota_trust_draft *d, const ota_key *key)
+{
+	json_t *ps = json_object_get(d->s, "principals");
+	size_t i, j;
+	json_t *p, *k;
+	json_array_foreach(ps, i, p) {
+		json_array_foreach(json_object_get(p, "keys"), j, k) {
+			const char *pem = json_string_value(json_object_get(k, "public_key"));
+			ota_key *other = NULL;
+			if (pem == NULL ||
+			    ota_key_load_pem(ota_bytes_make(pem, strlen(pem)), &other, NULL) != OTA_OK)
+				continue;
+			bool same = EVP_PKEY_eq(ota_key_evp(other), ota_key_evp(key)) == 1;
+			ota_key_free(other);
+			if (same)
+				return k;
+		}
+	}
+	ERR_clear_error();
+	return NULL;
+}
+
 ota_err ota_trust_draft_add_key(ota_trust_draft *d, const char *principal, const ota_key *key,
                                 ota_alg alg, int64_t valid_from, int64_t valid_until,
                                 ota_error *err)
@@ -220,6 +252,14 @@ ota_err ota_trust_draft_add_key(ota_trust_draft *d, const char *principal, const
 		json_decref(e);
 		return ota_error_set(err, OTA_ERR_TRUST_DUPLICATE_KEY, principal,
 		                     "the key is already in the trust root");
+	}
+	const json_t *same = find_same_key(d, key);
+	if (same != NULL) {
+		rc = ota_error_set(err, OTA_ERR_TRUST_DUPLICATE_KEY, principal,
+		                   "the key is already in the trust root under kid %.64s",
+		                   json_string_value(json_object_get(same, "kid")));
+		json_decref(e);
+		return rc;
 	}
 	json_object_set_new(e, "valid_from", json_integer(valid_from));
 	if (valid_until > 0)

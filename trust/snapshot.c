@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 
 #include "trust_internal.h"
@@ -68,14 +71,101 @@ bool trust_pattern_ok(const char *s)
 
 /* ---- kref ---- */
 
-static trust_kref *kref_new(ota_key *k)
+/*
+ * SHA-256 over the public key's components, whatever their encoding: the
+ * type, then the curve and the affine x and y padded to the field size (EC),
+ * the raw public key (EdDSA), or n and e each length-prefixed (RSA). Two
+ * entries with equal fingerprints hold one key, even if a hole in the
+ * encoding checks let it hash to two kids.
+ */
+ota_err trust_key_fingerprint(const void *pkey, uint8_t out[32])
 {
+	const EVP_PKEY *p = pkey;
+	uint8_t buf[16 + 2 * (4 + OTA_MAX_RSA_BITS / 8 + 1)];
+	size_t n;
+	ota_err rc = OTA_ERR_CRYPTO;
+	BIGNUM *a = NULL, *b = NULL;
+	int id = EVP_PKEY_get_base_id(p);
+	const char *tag = id == EVP_PKEY_EC        ? "EC"
+	                  : id == EVP_PKEY_ED25519 ? "Ed25519"
+	                  : id == EVP_PKEY_ED448   ? "Ed448"
+	                  : id == EVP_PKEY_RSA     ? "RSA"
+	                                           : NULL;
+	if (tag == NULL)
+		return OTA_ERR_KEY_UNSUPPORTED;
+	n = strlen(tag) + 1;
+	memcpy(buf, tag, n);
+	if (id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448) {
+		size_t pl = 57;
+		if (EVP_PKEY_get_raw_public_key(p, buf + n, &pl) != 1)
+			goto out;
+		n += pl;
+	} else if (id == EVP_PKEY_EC) {
+		char g[32];
+		size_t gl = 0, pl = 0;
+		int bits = EVP_PKEY_get_bits(p);
+		size_t field = bits > 0 ? ((size_t)bits + 7) / 8 : 0;
+		if (field == 0 || field > 66 ||
+		    EVP_PKEY_get_utf8_string_param(p, OSSL_PKEY_PARAM_GROUP_NAME, g, sizeof g, &gl) != 1)
+			goto out;
+		memcpy(buf + n, g, gl + 1);
+		n += gl + 1;
+		/* x || y follow the first byte of an uncompressed (0x04) or
+		 * hybrid (0x06/0x07) point; a compressed one has only x */
+		uint8_t pt[1 + 2 * 66];
+		if (EVP_PKEY_get_octet_string_param(p, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof pt, &pl) ==
+		        1 &&
+		    pl == 1 + 2 * field && (pt[0] == 0x04 || pt[0] == 0x06 || pt[0] == 0x07)) {
+			memcpy(buf + n, pt + 1, 2 * field);
+		} else if (EVP_PKEY_get_bn_param(p, OSSL_PKEY_PARAM_EC_PUB_X, &a) != 1 ||
+		           EVP_PKEY_get_bn_param(p, OSSL_PKEY_PARAM_EC_PUB_Y, &b) != 1 ||
+		           BN_bn2binpad(a, buf + n, (int)field) != (int)field ||
+		           BN_bn2binpad(b, buf + n + field, (int)field) != (int)field) {
+			goto out;
+		}
+		n += 2 * field;
+	} else {
+		if (EVP_PKEY_get_bn_param(p, OSSL_PKEY_PARAM_RSA_N, &a) != 1 ||
+		    EVP_PKEY_get_bn_param(p, OSSL_PKEY_PARAM_RSA_E, &b) != 1)
+			goto out;
+		for (int i = 0; i < 2; i++) {
+			const BIGNUM *x = i == 0 ? a : b;
+			int xl = BN_num_bytes(x);
+			if (xl < 0 || n + 4 + (size_t)xl > sizeof buf)
+				goto out;
+			buf[n++] = (uint8_t)((unsigned)xl >> 24);
+			buf[n++] = (uint8_t)((unsigned)xl >> 16);
+			buf[n++] = (uint8_t)((unsigned)xl >> 8);
+			buf[n++] = (uint8_t)xl;
+			if (BN_bn2bin(x, buf + n) != xl)
+				goto out;
+			n += (size_t)xl;
+		}
+	}
+	rc = ota_sha256(ota_bytes_make(buf, n), out);
+out:
+	BN_free(a);
+	BN_free(b);
+	ERR_clear_error();
+	return rc;
+}
+
+/* A new reference to k (which it takes only on success), with k's fingerprint. */
+static ota_err kref_new(ota_key *k, trust_kref **out)
+{
+	*out = NULL;
 	trust_kref *kr = malloc(sizeof *kr);
 	if (kr == NULL)
-		return NULL;
+		return OTA_ERR_NOMEM;
+	ota_err rc = trust_key_fingerprint(ota_key_evp(k), kr->fp);
+	if (rc != OTA_OK) {
+		free(kr);
+		return rc;
+	}
 	kr->key = k;
 	kr->refs = 1;
-	return kr;
+	*out = kr;
+	return OTA_OK;
 }
 
 static void kref_put(trust_kref *kr)
@@ -192,6 +282,21 @@ static ota_err get_kid(const char *hex, uint8_t out[32], char out_hex[65], const
 	return OTA_OK;
 }
 
+/* Coordinate size in bytes of the curve of an ECDSA alg (0: not ECDSA). */
+static size_t ec_field(ota_alg a)
+{
+	switch (a) {
+	case OTA_ALG_ES256:
+		return 32;
+	case OTA_ALG_ES384:
+		return 48;
+	case OTA_ALG_ES512:
+		return 66;
+	default:
+		return 0;
+	}
+}
+
 /* Expected SPKI DER sizes of named-curve keys with uncompressed points. */
 static size_t ec_spki_len(ota_alg a)
 {
@@ -205,6 +310,15 @@ static size_t ec_spki_len(ota_alg a)
 	default:
 		return 0;
 	}
+}
+
+bool trust_alg_fits(const ota_key *k, ota_alg alg)
+{
+	if (ota_key_check_alg(k, alg) != OTA_OK)
+		return false;
+	/* EdDSA in a trust root is Ed25519 (COSE verification alone also
+	 * takes Ed448 under the generic EdDSA, docs/cose.md) */
+	return alg != OTA_ALG_EDDSA || strcmp(ota_key_type_name(k), "Ed25519") == 0;
 }
 
 /*
@@ -241,16 +355,21 @@ static ota_err load_entry_key(const json_t *e, trust_key *tk, const ota_trust_ro
 	ota_error kerr;
 	ota_error_clear(&kerr);
 	rc = ota_key_load_pem(ota_bytes_make(tk->pem, pem_len), &k, &kerr);
+	if (rc == OTA_ERR_KEY_NONCANONICAL)
+		rc = OTA_ERR_TRUST_KEY_NONCANONICAL; /* another encoding of a key: another kid */
 	if (rc != OTA_OK)
 		return ota_error_set(err, rc, where, "public_key: %s", kerr.what);
 	if (ota_key_has_private(k)) {
 		ota_key_free(k);
 		return malformed(err, where, "public_key holds a private key");
 	}
-	if (ota_key_check_alg(k, tk->alg) != OTA_OK) {
+	if (!trust_alg_fits(k, tk->alg)) {
+		rc = ota_error_set(err, OTA_ERR_ALG_KEY_MISMATCH, where,
+		                   "alg %s does not fit the %s key%s", ota_alg_name(tk->alg),
+		                   ota_key_type_name(k),
+		                   tk->alg == OTA_ALG_EDDSA ? " (EdDSA means Ed25519)" : "");
 		ota_key_free(k);
-		return ota_error_set(err, OTA_ERR_ALG_KEY_MISMATCH, where,
-		                     "alg %s does not fit the key", ota_alg_name(tk->alg));
+		return rc;
 	}
 	char *canon = NULL;
 	rc = ota_key_public_pem(k, &canon);
@@ -268,7 +387,10 @@ static ota_err load_entry_key(const json_t *e, trust_key *tk, const ota_trust_ro
 			ota_key_free(k);
 			return ota_error_set(err, rc, where, "cannot encode SPKI");
 		}
-		same = der_len == ec_spki_len(tk->alg);
+		/* the length alone does not tell a hybrid point (0x06/0x07) from an
+		 * uncompressed one: the point's first byte must be 0x04 */
+		same = der_len == ec_spki_len(tk->alg) &&
+		       der[der_len - 1 - 2 * ec_field(tk->alg)] == 0x04;
 		free(der);
 	}
 	if (!same) {
@@ -283,10 +405,10 @@ static ota_err load_entry_key(const json_t *e, trust_key *tk, const ota_trust_ro
 		return ota_error_set(err, OTA_ERR_TRUST_KID_MISMATCH, where,
 		                     "kid is not SHA-256 of the key's SubjectPublicKeyInfo");
 	}
-	tk->kr = kref_new(k);
-	if (tk->kr == NULL) {
+	rc = kref_new(k, &tk->kr);
+	if (rc != OTA_OK) {
 		ota_key_free(k);
-		return ota_error_set(err, OTA_ERR_NOMEM, where, NULL);
+		return ota_error_set(err, rc, where, "cannot fingerprint the key");
 	}
 	return OTA_OK;
 }
@@ -296,6 +418,13 @@ static int cmp_kidp(const void *a, const void *b)
 	const trust_key *x = *(const trust_key *const *)a;
 	const trust_key *y = *(const trust_key *const *)b;
 	return memcmp(x->kid, y->kid, 32);
+}
+
+static int cmp_fpp(const void *a, const void *b)
+{
+	const trust_key *x = *(const trust_key *const *)a;
+	const trust_key *y = *(const trust_key *const *)b;
+	return memcmp(x->kr->fp, y->kr->fp, 32);
 }
 
 static int cmp_strp(const void *a, const void *b)
@@ -501,6 +630,26 @@ static ota_err parse_principals(ota_trust_root *r, const json_t *arr, const ota_
 			                     "key %s appears under two entries (principals %s and %s)",
 			                     r->index[i]->kid_hex, r->index[i - 1]->owner->id,
 			                     r->index[i]->owner->id);
+	/* the same key under two kids: compare the keys themselves (the kid
+	 * check above only sees one encoding) */
+	if (r->n_keys > 1) {
+		const trust_key **byfp = malloc(r->n_keys * sizeof *byfp);
+		if (byfp == NULL)
+			return ota_error_set(err, OTA_ERR_NOMEM, "/signed/principals", NULL);
+		for (size_t i = 0; i < r->n_keys; i++)
+			byfp[i] = &r->keys[i];
+		qsort(byfp, r->n_keys, sizeof *byfp, cmp_fpp);
+		for (size_t i = 1; i < r->n_keys; i++)
+			if (memcmp(byfp[i - 1]->kr->fp, byfp[i]->kr->fp, 32) == 0) {
+				rc = ota_error_set(err, OTA_ERR_TRUST_DUPLICATE_KEY, "/signed/principals",
+				                   "kids %s and %s are the same key (principals %s and %s)",
+				                   byfp[i - 1]->kid_hex, byfp[i]->kid_hex,
+				                   byfp[i - 1]->owner->id, byfp[i]->owner->id);
+				free(byfp);
+				return rc;
+			}
+		free(byfp);
+	}
 	if (n > 1) {
 		const char **ids = malloc(n * sizeof *ids);
 		if (ids == NULL)

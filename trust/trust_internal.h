@@ -16,6 +16,7 @@
 typedef struct trust_kref {
 	ota_key *key;
 	unsigned refs;
+	uint8_t fp[32]; /* trust_key_fingerprint of key */
 } trust_kref;
 
 typedef struct trust_key {
@@ -85,6 +86,14 @@ ota_err trust_root_load_principals(ota_trust_root *r, const ota_trust_root *cach
 const trust_key *trust_find_key(const ota_trust_root *r, const uint8_t kid[32]);
 /* The root key with this kid, or NULL. */
 const trust_key *trust_find_root_key(const ota_trust_root *r, const uint8_t kid[32]);
+/*
+ * SHA-256 over the public components of pkey (an EVP_PKEY *): the curve and
+ * affine x, y (EC), the raw key (EdDSA), n and e (RSA). Equal for every
+ * encoding of one key. key_unsupported for other types, crypto_error.
+ */
+ota_err trust_key_fingerprint(const void *pkey, uint8_t out[32]);
+/* alg fits k (ota_key_check_alg), and EdDSA is Ed25519 only. */
+bool trust_alg_fits(const ota_key *k, ota_alg alg);
 /* Names used in where/what texts. */
 const char *trust_scope_field(int dim);
 bool trust_name_ok(const char *s);

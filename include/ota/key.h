@@ -35,9 +35,18 @@ OTA_API size_t ota_alg_sig_size(ota_alg a);
 
 typedef struct ota_key ota_key;
 
-/* Loads a PEM public key (SPKI), private key (PKCS#8, or SEC1 "EC PRIVATE KEY"). */
+/*
+ * Loads a PEM public key (SPKI), private key (PKCS#8, or SEC1 "EC PRIVATE KEY").
+ * Every loader (PEM, JWK, file) refuses keys anyone can sign for: RSA under
+ * 2048 bits or with a public exponent that is even or under 65537
+ * (key_too_weak), an Ed25519 or Ed448 small-order point (key_point_invalid);
+ * and a public key in a second encoding, which would have a second kid: an
+ * EC point that is not uncompressed (0x04) or explicit curve parameters, an
+ * EdDSA y not below the field prime (key_noncanonical). A private EC key's
+ * public half is encoded uncompressed whatever its file held.
+ */
 OTA_API OTA_NODISCARD ota_err ota_key_load_pem(ota_bytes pem, ota_key **out, ota_error *err);
-/* Loads a JWK (kty EC with crv P-256/P-384/P-521, OKP Ed25519, RSA). */
+/* Loads a JWK (kty EC with crv P-256/P-384/P-521, OKP Ed25519/Ed448, RSA); the same refusals. */
 OTA_API OTA_NODISCARD ota_err ota_key_load_jwk(ota_bytes json, ota_key **out, ota_error *err);
 /* Reads path (O_NOFOLLOW, capped) and loads it as PEM or JWK by content. */
 OTA_API OTA_NODISCARD ota_err ota_key_load_file(const char *path, ota_key **out, ota_error *err);

@@ -50,11 +50,14 @@ typedef struct ota_trust_principal ota_trust_principal;
  * (no duplicate members), unknown members refused, a version above
  * OTA_MAX_TRUST_VERSION refused (trust_version_absurd) before any key is
  * loaded, every kid checked against SHA-256 of its key's SPKI
- * (trust_kid_mismatch), keys in canonical SPKI PEM only
- * (trust_key_noncanonical), the declared alg fitting the key
- * (alg_key_mismatch), no key under two entries (trust_duplicate_key), no
- * key signing twice (trust_duplicate_signature), no two principals with one
- * id (trust_duplicate_principal). Signatures are NOT verified here (an
+ * (trust_kid_mismatch), keys in canonical SPKI PEM only, EC points
+ * uncompressed (trust_key_noncanonical), no key anyone can sign for (RSA
+ * exponent even or under 65537: key_too_weak; small-order Ed25519 point:
+ * key_point_invalid), the declared alg fitting the key, EdDSA for Ed25519
+ * only (alg_key_mismatch), no key under two entries, whatever their kids
+ * (trust_duplicate_key), no key signing twice (trust_duplicate_signature),
+ * no two principals with one id (trust_duplicate_principal). Signatures are
+ * NOT verified here (an
  * unsigned snapshot parses); see ota_trust_root_verify_self and
  * ota_trust_chain_verify. *out is new; NULL on failure.
  */
@@ -249,7 +252,9 @@ OTA_API OTA_NODISCARD ota_err ota_trust_draft_add_principal(
 /*
  * Adds key (public part; borrowed) to principal id with alg (OTA_ALG_NONE =
  * the key's default). valid_until <= 0 means none. not_found for an unknown
- * principal, trust_duplicate_key when the key is already present.
+ * principal, trust_duplicate_key when the key is already a principal key
+ * (the keys are compared, not only the kids), alg_key_mismatch when alg
+ * does not fit the key (EdDSA is Ed25519 only).
  */
 OTA_API OTA_NODISCARD ota_err ota_trust_draft_add_key(ota_trust_draft *d, const char *principal,
                                                       const ota_key *key, ota_alg alg,
