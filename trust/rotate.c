@@ -12,14 +12,21 @@
 /* Per-signature verification results, shared by the old and new counts. */
 enum { SIG_UNKNOWN = 0, SIG_OK = 1, SIG_BAD = 2 };
 
+typedef struct {
+	unsigned char status;
+	ota_alg alg; /* the alg the result was computed under */
+} sig_result;
+
 /*
  * Counts distinct keys of keys_of->rk with a verifying signature in r.
  * status (r->n_sigs entries) caches results across calls: one kid is one
- * key (kid = SHA-256 of the SPKI, checked at parse), so a result holds for
- * whichever snapshot declares that kid.
+ * key (kid = SHA-256 of the canonical SPKI, checked at parse), but not one
+ * alg (an RSA root key may be PS256 in one version and PS512 in the next),
+ * so a result holds for whichever snapshot declares that kid with the alg
+ * it was computed under, and is computed again under another.
  */
 static ota_err count_signers(const ota_trust_root *r, const ota_trust_root *keys_of,
-                             unsigned char *status, unsigned *count, ota_error *err)
+                             sig_result *status, unsigned *count, ota_error *err)
 {
 	const ota_key *counted[OTA_MAX_TRUST_ROOT_KEYS];
 	unsigned n = 0;
@@ -28,15 +35,16 @@ static ota_err count_signers(const ota_trust_root *r, const ota_trust_root *keys
 		const trust_key *rk = trust_find_root_key(keys_of, r->sigs[i].kid);
 		if (rk == NULL)
 			continue; /* not a key of this role: ignored, as in TUF */
-		if (status[i] == SIG_UNKNOWN) {
+		if (status[i].status == SIG_UNKNOWN || status[i].alg != rk->alg) {
 			ota_err rc = ota_key_verify(rk->kr->key, rk->alg,
 			                            ota_bytes_make(r->tbs, r->tbs_len),
 			                            ota_bytes_make(r->sigs[i].sig, r->sigs[i].len));
 			if (rc == OTA_ERR_NOMEM)
 				return ota_error_set(err, rc, "signatures", "verification failed to run");
-			status[i] = rc == OTA_OK ? SIG_OK : SIG_BAD;
+			status[i].status = rc == OTA_OK ? SIG_OK : SIG_BAD;
+			status[i].alg = rk->alg;
 		}
-		if (status[i] != SIG_OK)
+		if (status[i].status != SIG_OK)
 			continue;
 		bool dup = false;
 		for (unsigned j = 0; j < n && !dup; j++)
@@ -52,7 +60,7 @@ static ota_err count_signers(const ota_trust_root *r, const ota_trust_root *keys
 ota_err ota_trust_root_count_signers(const ota_trust_root *r, const ota_trust_root *keys_of,
                                      unsigned *count, ota_error *err)
 {
-	unsigned char status[OTA_MAX_TRUST_ROOT_KEYS] = {0};
+	sig_result status[OTA_MAX_TRUST_ROOT_KEYS] = {{0}};
 	return count_signers(r, keys_of, status, count, err);
 }
 
@@ -79,7 +87,7 @@ ota_err ota_trust_root_verify_self(const ota_trust_root *r, ota_error *err)
 static ota_err accept_impl(const ota_trust_root *cur, const ota_trust_root *next,
                            ota_trust_root *load, bool *same, ota_error *err)
 {
-	unsigned char status[OTA_MAX_TRUST_ROOT_KEYS] = {0};
+	sig_result status[OTA_MAX_TRUST_ROOT_KEYS] = {{0}};
 	unsigned n = 0;
 	ota_err rc;
 	if (same != NULL)
