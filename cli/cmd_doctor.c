@@ -686,6 +686,9 @@ static int parse_args(int argc, char **argv, doctor_opts *o)
 		else
 			return cli_usage("ota", doctor_usage);
 	}
+	/* as ota run / up / policy: naming an org policy and ignoring it contradict */
+	if (o->org_policy != NULL && o->no_org)
+		return cli_usage("ota", "--org-policy and --no-org-policy contradict each other");
 	return -1;
 }
 

@@ -103,6 +103,9 @@ static int parse_opts(int argc, char **argv, int start, opts *o, const char *cmd
 		else
 			return usage_of(cmd);
 	}
+	/* the same refusal as the real run (cmd_run.c): one meaning for both */
+	if (o->org_policy != NULL && o->no_org)
+		return cli_usage("ota", "--org-policy and --no-org-policy contradict each other");
 	return -1;
 }
 
@@ -371,12 +374,11 @@ int cmd_policy(int argc, char **argv)
 		                      "effective_policy", ota_policy_effective_json(p), "lane",
 		                      o.workflow ? "workflow" : "task");
 		if (o.workflow != NULL && o.lane != NULL) {
-			/* TASK as the workflow selects it: its segment in that lane */
-			char sid[600];
-			snprintf(sid, sizeof sid, "task:%s", o.lane);
+			/* TASK as the workflow selects it: its segment ("task:TASK") in that lane */
 			json_t *sel = NULL;
 			for (size_t i = 0; i < ota_policy_segment_count(p); i++)
-				if (strcmp(ota_policy_segment_id(p, i), sid) == 0) {
+				if (strncmp(ota_policy_segment_id(p, i), "task:", 5) == 0 &&
+				    strcmp(ota_policy_segment_id(p, i) + 5, o.lane) == 0) {
 					const json_t *cs = json_object_get(ota_policy_canonical_json(p), "segments");
 					const json_t *es = json_object_get(ota_policy_effective_json(p), "segments");
 					sel = json_pack("{s:O, s:O}", "canonical", json_array_get(cs, i),
@@ -384,7 +386,7 @@ int cmd_policy(int argc, char **argv)
 				}
 			if (sel == NULL) {
 				json_decref(j);
-				ota_error_set(&e, OTA_ERR_POLICY_UNKNOWN_LANE, sid,
+				ota_error_set(&e, OTA_ERR_POLICY_UNKNOWN_LANE, "task",
 				              "task '%.100s' is not in the closure of workflow '%.100s'", o.lane,
 				              o.workflow);
 				ret = fail(&o, "policy show", &e, -1);

@@ -189,6 +189,11 @@ static int run_lane(int argc, char **argv, bool workflow)
 		else
 			return usage_of(workflow);
 	}
+	/* one meaning for dry and real runs: naming an org policy and ignoring it is a contradiction */
+	if (o.org_policy != NULL && o.no_org) {
+		fprintf(stderr, "ota: usage: --org-policy and --no-org-policy contradict each other\n");
+		return CLI_USAGE;
+	}
 	if (o.dry_run)
 		return cmd_policy_dry_run(argc, argv, workflow);
 	if (workflow ? o.workflow == NULL : o.lane == NULL)
@@ -292,6 +297,24 @@ static int run_lane(int argc, char **argv, bool workflow)
 		        json_string_value(json_object_get(adm, "message")) != NULL
 		                ? json_string_value(json_object_get(adm, "message"))
 		                : "sandbox admission refused");
+		ret = CLI_REFUSED;
+		goto out;
+	}
+	if (!json_is_string(json_object_get(adm, "provider_target")) ||
+	    strcmp(json_string_value(json_object_get(adm, "provider_target")), "oci_local") != 0) {
+		/* e.g. not_required: plain agent admission, no sandbox evaluation; this
+		 * build executes lanes only inside an oci_local boundary */
+		json_t *j = json_pack("{s:b, s:b, s:O}", "ok", 0, "execution_started", 0,
+		                      "sandbox_admission", adm);
+		if (o.json)
+			cli_print_json(j);
+		json_decref(j);
+		fprintf(stderr, "ota: refused: admission decision %s: this runner executes a lane only "
+		                "when it is admitted to oci_local (pass --sandbox-target oci_local to "
+		                "evaluate it)\n",
+		        json_string_value(json_object_get(adm, "decision")) != NULL
+		                ? json_string_value(json_object_get(adm, "decision"))
+		                : "unknown");
 		ret = CLI_REFUSED;
 		goto out;
 	}
