@@ -1,5 +1,6 @@
 /* Deterministic CBOR writing (see include/ota/cbor.h). */
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ota/cbor.h"
@@ -67,4 +68,71 @@ void ota_cbor_bstr(ota_cbor_wr *w, const uint8_t *p, size_t n)
 void ota_cbor_null(ota_cbor_wr *w)
 {
 	ota_cbor_head(w, OTA_CBOR_SIMPLE, 22);
+}
+
+bool ota_cbor_rd_head(ota_cbor_rd *r, unsigned *mt, uint64_t *v)
+{
+	if (r->off >= r->len)
+		return false;
+	uint8_t ib = r->p[r->off++];
+	unsigned ai = ib & 31u;
+	*mt = ib >> 5;
+	if (ai < 24) {
+		*v = ai;
+		return true;
+	}
+	if (ai > 27)
+		return false;
+	size_t n = (size_t)1 << (ai - 24);
+	if (r->len - r->off < n)
+		return false;
+	uint64_t x = 0;
+	for (size_t i = 0; i < n; i++)
+		x = x << 8 | r->p[r->off + i];
+	r->off += n;
+	*v = x;
+	return true;
+}
+
+bool ota_cbor_rd_take(ota_cbor_rd *r, uint64_t n, ota_bytes *out)
+{
+	if (n > (uint64_t)(r->len - r->off))
+		return false;
+	out->ptr = r->p + r->off;
+	out->len = (size_t)n;
+	r->off += (size_t)n;
+	return true;
+}
+
+bool ota_cbor_rd_skip(ota_cbor_rd *r, unsigned max_depth)
+{
+	unsigned mt;
+	uint64_t v;
+	ota_bytes b;
+	if (!ota_cbor_rd_head(r, &mt, &v))
+		return false;
+	switch (mt) {
+	case OTA_CBOR_BSTR:
+	case OTA_CBOR_TSTR:
+		return ota_cbor_rd_take(r, v, &b);
+	case OTA_CBOR_TAG:
+		return max_depth > 0 && ota_cbor_rd_skip(r, max_depth - 1);
+	case OTA_CBOR_ARRAY:
+	case OTA_CBOR_MAP:
+		if (max_depth == 0)
+			return false;
+		if (mt == OTA_CBOR_MAP) {
+			if (v > UINT64_MAX / 2)
+				return false;
+			v *= 2;
+		}
+		if (v > (uint64_t)(r->len - r->off)) /* each item takes a byte at least */
+			return false;
+		for (uint64_t i = 0; i < v; i++)
+			if (!ota_cbor_rd_skip(r, max_depth - 1))
+				return false;
+		return true;
+	default: /* integers, simple values and floats: the head was all */
+		return true;
+	}
 }

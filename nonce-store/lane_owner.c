@@ -7,79 +7,9 @@
 #include <string.h>
 
 #include "nonce_internal.h"
+#include "ota/cbor.h"
 
 enum { MAX_DEPTH = 16 };
-
-typedef struct {
-	const uint8_t *p, *end;
-} cur;
-
-/* One definite head: major type and argument. */
-static bool rd_head(cur *c, unsigned *mt, uint64_t *v)
-{
-	if (c->p >= c->end)
-		return false;
-	uint8_t ib = *c->p++;
-	unsigned ai = ib & 31u;
-	*mt = ib >> 5;
-	if (ai < 24) {
-		*v = ai;
-		return true;
-	}
-	if (ai > 27)
-		return false;
-	size_t n = (size_t)1 << (ai - 24);
-	if ((size_t)(c->end - c->p) < n)
-		return false;
-	uint64_t x = 0;
-	for (size_t i = 0; i < n; i++)
-		x = x << 8 | c->p[i];
-	c->p += n;
-	*v = x;
-	return true;
-}
-
-static bool take(cur *c, uint64_t n, ota_bytes *out)
-{
-	if (n > (uint64_t)(c->end - c->p))
-		return false;
-	out->ptr = c->p;
-	out->len = (size_t)n;
-	c->p += n;
-	return true;
-}
-
-static bool skip(cur *c, unsigned depth)
-{
-	unsigned mt;
-	uint64_t v;
-	ota_bytes b;
-	if (depth > MAX_DEPTH || !rd_head(c, &mt, &v))
-		return false;
-	switch (mt) {
-	case 0:
-	case 1:
-	case 7:
-		return true;
-	case 2:
-	case 3:
-		return take(c, v, &b);
-	case 6:
-		return skip(c, depth + 1);
-	default: /* 4 array, 5 map */
-		if (mt == 5) {
-			if (v > UINT64_MAX / 2)
-				return false;
-			v *= 2;
-		}
-		if (v > (uint64_t)(c->end - c->p))
-			return false;
-		for (uint64_t i = 0; i < v; i++)
-			if (!skip(c, depth + 1))
-				return false;
-		return true;
-	}
-}
 
 bool nonce_acceptance_issuer(ota_bytes acceptance, char *out, size_t cap)
 {
@@ -88,34 +18,36 @@ bool nonce_acceptance_issuer(ota_bytes acceptance, char *out, size_t cap)
 	out[0] = '\0';
 	if (acceptance.ptr == NULL)
 		return false;
-	cur c = {acceptance.ptr, acceptance.ptr + acceptance.len};
+	ota_cbor_rd c = {acceptance.ptr, acceptance.len, 0};
 	unsigned mt;
 	uint64_t v;
 	ota_bytes payload;
 	/* 18([protected, unprotected, payload, signature]) */
-	if (!rd_head(&c, &mt, &v) || mt != 6 || v != 18 || !rd_head(&c, &mt, &v) || mt != 4 ||
-	    v != 4 || !skip(&c, 1) || !skip(&c, 1) || !rd_head(&c, &mt, &v) || mt != 2 ||
-	    !take(&c, v, &payload))
+	if (!ota_cbor_rd_head(&c, &mt, &v) || mt != OTA_CBOR_TAG || v != 18 ||
+	    !ota_cbor_rd_head(&c, &mt, &v) || mt != OTA_CBOR_ARRAY || v != 4 ||
+	    !ota_cbor_rd_skip(&c, MAX_DEPTH) || !ota_cbor_rd_skip(&c, MAX_DEPTH) ||
+	    !ota_cbor_rd_head(&c, &mt, &v) || mt != OTA_CBOR_BSTR ||
+	    !ota_cbor_rd_take(&c, v, &payload))
 		return false;
-	cur p = {payload.ptr, payload.ptr + payload.len};
+	ota_cbor_rd p = {payload.ptr, payload.len, 0};
 	uint64_t n;
-	if (!rd_head(&p, &mt, &n) || mt != 5)
+	if (!ota_cbor_rd_head(&p, &mt, &n) || mt != OTA_CBOR_MAP)
 		return false;
 	for (uint64_t i = 0; i < n; i++) {
 		ota_bytes key, val;
-		cur save = p;
-		if (!rd_head(&p, &mt, &v))
+		ota_cbor_rd save = p;
+		if (!ota_cbor_rd_head(&p, &mt, &v))
 			return false;
-		bool is_issuer = mt == 3 && take(&p, v, &key) && key.len == 6 &&
+		bool is_issuer = mt == OTA_CBOR_TSTR && ota_cbor_rd_take(&p, v, &key) && key.len == 6 &&
 		                 memcmp(key.ptr, "issuer", 6) == 0;
 		if (!is_issuer) {
 			p = save;
-			if (!skip(&p, 1) || !skip(&p, 1))
+			if (!ota_cbor_rd_skip(&p, MAX_DEPTH) || !ota_cbor_rd_skip(&p, MAX_DEPTH))
 				return false;
 			continue;
 		}
-		if (!rd_head(&p, &mt, &v) || mt != 3 || !take(&p, v, &val) || val.len >= cap ||
-		    memchr(val.ptr, 0, val.len) != NULL)
+		if (!ota_cbor_rd_head(&p, &mt, &v) || mt != OTA_CBOR_TSTR || !ota_cbor_rd_take(&p, v, &val) ||
+		    val.len >= cap || memchr(val.ptr, 0, val.len) != NULL)
 			return false;
 		memcpy(out, val.ptr, val.len);
 		out[val.len] = '\0';

@@ -14,6 +14,7 @@
 #include "archive_internal.h"
 #include "ota/acceptance.h"
 #include "ota/admission.h"
+#include "ota/cbor.h"
 #include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/key.h"
@@ -135,84 +136,28 @@ static size_t idx_find(const idx_entry *v, size_t n, const char *id)
 	return e != NULL ? e->i : SIZE_MAX;
 }
 
-/* Reads an unsigned CBOR head; false on anything else. */
-static bool cbor_head(ota_bytes b, size_t *off, unsigned *mt, uint64_t *arg)
-{
-	if (*off >= b.len)
-		return false;
-	uint8_t ib = b.ptr[(*off)++];
-	*mt = ib >> 5;
-	unsigned ai = ib & 31u;
-	if (ai < 24) {
-		*arg = ai;
-		return true;
-	}
-	if (ai > 27)
-		return false;
-	size_t n = (size_t)1 << (ai - 24);
-	if (b.len - *off < n)
-		return false;
-	uint64_t v = 0;
-	for (size_t i = 0; i < n; i++)
-		v = (v << 8) | b.ptr[(*off)++];
-	*arg = v;
-	return true;
-}
-
-static bool cbor_skip(ota_bytes b, size_t *off, unsigned depth)
-{
-	unsigned mt;
-	uint64_t arg;
-	if (depth > 16 || !cbor_head(b, off, &mt, &arg))
-		return false;
-	switch (mt) {
-	case 0:
-	case 1:
-	case 7:
-		return true;
-	case 2:
-	case 3:
-		if (b.len - *off < arg)
-			return false;
-		*off += (size_t)arg;
-		return true;
-	case 4:
-	case 5:
-		for (uint64_t i = 0; i < arg * (mt == 5 ? 2u : 1u); i++)
-			if (!cbor_skip(b, off, depth + 1))
-				return false;
-		return true;
-	case 6:
-		return cbor_skip(b, off, depth + 1);
-	default:
-		return false;
-	}
-}
-
 /* The iat (key 6) of an acceptance payload, unverified (to pick the time). */
 static bool acceptance_time(ota_bytes payload, int64_t *at)
 {
-	size_t off = 0;
+	ota_cbor_rd r = {payload.ptr, payload.len, 0};
 	unsigned mt;
 	uint64_t n;
-	if (!cbor_head(payload, &off, &mt, &n) || mt != 5 || n > 64)
+	if (payload.ptr == NULL || !ota_cbor_rd_head(&r, &mt, &n) || mt != OTA_CBOR_MAP || n > 64)
 		return false;
 	for (uint64_t i = 0; i < n; i++) {
-		size_t ko = off;
-		unsigned kmt;
+		ota_cbor_rd key = r;
 		uint64_t k;
-		if (!cbor_head(payload, &off, &kmt, &k))
+		if (!ota_cbor_rd_head(&r, &mt, &k))
 			return false;
-		if (kmt == 0 && k == 6) {
-			unsigned vmt;
+		if (mt == OTA_CBOR_UINT && k == 6) {
 			uint64_t v;
-			if (!cbor_head(payload, &off, &vmt, &v) || vmt != 0 || v > INT64_MAX)
+			if (!ota_cbor_rd_head(&r, &mt, &v) || mt != OTA_CBOR_UINT || v > INT64_MAX)
 				return false;
 			*at = (int64_t)v;
 			return true;
 		}
-		off = ko;
-		if (!cbor_skip(payload, &off, 0) || !cbor_skip(payload, &off, 0))
+		r = key;
+		if (!ota_cbor_rd_skip(&r, 16) || !ota_cbor_rd_skip(&r, 16))
 			return false;
 	}
 	return false;

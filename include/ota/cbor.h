@@ -46,6 +46,25 @@ OTA_API void ota_cbor_text(ota_cbor_wr *w, const char *s);
 OTA_API void ota_cbor_bstr(ota_cbor_wr *w, const uint8_t *p, size_t n);
 OTA_API void ota_cbor_null(ota_cbor_wr *w);
 
+/*
+ * A bounded peek over definite-length CBOR, for picking a value out of bytes
+ * before (or without) their strict parse: it never reads past len, refuses
+ * indefinite lengths and counts that cannot fit, and checks nothing else
+ * (not shortest form, not UTF-8, not key order). Strict readers stay with
+ * their modules. Start with {p, len, 0}.
+ */
+typedef struct ota_cbor_rd {
+	const uint8_t *p;
+	size_t len, off;
+} ota_cbor_rd;
+
+/* One head: major type and argument; false at the end or on ai 28..31. */
+OTA_API bool ota_cbor_rd_head(ota_cbor_rd *r, unsigned *mt, uint64_t *v);
+/* The next n bytes into out (pointing into the input). */
+OTA_API bool ota_cbor_rd_take(ota_cbor_rd *r, uint64_t n, ota_bytes *out);
+/* Skips one item, nesting at most max_depth levels below it. */
+OTA_API bool ota_cbor_rd_skip(ota_cbor_rd *r, unsigned max_depth);
+
 #ifdef __cplusplus
 }
 #endif
