@@ -81,8 +81,10 @@ static int cose_sign(int argc, char **argv)
 		}
 		so.external_aad = ota_bytes_make(aad, al);
 	}
-	rc = ota_file_read(strcmp(payload_path, "-") == 0 ? "/dev/stdin" : payload_path,
-	                   OTA_MAX_COSE_BYTES - 1024, &payload, &pl, &err);
+	rc = strcmp(payload_path, "-") == 0
+	             ? ota_fd_read(STDIN_FILENO, "stdin", OTA_MAX_COSE_BYTES - 1024, &payload, &pl,
+	                           &err)
+	             : ota_file_read(payload_path, OTA_MAX_COSE_BYTES - 1024, &payload, &pl, &err);
 	if (rc == OTA_OK)
 		rc = ota_key_load_file(key_path, &key, &err);
 	if (rc != OTA_OK) {

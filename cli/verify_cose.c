@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -124,7 +125,7 @@ static ota_err load_keys(const char *path, ota_key **key, jwk_set *set, ota_erro
 static ota_err read_input(const char *path, uint8_t **out, size_t *len, ota_error *err)
 {
 	if (strcmp(path, "-") == 0)
-		return ota_file_read("/dev/stdin", OTA_MAX_COSE_BYTES, out, len, err);
+		return ota_fd_read(STDIN_FILENO, "stdin", OTA_MAX_COSE_BYTES, out, len, err);
 	return ota_file_read(path, OTA_MAX_COSE_BYTES, out, len, err);
 }
 

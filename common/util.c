@@ -1,18 +1,21 @@
 /* Small helpers: hex, base64, files, SHA-256 identities, secret hygiene. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pthread.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "ota/common.h"
+#include "ota/limits.h"
 #include "md.h"
 
 #ifndef OTA_VERSION_STRING
@@ -77,37 +80,18 @@ ota_err ota_hex_decode(const char *hex, size_t hex_len, ota_buf out, size_t *out
 	return OTA_OK;
 }
 
-ota_err ota_file_read(const char *path, size_t max, uint8_t **out, size_t *out_len,
-                      ota_error *err)
+/* Reads fd to its end into a new buffer of at most max bytes (NUL-terminated
+ * beyond *out_len); size_hint (0: unknown) sizes the first allocation. */
+static ota_err read_all(int fd, const char *name, size_t max, size_t size_hint, uint8_t **out,
+                        size_t *out_len, ota_error *err)
 {
-	*out = NULL;
-	*out_len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return ota_error_set(err, OTA_ERR_IO, path, "cannot open: %s", strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		close(fd);
-		return ota_error_set(err, OTA_ERR_IO, path, "cannot stat: %s", strerror(errno));
-	}
-	if (S_ISDIR(st.st_mode)) {
-		close(fd);
-		return ota_error_set(err, OTA_ERR_IO, path, "is a directory");
-	}
-	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
-		close(fd);
-		return ota_error_set(err, OTA_ERR_TOO_LARGE, path,
-		                     "file has %lld bytes, limit is %zu", (long long)st.st_size, max);
-	}
 	/* Room for max + 1 bytes at most: reading one byte past max proves "too large". */
-	size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 4096;
+	size_t cap = size_hint > 0 ? size_hint + 2 : 4096;
 	if (cap > max + 2)
 		cap = max + 2;
 	uint8_t *buf = malloc(cap);
-	if (buf == NULL) {
-		close(fd);
-		return ota_error_set(err, OTA_ERR_NOMEM, path, NULL);
-	}
+	if (buf == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, name, NULL);
 	size_t len = 0;
 	for (;;) {
 		if (len + 1 >= cap) {
@@ -117,8 +101,7 @@ ota_err ota_file_read(const char *path, size_t max, uint8_t **out, size_t *out_l
 			uint8_t *nb = realloc(buf, ncap);
 			if (nb == NULL) {
 				free(buf);
-				close(fd);
-				return ota_error_set(err, OTA_ERR_NOMEM, path, NULL);
+				return ota_error_set(err, OTA_ERR_NOMEM, name, NULL);
 			}
 			buf = nb;
 			cap = ncap;
@@ -127,89 +110,354 @@ ota_err ota_file_read(const char *path, size_t max, uint8_t **out, size_t *out_l
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
+			int saved = errno;
 			free(buf);
-			close(fd);
-			return ota_error_set(err, OTA_ERR_IO, path, "read failed: %s", strerror(errno));
+			return ota_error_set(err, OTA_ERR_IO, name, "read failed: %s", strerror(saved));
 		}
 		if (r == 0)
 			break;
 		len += (size_t)r;
 		if (len > max) {
 			free(buf);
-			close(fd);
-			return ota_error_set(err, OTA_ERR_TOO_LARGE, path,
+			return ota_error_set(err, OTA_ERR_TOO_LARGE, name,
 			                     "input exceeds the limit of %zu bytes", max);
 		}
 	}
-	close(fd);
 	buf[len] = '\0';
 	*out = buf;
 	*out_len = len;
 	return OTA_OK;
 }
 
-ota_err ota_file_write_atomic(const char *path, ota_bytes data, unsigned mode, ota_error *err)
+/* The opened fd must be a regular file of at most max bytes; then read it. */
+static ota_err read_regular(int fd, const char *name, size_t max, uint8_t **out,
+                            size_t *out_len, ota_error *err)
 {
-	size_t n = strlen(path);
-	char *tmp = malloc(n + 16);
-	char *dircopy = strdup(path);
-	if (tmp == NULL || dircopy == NULL) {
-		free(tmp);
-		free(dircopy);
-		return ota_error_set(err, OTA_ERR_NOMEM, path, NULL);
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return ota_error_set(err, OTA_ERR_IO, name, "cannot stat: %s", strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return ota_error_set(err, OTA_ERR_IO, name, "is a directory");
+	if (!S_ISREG(st.st_mode))
+		return ota_error_set(err, OTA_ERR_NOT_REGULAR, name,
+		                     "not a regular file (%s); not read",
+		                     S_ISFIFO(st.st_mode)   ? "a FIFO"
+		                     : S_ISSOCK(st.st_mode) ? "a socket"
+		                     : S_ISCHR(st.st_mode)  ? "a character device"
+		                     : S_ISBLK(st.st_mode)  ? "a block device"
+		                                            : "not a file");
+	if ((uint64_t)st.st_size > max)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, name, "file has %lld bytes, limit is %zu",
+		                     (long long)st.st_size, max);
+	return read_all(fd, name, max, (size_t)st.st_size, out, out_len, err);
+}
+
+ota_err ota_file_read(const char *path, size_t max, uint8_t **out, size_t *out_len,
+                      ota_error *err)
+{
+	*out = NULL;
+	*out_len = 0;
+	/* O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer;
+	 * read_regular refuses it before any read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot open: %s", strerror(errno));
+	ota_err rc = read_regular(fd, path, max, out, out_len, err);
+	close(fd);
+	return rc;
+}
+
+ota_err ota_fd_read(int fd, const char *name, size_t max, uint8_t **out, size_t *out_len,
+                    ota_error *err)
+{
+	*out = NULL;
+	*out_len = 0;
+	return read_all(fd, name, max, 0, out, out_len, err);
+}
+
+/* ---- beneath a directory descriptor ---- */
+
+static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
+{
+	struct open_how how;
+	memset(&how, 0, sizeof how);
+	how.flags = flags;
+	how.resolve = resolve;
+	for (int tries = 0;; tries++) {
+		int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+		/* EAGAIN: a concurrent rename somewhere; the kernel asks to retry */
+		if (fd >= 0 || errno != EAGAIN || tries == 8)
+			return fd;
 	}
-	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+}
+
+#define BENEATH (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+/* where = base_name + "/" + rel[0..n) for error messages. */
+static const char *where_of(char *buf, size_t cap, const char *base_name, const char *rel,
+                            size_t n)
+{
+	if (base_name != NULL && base_name[0] != '\0')
+		snprintf(buf, cap, "%s%s%.*s", base_name,
+		         base_name[strlen(base_name) - 1] == '/' ? "" : "/", (int)n, rel);
+	else
+		snprintf(buf, cap, "%.*s", (int)n, rel);
+	return buf;
+}
+
+/* The error of an openat2 beneath that failed with e. */
+static ota_err beneath_error(int e, const char *where, bool dir, ota_error *err)
+{
+	switch (e) {
+	case ELOOP:
+		return ota_error_set(err, OTA_ERR_PATH_SYMLINK, where,
+		                     "is a symlink (or a symlink is on its path): not followed");
+	case ENOTDIR:
+		return ota_error_set(err, OTA_ERR_NOT_DIRECTORY, where,
+		                     dir ? "exists and is not a directory"
+		                         : "a component on its path is not a directory");
+	case ENOENT:
+		return ota_error_set(err, OTA_ERR_NOT_FOUND, where, "does not exist");
+	case EXDEV:
+		return ota_error_set(err, OTA_ERR_PATH_SYMLINK, where,
+		                     "resolves outside its base directory");
+	default:
+		return ota_error_set(err, OTA_ERR_IO, where, "cannot open: %s", strerror(e));
+	}
+}
+
+/* Checks rel: relative, no ".." component, at least one name. */
+static ota_err rel_check(const char *rel, const char *base_name, ota_error *err)
+{
+	if (rel == NULL || rel[0] == '\0' || rel[0] == '/')
+		return ota_error_set(err, OTA_ERR_USAGE, rel != NULL ? rel : "path",
+		                     "not a relative path beneath %s",
+		                     base_name != NULL ? base_name : "its base");
+	bool name = false;
+	for (const char *p = rel; *p != '\0';) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return ota_error_set(err, OTA_ERR_USAGE, rel, "'..' component");
+		if (n > 0 && !(n == 1 && p[0] == '.'))
+			name = true;
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return name ? OTA_OK : ota_error_set(err, OTA_ERR_USAGE, rel, "names no entry");
+}
+
+/* Walks the directories rel[0..end) beneath base, one component at a time. */
+static ota_err walk_dirs(int base, const char *base_name, const char *rel, size_t end,
+                         unsigned flags, int *out_fd, ota_error *err)
+{
+	char where[OTA_MAX_PATH_BYTES];
+	char comp[256];
+	*out_fd = -1;
+	int cur = fcntl(base, F_DUPFD_CLOEXEC, 0);
+	if (cur < 0)
+		return ota_error_set(err, OTA_ERR_IO, where_of(where, sizeof where, base_name, "", 0),
+		                     "dup: %s", strerror(errno));
+	size_t i = 0;
+	while (i < end) {
+		size_t n = strcspn(rel + i, "/");
+		if (i + n > end)
+			n = end - i;
+		if (n == 0 || (n == 1 && rel[i] == '.')) {
+			i += n + (i + n < end);
+			continue;
+		}
+		if (n >= sizeof comp) {
+			close(cur);
+			return ota_error_set(err, OTA_ERR_TOO_LARGE,
+			                     where_of(where, sizeof where, base_name, rel, i + n),
+			                     "path component too long");
+		}
+		memcpy(comp, rel + i, n);
+		comp[n] = '\0';
+		int fd = -1;
+		for (int tries = 0; tries < 4; tries++) {
+			fd = sys_openat2(cur, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+			                 BENEATH);
+			if (fd >= 0 || errno != ENOENT || (flags & OTA_BENEATH_CREATE) == 0)
+				break;
+			if (mkdirat(cur, comp, 0755) != 0 && errno != EEXIST)
+				break; /* reported below from the mkdirat's errno */
+		}
+		if (fd < 0) {
+			int e = errno;
+			close(cur);
+			return beneath_error(e, where_of(where, sizeof where, base_name, rel, i + n), true,
+			                     err);
+		}
+		close(cur);
+		cur = fd;
+		i += n + (i + n < end);
+	}
+	*out_fd = cur;
+	return OTA_OK;
+}
+
+ota_err ota_dir_open_beneath(int base, const char *base_name, const char *rel, unsigned flags,
+                             int *out_fd, ota_error *err)
+{
+	*out_fd = -1;
+	ota_err rc = rel_check(rel, base_name, err);
+	if (rc != OTA_OK)
+		return rc;
+	return walk_dirs(base, base_name, rel, strlen(rel), flags, out_fd, err);
+}
+
+/* Splits rel into its directory part [0..*dir_end) and its last name. */
+static const char *last_name(const char *rel, size_t *dir_end)
+{
+	size_t n = strlen(rel);
+	while (n > 0 && rel[n - 1] == '/')
+		n--;
+	size_t s = n;
+	while (s > 0 && rel[s - 1] != '/')
+		s--;
+	*dir_end = s;
+	return rel + s;
+}
+
+ota_err ota_file_read_beneath(int base, const char *base_name, const char *rel, size_t max,
+                              uint8_t **out, size_t *out_len, ota_error *err)
+{
+	*out = NULL;
+	*out_len = 0;
+	ota_err rc = rel_check(rel, base_name, err);
+	if (rc != OTA_OK)
+		return rc;
+	size_t dend = 0;
+	const char *name = last_name(rel, &dend);
+	char where[OTA_MAX_PATH_BYTES];
+	where_of(where, sizeof where, base_name, rel, strlen(rel));
+	if (name[0] == '\0' || strcmp(name, ".") == 0 || strchr(name, '/') != NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, where, "names no file");
+	int dfd = -1;
+	rc = walk_dirs(base, base_name, rel, dend, 0, &dfd, err);
+	if (rc != OTA_OK)
+		return rc;
+	int fd = sys_openat2(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	                     BENEATH);
+	int e = errno;
+	close(dfd);
+	if (fd < 0)
+		return beneath_error(e, where, false, err);
+	rc = read_regular(fd, where, max, out, out_len, err);
+	close(fd);
+	return rc;
+}
+
+ota_err ota_file_write_atomic_at(int dirfd, const char *name, ota_bytes data, unsigned mode,
+                                 const char *where, ota_error *err)
+{
+	const char *w = where != NULL ? where : name;
+	if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return ota_error_set(err, OTA_ERR_USAGE, w, "not a single file name");
+	size_t n = strlen(name);
+	if (n + 24 > 255)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, w, "file name too long");
+	/* The name itself is never followed: a symlink there is refused, as is
+	 * anything but a regular file, before anything is written (renameat
+	 * would replace a symlink rather than write through it either way). */
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return ota_error_set(err, OTA_ERR_PATH_SYMLINK, w,
+			                     "is a symlink: not followed, not replaced");
+		if (!S_ISREG(st.st_mode))
+			return ota_error_set(err, OTA_ERR_NOT_REGULAR, w,
+			                     "exists and is not a regular file");
+	} else if (errno != ENOENT) {
+		return ota_error_set(err, errno == ENOTDIR ? OTA_ERR_NOT_DIRECTORY : OTA_ERR_IO, w,
+		                     "cannot stat: %s", strerror(errno));
+	}
+	char tmp[256];
+	int fd = -1;
+	for (int tries = 0; fd < 0 && tries < 16; tries++) {
+		uint8_t rnd[6];
+		char hex[13];
+		if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+			return ota_error_set(err, OTA_ERR_CRYPTO, w, "getrandom: %s", strerror(errno));
+		ota_hex_encode(ota_bytes_make(rnd, sizeof rnd), hex);
+		snprintf(tmp, sizeof tmp, "%s.tmp.%s", name, hex);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return ota_error_set(err, OTA_ERR_IO, w, "cannot create temporary file: %s",
+		                     strerror(errno));
 	ota_err rc = OTA_OK;
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = ota_error_set(err, OTA_ERR_IO, path, "cannot create temporary file: %s",
-		                   strerror(errno));
-		goto out;
-	}
 	if (fchmod(fd, (mode_t)mode) != 0) {
-		rc = ota_error_set(err, OTA_ERR_IO, path, "chmod: %s", strerror(errno));
+		rc = ota_error_set(err, OTA_ERR_IO, w, "chmod: %s", strerror(errno));
 		goto out_unlink;
 	}
 	size_t off = 0;
 	while (off < data.len) {
-		ssize_t w = write(fd, data.ptr + off, data.len - off);
-		if (w < 0) {
+		ssize_t wr = write(fd, data.ptr + off, data.len - off);
+		if (wr < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = ota_error_set(err, OTA_ERR_IO, path, "write: %s", strerror(errno));
+			rc = ota_error_set(err, OTA_ERR_IO, w, "write: %s", strerror(errno));
 			goto out_unlink;
 		}
-		off += (size_t)w;
+		off += (size_t)wr;
 	}
 	if (fsync(fd) != 0) {
-		rc = ota_error_set(err, OTA_ERR_IO, path, "fsync: %s", strerror(errno));
+		rc = ota_error_set(err, OTA_ERR_IO, w, "fsync: %s", strerror(errno));
 		goto out_unlink;
 	}
-	if (close(fd) != 0) {
-		fd = -1;
-		rc = ota_error_set(err, OTA_ERR_IO, path, "close: %s", strerror(errno));
-		goto out_unlink;
-	}
+	int c = close(fd);
 	fd = -1;
-	if (rename(tmp, path) != 0) {
-		rc = ota_error_set(err, OTA_ERR_IO, path, "rename: %s", strerror(errno));
+	if (c != 0) {
+		rc = ota_error_set(err, OTA_ERR_IO, w, "close: %s", strerror(errno));
 		goto out_unlink;
 	}
-	int dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (fsync(dfd) != 0)
-			rc = ota_error_set(err, OTA_ERR_IO, path, "fsync of directory: %s",
-			                   strerror(errno));
-		close(dfd);
+	if (renameat(dirfd, tmp, dirfd, name) != 0) {
+		rc = ota_error_set(err, OTA_ERR_IO, w, "rename: %s", strerror(errno));
+		goto out_unlink;
 	}
-	goto out;
+	if (fsync(dirfd) != 0)
+		rc = ota_error_set(err, OTA_ERR_IO, w, "fsync of directory: %s", strerror(errno));
+	return rc;
 out_unlink:
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
-out:
-	free(tmp);
-	free(dircopy);
+	unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
+ota_err ota_file_write_atomic(const char *path, ota_bytes data, unsigned mode, ota_error *err)
+{
+	size_t dend = 0;
+	const char *name = last_name(path, &dend);
+	if (name[0] == '\0')
+		return ota_error_set(err, OTA_ERR_IO, path, "names no file");
+	char dir[OTA_MAX_PATH_BYTES];
+	if (dend >= sizeof dir)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, path, "path too long");
+	if (dend == 0)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)dend, path);
+	char nm[256];
+	size_t nl = strcspn(name, "/");
+	if (nl >= sizeof nm)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, path, "file name too long");
+	memcpy(nm, name, nl);
+	nm[nl] = '\0';
+	/* The directory is the caller's path (its symlinks are the caller's
+	 * choice); the last component is never followed. */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot open its directory: %s",
+		                     strerror(errno));
+	ota_err rc = ota_file_write_atomic_at(dfd, nm, data, mode, path, err);
+	close(dfd);
 	return rc;
 }
 

@@ -112,23 +112,92 @@ OTA_API OTA_NODISCARD ota_err ota_hex_decode(const char *hex, size_t hex_len,
                                              ota_buf out, size_t *out_len);
 
 /*
- * Reads a whole file of at most max bytes. *out is new (caller frees with
- * free()), NUL-terminated beyond *out_len. OTA_ERR_IO when unreadable,
- * OTA_ERR_TOO_LARGE beyond max (checked before reading it all).
+ * Reads a whole regular file of at most max bytes. The file is opened with
+ * O_NONBLOCK | O_NOCTTY | O_CLOEXEC and fstat()ed before any read, so a
+ * FIFO, socket or device never blocks the caller: not_regular_file. *out
+ * is new (caller frees with free()), NUL-terminated beyond *out_len.
+ * Errors: io_error (unreadable, or a directory), not_regular_file,
+ * too_large beyond max (checked before reading it all), out_of_memory.
  */
 OTA_API OTA_NODISCARD ota_err ota_file_read(const char *path, size_t max,
                                             uint8_t **out, size_t *out_len,
                                             ota_error *err);
 
 /*
- * Writes data to path atomically: a temporary file in the same directory,
- * fsync, rename, fsync of the directory. mode is the file's permission
- * (0600 for secrets). Never leaves a partial file under path.
+ * Reads the stream fd (borrowed; e.g. standard input, which may be a pipe)
+ * to its end, at most max bytes; name is for errors. *out new, as
+ * ota_file_read. Errors: io_error, too_large, out_of_memory.
+ */
+OTA_API OTA_NODISCARD ota_err ota_fd_read(int fd, const char *name, size_t max,
+                                          uint8_t **out, size_t *out_len,
+                                          ota_error *err);
+
+/*
+ * Writes data to path atomically: a temporary file created O_EXCL in the
+ * same directory, fsync, rename, fsync of the directory. mode is the file's
+ * permission (0600 for secrets). Never leaves a partial file under path.
+ * The directory part of path is the caller's (its symlinks are followed);
+ * the last component is never followed: an existing symlink there is
+ * path_symlink, anything but a regular file not_regular_file, both before
+ * anything is written. Errors: io_error (e.g. no such directory),
+ * path_symlink, not_regular_file, too_large, crypto_error (getrandom).
  */
 OTA_API OTA_NODISCARD ota_err ota_file_write_atomic(const char *path,
                                                     ota_bytes data,
                                                     unsigned mode,
                                                     ota_error *err);
+
+/* ---- files beneath a directory descriptor (never through a symlink) ----
+ *
+ * For everything a privileged process writes or reads inside a tree that
+ * someone else controls (the repository a task ran in): each component is
+ * opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS) from the directory before it, so no symlink, "..",
+ * or magic link anywhere on the path is followed. base_name (may be NULL)
+ * is how the base directory is named in errors ("where" = base_name/rel).
+ */
+
+/* ota_dir_open_beneath flag: create missing directories (mkdirat, 0755). */
+#define OTA_BENEATH_CREATE 1u
+
+/*
+ * Opens the directory rel (relative, no ".." component; "a/b") beneath
+ * the directory descriptor base (borrowed). *out_fd is new (O_RDONLY |
+ * O_DIRECTORY | O_CLOEXEC; fsync()able), -1 on failure. Errors, each
+ * naming the first offending prefix of rel and returned before anything
+ * below it is created: path_symlink (a component is a symlink),
+ * not_a_directory (a component exists and is not a directory), not_found
+ * (missing, without OTA_BENEATH_CREATE), usage (rel absolute, empty or
+ * with ".."), io_error.
+ */
+OTA_API OTA_NODISCARD ota_err ota_dir_open_beneath(int base, const char *base_name,
+                                                   const char *rel, unsigned flags,
+                                                   int *out_fd, ota_error *err);
+
+/*
+ * Reads the regular file rel beneath base as ota_file_read does (the same
+ * O_NONBLOCK open and regular-file check), resolving every component as
+ * ota_dir_open_beneath does and the last one without following it.
+ * Errors: not_found (rel or a directory on its way is missing),
+ * path_symlink, not_a_directory, not_regular_file, io_error, too_large,
+ * usage, out_of_memory.
+ */
+OTA_API OTA_NODISCARD ota_err ota_file_read_beneath(int base, const char *base_name,
+                                                    const char *rel, size_t max,
+                                                    uint8_t **out, size_t *out_len,
+                                                    ota_error *err);
+
+/*
+ * ota_file_write_atomic inside the directory descriptor dirfd (borrowed):
+ * name is one component; the temporary file is created O_EXCL | O_NOFOLLOW
+ * in dirfd, written, fsync()ed, renameat()ed onto name within dirfd, and
+ * dirfd is fsync()ed. An existing name that is a symlink (path_symlink)
+ * or not a regular file (not_regular_file) is refused before anything is
+ * written. where (may be NULL: name) names the file in errors.
+ */
+OTA_API OTA_NODISCARD ota_err ota_file_write_atomic_at(int dirfd, const char *name,
+                                                       ota_bytes data, unsigned mode,
+                                                       const char *where, ota_error *err);
 
 /* Standard base64 (with padding). *out new, NUL-terminated. */
 OTA_API OTA_NODISCARD ota_err ota_base64_encode(ota_bytes in, char **out);

@@ -1,4 +1,5 @@
 /* common/: hex, base64, ids, errors detail, clock, atomic files. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,9 +142,17 @@ static void test_files(void **state)
 	assert_ota(ota_file_read(dir, 100, &buf, &n, &e), OTA_ERR_IO);
 	snprintf(path, sizeof path, "%s/missing/f", dir);
 	assert_ota(ota_file_write_atomic(path, ota_bytes_make("x", 1), 0600, NULL), OTA_ERR_IO);
-	/* A stream (no size known in advance) is capped while reading. */
+	/* A device is no file: refused before any read (it could block or never end). */
 	ota_error_clear(&e);
-	assert_ota(ota_file_read("/dev/zero", 1000, &buf, &n, &e), OTA_ERR_TOO_LARGE);
+	assert_ota(ota_file_read("/dev/zero", 1000, &buf, &n, &e), OTA_ERR_NOT_REGULAR);
+	assert_null(buf);
+	/* A stream (no size known in advance, e.g. stdin) is capped while reading. */
+	int zfd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	assert_true(zfd >= 0);
+	ota_error_clear(&e);
+	assert_ota(ota_fd_read(zfd, "zero", 1000, &buf, &n, &e), OTA_ERR_TOO_LARGE);
+	assert_null(buf);
+	close(zfd);
 	test_rmtree(dir);
 	free(dir);
 }
