@@ -62,13 +62,45 @@ void cli_archive_chain_free(cli_archive_chain *c);
 /* The runner principal whose key is key in c->latest at now ("" without a chain). */
 ota_err cli_archive_runner_principal(const cli_archive_chain *c, const struct ota_key *key,
                                      int64_t now, char *out, size_t cap, ota_error *e);
-/* Builds and writes the archive (path NULL: REPO/.ota/archives/TXN.json), prints the path. */
 /* Creates the directories leading to path (not its last component); path is
- * restored. */
+ * restored. For paths the user named (--archive PATH): their symlinks are
+ * the user's choice. */
 ota_err cli_mkdirs(char *path);
 
+/*
+ * Builds and writes the archive, prints the path. path NULL: the default
+ * REPO/.ota/archives/TXN.json, written beneath the repository without
+ * following any symlink (cli_repo_write); a path the user named keeps its
+ * meaning, but its last component is never followed (ota_file_write_atomic).
+ */
 int cli_archive_write(const struct ota_archive_input *in, const char *path, const char *repo,
                       const char *txn, bool quiet);
+
+/*
+ * The repository's own files. Whatever `ota run` / `ota up` (root) write
+ * or read under REPO (archives, orphans' cleanup records, the default org
+ * policy) is resolved beneath a descriptor of REPO, one component at a time,
+ * without following any symlink (common.h, ota_dir_open_beneath): a task or
+ * the repository's content cannot point those writes or reads at the host.
+ */
+#define CLI_ORG_POLICY ".ota/org-policy.yaml"
+/* Opens REPO/sub (".ota/archives") beneath REPO, created when create.
+ * *out_fd new. Errors: path_symlink, not_a_directory, not_found, io_error. */
+ota_err cli_repo_dir(const char *repo, const char *sub, bool create, int *out_fd, ota_error *e);
+/* Each of subs[0..n) that exists under REPO is a directory reached without
+ * a symlink (a missing one is fine: it is created beneath when written);
+ * otherwise the error naming it (path_symlink, not_a_directory). */
+ota_err cli_repo_state_check(const char *repo, const char *const *subs, size_t n, ota_error *e);
+/* Writes REPO/sub/name atomically beneath REPO (sub created beneath);
+ * shown receives the path for messages. */
+ota_err cli_repo_write(const char *repo, const char *sub, const char *name, ota_bytes data,
+                       unsigned mode, char *shown, size_t cap, ota_error *e);
+/* Reads DIR/.ota/org-policy.yaml beneath DIR (the contract's directory):
+ * *buf new, or NULL when there is none (not an error). shown receives the
+ * path. Errors: path_symlink, not_a_directory, not_regular_file (a FIFO
+ * never blocks the run), too_large, io_error. */
+ota_err cli_org_policy_read(const char *dir, uint8_t **buf, size_t *n, char *shown, size_t cap,
+                            ota_error *e);
 /* policy group: validate, tasks, workflows, policy (show). */
 int cmd_validate(int argc, char **argv);
 int cmd_tasks(int argc, char **argv);

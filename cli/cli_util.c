@@ -1,9 +1,14 @@
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "ota/json.h"
+#include "ota/limits.h"
 
 int cli_exit_for(ota_err e)
 {
@@ -59,4 +64,83 @@ json_t *cli_error_json(const ota_error *e)
 	return json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "code", ota_err_name(e->code), "where",
 	                 e->where, "message",
 	                 e->what[0] != '\0' ? e->what : ota_err_message(e->code));
+}
+
+/* ---- the repository's own files (REPO/.ota/...) ---- */
+
+static ota_err repo_open(const char *repo, int *fd, ota_error *e)
+{
+	/* the repository itself is the operator's choice (the contract's
+	 * directory); everything below it is resolved beneath this descriptor */
+	*fd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0)
+		return ota_error_set(e, OTA_ERR_IO, repo, "cannot open the repository: %s",
+		                     strerror(errno));
+	return OTA_OK;
+}
+
+ota_err cli_repo_dir(const char *repo, const char *sub, bool create, int *out_fd, ota_error *e)
+{
+	*out_fd = -1;
+	int fd = -1;
+	ota_err rc = repo_open(repo, &fd, e);
+	if (rc != OTA_OK)
+		return rc;
+	rc = ota_dir_open_beneath(fd, repo, sub, create ? OTA_BENEATH_CREATE : 0, out_fd, e);
+	close(fd);
+	return rc;
+}
+
+ota_err cli_repo_state_check(const char *repo, const char *const *subs, size_t n, ota_error *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		int fd = -1;
+		ota_error le;
+		ota_error_clear(&le);
+		ota_err rc = cli_repo_dir(repo, subs[i], false, &fd, &le);
+		if (fd >= 0)
+			close(fd);
+		if (rc == OTA_ERR_NOT_FOUND)
+			continue; /* created (beneath, without symlinks) when first written */
+		if (rc != OTA_OK) {
+			if (e != NULL && e->code == OTA_OK)
+				*e = le;
+			return rc;
+		}
+	}
+	return OTA_OK;
+}
+
+ota_err cli_repo_write(const char *repo, const char *sub, const char *name, ota_bytes data,
+                       unsigned mode, char *shown, size_t cap, ota_error *e)
+{
+	snprintf(shown, cap, "%s/%s/%s", repo, sub, name);
+	int dfd = -1;
+	ota_err rc = cli_repo_dir(repo, sub, true, &dfd, e);
+	if (rc != OTA_OK)
+		return rc;
+	rc = ota_file_write_atomic_at(dfd, name, data, mode, shown, e);
+	close(dfd);
+	return rc;
+}
+
+ota_err cli_org_policy_read(const char *dir, uint8_t **buf, size_t *n, char *shown, size_t cap,
+                            ota_error *e)
+{
+	*buf = NULL;
+	*n = 0;
+	snprintf(shown, cap, "%s/" CLI_ORG_POLICY, dir);
+	int fd = -1;
+	ota_err rc = repo_open(dir, &fd, e);
+	if (rc != OTA_OK)
+		return rc;
+	ota_error le;
+	ota_error_clear(&le);
+	rc = ota_file_read_beneath(fd, dir, CLI_ORG_POLICY, OTA_MAX_YAML_BYTES, buf, n, &le);
+	close(fd);
+	if (rc == OTA_ERR_NOT_FOUND)
+		return OTA_OK; /* no org policy in this repository */
+	if (rc != OTA_OK && e != NULL && e->code == OTA_OK)
+		*e = le;
+	return rc;
 }

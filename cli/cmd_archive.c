@@ -110,32 +110,38 @@ ota_err cli_mkdirs(char *path)
 int cli_archive_write(const ota_archive_input *in, const char *path, const char *repo,
                       const char *txn, bool quiet)
 {
-	char def[4096];
-	if (path == NULL) {
-		snprintf(def, sizeof def, "%s/.ota/archives/%s.json", repo != NULL ? repo : ".",
-		         txn != NULL ? txn : "archive");
-		path = def;
-	}
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s", path);
+	char shown[4096];
+	char name[128];
+	snprintf(name, sizeof name, "%s.json", txn != NULL ? txn : "archive");
+	if (path != NULL)
+		snprintf(shown, sizeof shown, "%s", path);
+	else
+		snprintf(shown, sizeof shown, "%s/.ota/archives/%s", repo != NULL ? repo : ".", name);
 	ota_error e;
 	ota_error_clear(&e);
 	char *text = NULL;
 	size_t n = 0;
-	ota_err rc = cli_mkdirs(tmp);
-	if (rc != OTA_OK)
-		ota_error_set(&e, rc, path, "cannot create the archive directory");
-	if (rc == OTA_OK)
-		rc = ota_archive_build(in, &text, &n, &e);
-	if (rc == OTA_OK)
-		rc = ota_file_write_atomic(path, ota_bytes_make(text, n), 0644, &e);
+	ota_err rc = ota_archive_build(in, &text, &n, &e);
+	if (rc == OTA_OK && path == NULL) {
+		/* the repository's own directory: beneath it, no symlink followed */
+		rc = cli_repo_write(repo != NULL ? repo : ".", ".ota/archives", name,
+		                    ota_bytes_make(text, n), 0644, shown, sizeof shown, &e);
+	} else if (rc == OTA_OK) {
+		char tmp[4096];
+		snprintf(tmp, sizeof tmp, "%s", path);
+		rc = cli_mkdirs(tmp);
+		if (rc != OTA_OK)
+			ota_error_set(&e, rc, path, "cannot create the archive directory");
+		if (rc == OTA_OK)
+			rc = ota_file_write_atomic(path, ota_bytes_make(text, n), 0644, &e);
+	}
 	free(text);
 	if (rc != OTA_OK) {
 		fprintf(stderr, "ota: archive not written: ");
 		return cli_fail("ota", &e);
 	}
 	if (!quiet)
-		fprintf(stderr, "ota: archive %s\n", path);
+		fprintf(stderr, "ota: archive %s\n", shown);
 	return CLI_OK;
 }
 

@@ -595,14 +595,18 @@ static json_t *check_contract(doctor *d, const doctor_opts *o, const char *store
 	if (rc == OTA_OK && !o->no_org) {
 		char dir[PATH_MAX], def[PATH_MAX + 32];
 		snprintf(dir, sizeof dir, "%s", o->file);
-		const char *org = o->org_policy;
-		if (org == NULL) {
-			snprintf(def, sizeof def, "%s/.ota/org-policy.yaml", dirname(dir));
-			if (access(def, F_OK) == 0)
-				org = def;
+		if (o->org_policy != NULL) {
+			rc = load_overlay(o->org_policy, OTA_OVERLAY_ORG_POLICY, &ov, &e);
+		} else {
+			/* beneath the contract's directory, as `ota run` reads it */
+			uint8_t *buf = NULL;
+			size_t bl = 0;
+			rc = cli_org_policy_read(dirname(dir), &buf, &bl, def, sizeof def, &e);
+			if (rc == OTA_OK && buf != NULL)
+				rc = ota_overlay_load(ota_bytes_make(buf, bl), def, OTA_OVERLAY_ORG_POLICY,
+				                      &ov, &e);
+			free(buf);
 		}
-		if (org != NULL)
-			rc = load_overlay(org, OTA_OVERLAY_ORG_POLICY, &ov, &e);
 	}
 	if (rc != OTA_OK) {
 		finding(d, "problem", "contract_invalid", NULL,

@@ -152,24 +152,28 @@ static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overla
 static ota_err load_overlays(const opts *o, ota_overlay **ovs, size_t *n, ota_error *e)
 {
 	*n = 0;
-	char def[4200];
-	const char *org = o->org_policy;
-	if (org == NULL && !o->no_org) {
-		char tmp[4096];
-		snprintf(tmp, sizeof tmp, "%s", o->file);
-		snprintf(def, sizeof def, "%s/.ota/org-policy.yaml", dirname(tmp));
-		if (access(def, F_OK) == 0)
-			org = def;
-	}
 	ota_err rc;
-	if (org != NULL) {
-		ota_overlay *ov = NULL;
-		rc = load_overlay(org, OTA_OVERLAY_ORG_POLICY, &ov, e);
+	ota_overlay *ov = NULL;
+	if (o->org_policy != NULL) {
+		rc = load_overlay(o->org_policy, OTA_OVERLAY_ORG_POLICY, &ov, e);
 		if (rc != OTA_OK)
 			return rc;
-		if (ov != NULL)
-			ovs[(*n)++] = ov;
+	} else if (!o->no_org) {
+		/* the default one beneath the contract's directory, as `ota run`
+		 * reads it (no symlink followed, a FIFO refused) */
+		char tmp[4096], def[4200];
+		snprintf(tmp, sizeof tmp, "%s", o->file);
+		uint8_t *buf = NULL;
+		size_t bl = 0;
+		rc = cli_org_policy_read(dirname(tmp), &buf, &bl, def, sizeof def, e);
+		if (rc == OTA_OK && buf != NULL)
+			rc = ota_overlay_load(ota_bytes_make(buf, bl), def, OTA_OVERLAY_ORG_POLICY, &ov, e);
+		free(buf);
+		if (rc != OTA_OK)
+			return rc;
 	}
+	if (ov != NULL)
+		ovs[(*n)++] = ov;
 	for (size_t i = 0; i < o->noverlays; i++) {
 		rc = load_overlay(o->overlays[i], OTA_OVERLAY_FILE, &ovs[*n], e);
 		if (rc != OTA_OK)

@@ -70,19 +70,31 @@ static void on_output(void *ctx, int fd, const uint8_t *p, size_t n)
 	fflush(f);
 }
 
+/* A container id as a file name: [A-Za-z0-9_-], then [A-Za-z0-9._-]. */
+static bool safe_name(const char *s)
+{
+	if (s == NULL || s[0] == '\0' || s[0] == '.' || strlen(s) > 100)
+		return false;
+	for (const char *p = s; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-' || *p == '_' || *p == '.'))
+			return false;
+	return true;
+}
+
 /*
  * A dead runner's lease this run finalized: its cleanup record (signed with
  * --key) as an ota.cleanup_report/v1 of its own, written atomically to
- * REPO/.ota/cleanup/CONTAINER.json (it belongs to another transaction, not
- * to this run's receipt).
+ * REPO/.ota/cleanup/CONTAINER.json beneath the repository, no symlink
+ * followed (it belongs to another transaction, not to this run's receipt).
  */
 static void on_orphan(void *ctx, const json_t *rec, ota_err signing)
 {
-	const char *repo = ctx;
+	const char *repo = ctx != NULL ? ctx : ".";
 	const char *id = json_string_value(json_object_get(rec, "container_id"));
-	char path[4096];
-	snprintf(path, sizeof path, "%s/.ota/cleanup/%s.json", repo != NULL ? repo : ".",
-	         id != NULL ? id : "unknown");
+	char name[128], shown[4096];
+	snprintf(name, sizeof name, "%s.json", safe_name(id) ? id : "unknown");
+	snprintf(shown, sizeof shown, "%s/.ota/cleanup/%s", repo, name);
 	json_t *rep = json_pack("{s:s, s:[O], s:i, s:b}", "kind", "ota.cleanup_report/v1",
 	                        "finalized", rec, "skipped_live", 0, "ok", signing == OTA_OK);
 	if (rep != NULL && signing != OTA_OK)
@@ -90,16 +102,35 @@ static void on_orphan(void *ctx, const json_t *rec, ota_err signing)
 	char *text = rep != NULL ? ota_json_dumps(rep, true) : NULL;
 	ota_error e;
 	ota_error_clear(&e);
-	ota_err rc = text == NULL ? ota_error_set(&e, OTA_ERR_NOMEM, path, NULL) : cli_mkdirs(path);
-	if (rc == OTA_OK)
-		rc = ota_file_write_atomic(path, ota_bytes_make(text, strlen(text)), 0644, &e);
+	ota_err rc = text == NULL ? ota_error_set(&e, OTA_ERR_NOMEM, shown, NULL)
+	                          : cli_repo_write(repo, ".ota/cleanup", name,
+	                                           ota_bytes_make(text, strlen(text)), 0644, shown,
+	                                           sizeof shown, &e);
 	if (rc == OTA_OK)
 		fprintf(stderr, "ota: finalized a dead runner's lease %s; cleanup evidence %s\n",
-		        id != NULL ? id : "?", path);
+		        id != NULL ? id : "?", shown);
 	else
-		fprintf(stderr, "ota: cleanup evidence %s not written: %s\n", path, ota_err_name(rc));
+		fprintf(stderr, "ota: cleanup evidence %s not written: %s: %s: %s\n", shown,
+		        ota_err_name(rc), e.where, e.what);
 	free(text);
 	json_decref(rep);
+}
+
+/* Takes ownership of buf (freed, or kept in *keep for the archive). */
+static ota_err load_overlay_bytes(uint8_t *buf, size_t n, const char *name,
+                                  ota_overlay_source src, ota_overlay **out,
+                                  ota_archive_overlay_src *keep, ota_error *e)
+{
+	ota_err rc = ota_overlay_load(ota_bytes_make(buf, n), name, src, out, e);
+	if (rc == OTA_OK && keep != NULL) {
+		/* the exact bytes go into the archive */
+		keep->bytes = ota_bytes_make(buf, n);
+		keep->name = name;
+		keep->source = src;
+		return rc;
+	}
+	free(buf);
+	return rc;
 }
 
 static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overlay **out,
@@ -108,17 +139,9 @@ static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overla
 	uint8_t *buf = NULL;
 	size_t n = 0;
 	ota_err rc = ota_file_read(path, OTA_MAX_YAML_BYTES, &buf, &n, e);
-	if (rc == OTA_OK)
-		rc = ota_overlay_load(ota_bytes_make(buf, n), path, src, out, e);
-	if (rc == OTA_OK && keep != NULL) {
-		/* the exact bytes go into the archive */
-		keep->bytes = ota_bytes_make(buf, n);
-		keep->name = path;
-		keep->source = src;
+	if (rc != OTA_OK)
 		return rc;
-	}
-	free(buf);
-	return rc;
+	return load_overlay_bytes(buf, n, path, src, out, keep, e);
 }
 
 static int run_lane(int argc, char **argv, bool workflow)
@@ -243,22 +266,41 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ota_err rc = ota_file_read(o.file, OTA_MAX_YAML_BYTES, &yaml, &ylen, &e);
 	if (rc == OTA_OK)
 		rc = ota_contract_load(ota_bytes_make(yaml, ylen), o.file, &c, &e);
+	/* the default org policy, REPO/.ota/org-policy.yaml, is read beneath the
+	 * repository (no symlink followed, a FIFO refused, never blocking);
+	 * --org-policy FILE is the operator's path */
+	char org_def[PATH_MAX + 32]; /* named in ov_src until the archive is written */
 	if (rc == OTA_OK && !o.no_org) {
-		char def[PATH_MAX + 32];
-		const char *org = o.org_policy;
-		if (org == NULL) {
-			snprintf(def, sizeof def, "%s/.ota/org-policy.yaml", repo);
-			if (access(def, F_OK) == 0)
-				org = def;
+		ota_overlay *ov = NULL;
+		bool have = false;
+		if (o.org_policy != NULL) {
+			rc = load_overlay(o.org_policy, OTA_OVERLAY_ORG_POLICY, &ov, &ov_src[nov], &e);
+			have = true;
+		} else {
+			uint8_t *b = NULL;
+			size_t bl = 0;
+			rc = cli_org_policy_read(repo, &b, &bl, org_def, sizeof org_def, &e);
+			if (rc == OTA_OK && b != NULL) {
+				rc = load_overlay_bytes(b, bl, org_def, OTA_OVERLAY_ORG_POLICY, &ov,
+				                        &ov_src[nov], &e);
+				have = true;
+			}
 		}
-		if (org != NULL) {
-			ota_overlay *ov = NULL;
-			rc = load_overlay(org, OTA_OVERLAY_ORG_POLICY, &ov, &ov_src[nov], &e);
+		if (have) {
 			if (rc == OTA_OK && ov != NULL)
 				ovs[nov++] = ov;
 			else
 				free((void *)(uintptr_t)ov_src[nov].bytes.ptr);
 		}
+	}
+	/* what this run writes under REPO/.ota (its archive, orphans' cleanup
+	 * records) must be reachable without a symlink: refused before anything
+	 * is prepared (the writes themselves resolve beneath the repository
+	 * again, for what a task changes meanwhile) */
+	if (rc == OTA_OK) {
+		const char *subs[3] = {".ota", ".ota/cleanup", ".ota/archives"};
+		size_t nsubs = !o.no_archive && o.archive == NULL ? 3 : 2;
+		rc = cli_repo_state_check(repo, subs, nsubs, &e);
 	}
 	for (size_t i = 0; rc == OTA_OK && i < o.noverlays; i++) {
 		ota_overlay *ov = NULL;
