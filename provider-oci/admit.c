@@ -20,7 +20,7 @@
 #include "oci_internal.h"
 #include "ota/limits.h"
 
-static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
+int oci_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
 	struct open_how how;
 	memset(&how, 0, sizeof how);
@@ -112,6 +112,8 @@ void ota_oci_admitted_free(ota_oci_admitted *a)
 		path_free(&a->prot[i]);
 	free(a->writable);
 	free(a->prot);
+	if (a->repo_fd >= 0)
+		close(a->repo_fd);
 	free(a->repo);
 	free(a->rootfs);
 	free(a);
@@ -137,7 +139,7 @@ static ota_err resolve_one(int repo_fd, const char *repo, const char *raw, bool 
 	uint64_t res = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 	if (writable)
 		res |= RESOLVE_NO_XDEV;
-	int fd = sys_openat2(repo_fd, p->rel, O_PATH | O_CLOEXEC, res);
+	int fd = oci_openat2(repo_fd, p->rel, O_PATH | O_CLOEXEC, res);
 	if (fd < 0) {
 		int e = errno;
 		if (e == ENOENT) {
@@ -151,7 +153,7 @@ static ota_err resolve_one(int repo_fd, const char *repo, const char *raw, bool 
 			char *slash = strrchr(p->rel, '/');
 			if (slash != NULL) {
 				*slash = '\0';
-				int pfd = sys_openat2(repo_fd, p->rel, O_PATH | O_CLOEXEC,
+				int pfd = oci_openat2(repo_fd, p->rel, O_PATH | O_CLOEXEC,
 				                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 				                              RESOLVE_NO_MAGICLINKS);
 				int pe = errno;
@@ -470,6 +472,7 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 	ota_oci_admitted *a = calloc(1, sizeof *a);
 	if (a == NULL)
 		return OTA_ERR_NOMEM;
+	a->repo_fd = -1;
 	int repo_fd = -1;
 	ota_err rc = real_dir(plan->repo, "repo", &a->repo, &a->repo_dev, &a->repo_ino, err);
 	if (rc != OTA_OK)
@@ -492,6 +495,17 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 	if (repo_fd < 0) {
 		rc = ota_error_set(err, OTA_ERR_IO, a->repo, "open: %s", strerror(errno));
 		goto out_fail;
+	}
+	{
+		/* the descriptor every later look at the repository starts from
+		 * (the protected paths' fingerprints): the directory admitted */
+		struct stat rst;
+		if (fstat(repo_fd, &rst) != 0 || rst.st_dev != a->repo_dev ||
+		    rst.st_ino != a->repo_ino) {
+			rc = ota_error_set(err, OTA_ERR_OCI_IDENTITY_CHANGED, a->repo,
+			                   "the repository changed while it was admitted");
+			goto out_fail;
+		}
 	}
 	a->writable = calloc(plan->n_writable + 1, sizeof *a->writable);
 	a->prot = calloc(plan->n_protected + 1, sizeof *a->prot);
@@ -563,7 +577,7 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 	if (rc != OTA_OK)
 		goto out_fail;
 	a->scanned_entries = c.entries;
-	close(repo_fd);
+	a->repo_fd = repo_fd;
 	*out = a;
 	return OTA_OK;
 out_fail:

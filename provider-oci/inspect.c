@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,6 +419,30 @@ ota_err ota_oci_check_netns(ota_bytes dev, ota_bytes route, ota_bytes route6, js
 
 /* ---- fingerprints of protected content ---- */
 
+/*
+ * The digest covers, in this order: for the protected path itself its stat
+ * line (name "."), then its content (a regular file) or its tree (a
+ * directory: entries in strcmp order of their names, each a stat line
+ * "REL\nMODE INO NLINK SIZE MTIME CTIME UID GID\n", then the content of a
+ * regular file or, depth first, a directory's entries). The walk is
+ * O(n log n) (qsort per directory; it was an insertion sort, quadratic in
+ * a directory's size), capped at OTA_OCI_MAX_SCAN_ENTRIES entries, and it
+ * stops at the caller's cancel flag.
+ */
+typedef struct fp_walk {
+	EVP_MD_CTX *md;
+	size_t budget;
+	volatile sig_atomic_t *cancel;
+	bool interrupted;
+} fp_walk;
+
+static bool fp_cancelled(fp_walk *w)
+{
+	if (!w->interrupted && w->cancel != NULL && *w->cancel != 0)
+		w->interrupted = true;
+	return w->interrupted;
+}
+
 static void fp_add(EVP_MD_CTX *md, const char *rel, const struct stat *st)
 {
 	char line[512];
@@ -431,18 +456,24 @@ static void fp_add(EVP_MD_CTX *md, const char *rel, const struct stat *st)
 		EVP_DigestUpdate(md, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-static void fp_content(EVP_MD_CTX *md, int fd)
+static void fp_content(fp_walk *w, int fd)
 {
 	uint8_t b[16384];
 	size_t total = 0;
 	ssize_t r;
-	while ((r = read(fd, b, sizeof b)) > 0 && total < OTA_OCI_MAX_HASH_BYTES) {
-		EVP_DigestUpdate(md, b, (size_t)r);
+	while (!fp_cancelled(w) && (r = read(fd, b, sizeof b)) > 0 &&
+	       total < OTA_OCI_MAX_HASH_BYTES) {
+		EVP_DigestUpdate(w->md, b, (size_t)r);
 		total += (size_t)r;
 	}
 }
 
-static void fp_tree(EVP_MD_CTX *md, int dfd, const char *rel, unsigned depth, size_t *budget)
+static int cmp_name(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static void fp_tree(fp_walk *w, int dfd, const char *rel, unsigned depth)
 {
 	DIR *d = fdopendir(dfd);
 	if (d == NULL) {
@@ -453,7 +484,7 @@ static void fp_tree(EVP_MD_CTX *md, int dfd, const char *rel, unsigned depth, si
 	char **names = NULL;
 	size_t nn = 0, cap = 0;
 	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
+	while (!fp_cancelled(w) && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (nn == cap) {
@@ -467,32 +498,28 @@ static void fp_tree(EVP_MD_CTX *md, int dfd, const char *rel, unsigned depth, si
 		if (names[nn] != NULL)
 			nn++;
 	}
-	for (size_t i = 1; i < nn; i++)
-		for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-			char *t = names[j];
-			names[j] = names[j - 1];
-			names[j - 1] = t;
-		}
+	if (nn > 1)
+		qsort(names, nn, sizeof *names, cmp_name);
 	for (size_t i = 0; i < nn; i++) {
-		if (*budget == 0)
+		if (w->budget == 0 || fp_cancelled(w))
 			break;
-		(*budget)--;
+		w->budget--;
 		char sub[OTA_MAX_PATH_BYTES];
 		snprintf(sub, sizeof sub, "%s/%s", rel, names[i]);
 		struct stat st;
 		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		fp_add(md, sub, &st);
+		fp_add(w->md, sub, &st);
 		if (S_ISREG(st.st_mode)) {
 			int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 			if (fd >= 0) {
-				fp_content(md, fd);
+				fp_content(w, fd);
 				close(fd);
 			}
 		} else if (S_ISDIR(st.st_mode) && depth < 64) {
 			int fd = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd >= 0)
-				fp_tree(md, fd, sub, depth + 1, budget);
+				fp_tree(w, fd, sub, depth + 1);
 		}
 	}
 	for (size_t i = 0; i < nn; i++)
@@ -501,39 +528,75 @@ static void fp_tree(EVP_MD_CTX *md, int dfd, const char *rel, unsigned depth, si
 	closedir(d);
 }
 
-ota_err oci_fingerprint(const char *host_path, char out[65], ota_error *err)
+#define FP_BENEATH (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+/* Opens rel beneath repo_fd for reading and checks it is still the object
+ * that was stat'ed (st); -1 otherwise. */
+static int fp_reopen(int repo_fd, const char *rel, uint64_t flags, const struct stat *st)
+{
+	int fd = oci_openat2(repo_fd, rel, flags | O_RDONLY | O_CLOEXEC, FP_BENEATH);
+	struct stat st2;
+	if (fd >= 0 && (fstat(fd, &st2) != 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+ota_err oci_fingerprint(int repo_fd, const char *rel, volatile sig_atomic_t *cancel, char out[65],
+                        ota_error *err)
 {
 	out[0] = '\0';
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(md);
+	fp_walk w = {EVP_MD_CTX_new(), OTA_OCI_MAX_SCAN_ENTRIES, cancel, false};
+	if (w.md == NULL || EVP_DigestInit_ex(w.md, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(w.md);
 		return OTA_ERR_CRYPTO;
 	}
+	/* From the repository's descriptor, never through a symlink: a parent
+	 * a task replaced by a symlink (inside a writable carve-out) no longer
+	 * leads to the original, and the path reads as changed. */
+	int pfd = oci_openat2(repo_fd, rel, O_PATH | O_CLOEXEC, FP_BENEATH);
 	struct stat st;
-	if (lstat(host_path, &st) != 0) {
-		EVP_DigestUpdate(md, "absent", 6);
+	if (pfd < 0 && errno == ENOENT) {
+		EVP_DigestUpdate(w.md, "absent", 6);
+	} else if (pfd < 0 || fstat(pfd, &st) != 0) {
+		/* ELOOP: a symlink on the path now; never equal to a fingerprint
+		 * of content (admission refused symlinks on protected paths) */
+		char m[64];
+		int n = snprintf(m, sizeof m, "unresolvable %d", errno);
+		EVP_DigestUpdate(w.md, m, (size_t)n);
 	} else {
-		fp_add(md, ".", &st);
+		fp_add(w.md, ".", &st);
 		if (S_ISREG(st.st_mode)) {
-			int fd = open(host_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			int fd = fp_reopen(repo_fd, rel, O_NONBLOCK, &st);
 			if (fd >= 0) {
-				fp_content(md, fd);
+				fp_content(&w, fd);
 				close(fd);
+			} else {
+				EVP_DigestUpdate(w.md, "replaced", 8);
 			}
 		} else if (S_ISDIR(st.st_mode)) {
-			int fd = open(host_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			size_t budget = OTA_OCI_MAX_SCAN_ENTRIES;
+			int fd = fp_reopen(repo_fd, rel, O_DIRECTORY, &st);
 			if (fd >= 0)
-				fp_tree(md, fd, ".", 0, &budget);
+				fp_tree(&w, fd, ".", 0);
+			else
+				EVP_DigestUpdate(w.md, "replaced", 8);
 		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	if (w.interrupted) {
+		EVP_MD_CTX_free(w.md);
+		return ota_error_set(err, OTA_ERR_OCI_INTERRUPTED, rel,
+		                     "fingerprint of a protected path interrupted");
 	}
 	uint8_t h[32];
 	unsigned hl = 0;
-	if (EVP_DigestFinal_ex(md, h, &hl) != 1 || hl != 32) {
-		EVP_MD_CTX_free(md);
-		return ota_error_set(err, OTA_ERR_CRYPTO, host_path, "digest failed");
+	if (EVP_DigestFinal_ex(w.md, h, &hl) != 1 || hl != 32) {
+		EVP_MD_CTX_free(w.md);
+		return ota_error_set(err, OTA_ERR_CRYPTO, rel, "digest failed");
 	}
-	EVP_MD_CTX_free(md);
+	EVP_MD_CTX_free(w.md);
 	ota_hex_encode(ota_bytes_make(h, 32), out);
 	return OTA_OK;
 }

@@ -2,6 +2,8 @@
 #ifndef OTA_OCI_INTERNAL_H
 #define OTA_OCI_INTERNAL_H
 
+#include <signal.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "ota/oci.h"
@@ -21,6 +23,7 @@ struct ota_oci_admitted {
 	char *repo;
 	dev_t repo_dev;
 	ino_t repo_ino;
+	int repo_fd; /* O_PATH descriptor of repo (its dev and ino), -1 when none */
 	char *rootfs;
 	bool repo_writable;
 	oci_path *writable;
@@ -49,8 +52,19 @@ bool oci_opts_has(const char *opts, const char *word);
 /* true when p equals dir or lies below it (component-wise). */
 bool oci_path_within(const char *p, const char *dir);
 
-/* Fingerprint (sha256 hex of stat fields and contents) of a host path tree. */
-ota_err oci_fingerprint(const char *host_path, char out[65], ota_error *err);
+/* openat2(2) through syscall(2); *how has flags and resolve. */
+int oci_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
+
+/*
+ * Fingerprint (sha256 hex of stat fields and contents) of the protected
+ * path rel (normalised, relative) of the repository whose descriptor is
+ * repo_fd (borrowed), resolved beneath it without following any symlink:
+ * "absent" when missing, a digest no content can have when a symlink (or
+ * a non-directory) is on its path now. Stops when *cancel (may be NULL)
+ * becomes non-zero: oci_interrupted, out "".
+ */
+ota_err oci_fingerprint(int repo_fd, const char *rel, volatile sig_atomic_t *cancel, char out[65],
+                        ota_error *err);
 
 /* ---- runtime CLI driver ---- */
 typedef struct oci_rt {

@@ -533,7 +533,9 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		goto out_record;
 	}
 	for (size_t i = 0; i < a->n_prot; i++) {
-		rc = oci_fingerprint(a->prot[i].host, fps[i].before, &e);
+		rc = oci_fingerprint(a->repo_fd, a->prot[i].rel, o.cancel, fps[i].before, &e);
+		if (rc == OTA_ERR_OCI_INTERRUPTED)
+			goto out_cancel; /* nothing prepared yet: not_started */
 		if (rc != OTA_OK)
 			goto out_record;
 	}
@@ -894,13 +896,23 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		for (size_t i = 0; i < a->n_prot; i++) {
 			ota_error fe;
 			ota_error_clear(&fe);
-			if (oci_fingerprint(a->prot[i].host, fps[i].after, &fe) != OTA_OK)
+			/* an interruption (SIGINT/SIGTERM) stops the walk at once: the
+			 * remaining paths are not fingerprinted, nothing is claimed */
+			ota_err frc = out->interrupted && cancelled(&o)
+			                      ? OTA_ERR_OCI_INTERRUPTED
+			                      : oci_fingerprint(a->repo_fd, a->prot[i].rel, o.cancel,
+			                                        fps[i].after, &fe);
+			if (frc != OTA_OK)
 				fps[i].after[0] = '\0';
-			bool same = strcmp(fps[i].before, fps[i].after) == 0;
+			if (frc == OTA_ERR_OCI_INTERRUPTED)
+				out->interrupted = true;
+			bool same = frc == OTA_OK && strcmp(fps[i].before, fps[i].after) == 0;
 			unchanged = unchanged && same;
-			json_array_append_new(prot, json_pack("{s:s, s:s, s:s, s:b}", "path",
-			                                      a->prot[i].rel, "before", fps[i].before,
-			                                      "after", fps[i].after, "unchanged", same));
+			json_t *pe = json_pack("{s:s, s:s, s:s, s:b}", "path", a->prot[i].rel, "before",
+			                       fps[i].before, "after", fps[i].after, "unchanged", same);
+			if (pe != NULL && frc == OTA_ERR_OCI_INTERRUPTED)
+				json_object_set_new(pe, "interrupted", json_true());
+			json_array_append_new(prot, pe);
 		}
 		inspection = json_pack("{s:s, s:b, s:b, s:o, s:b, s:s}", "runtime_status", status,
 		                       "init_reaped", reaped,
