@@ -2,11 +2,14 @@
  * The runner: effective segments -> oci_local plans -> ordered runs with
  * transitions -> a receipt whose status is derived from the evidence.
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ota/admission.h"
 #include "ota/cose.h"
@@ -97,6 +100,112 @@ static ota_err str_vector(const json_t *arr, const char ***out, size_t *n, ota_e
 	*out = v;
 	*n = len;
 	return OTA_OK;
+}
+
+/*
+ * Lexically normalised absolute path: "//" and "." components dropped;
+ * false for a relative path, a ".." component or one too long.
+ */
+static bool abs_normalize(const char *in, char *out, size_t cap)
+{
+	if (in == NULL || in[0] != '/' || cap < 2)
+		return false;
+	size_t o = 0;
+	for (const char *q = in; *q != '\0';) {
+		while (*q == '/')
+			q++;
+		size_t n = strcspn(q, "/");
+		if (n == 0)
+			break;
+		if (n == 2 && q[0] == '.' && q[1] == '.')
+			return false;
+		if (!(n == 1 && q[0] == '.')) {
+			if (o + 1 + n + 1 > cap)
+				return false;
+			out[o++] = '/';
+			memcpy(out + o, q, n);
+			o += n;
+		}
+		q += n;
+	}
+	if (o == 0)
+		out[o++] = '/';
+	out[o] = '\0';
+	return true;
+}
+
+/* "rel" when path lies strictly below base (both normalised), else NULL. */
+static const char *below(const char *path, const char *base)
+{
+	size_t n = strlen(base);
+	if (n <= 1 || strncmp(path, base, n) != 0 || path[n] != '/' || path[n + 1] == '\0')
+		return NULL;
+	return path + n + 1;
+}
+
+/*
+ * The contract's container.rootfs is repository content, not the
+ * operator's choice: it must name a directory strictly inside the image
+ * store or the rootfs cache this runner uses (the toolkit's own trees),
+ * reached from there without a symlink (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS, component by component). Anything else (a host
+ * directory such as /root, a path through a symlink, the store itself) is
+ * oci_rootfs_unmanaged before anything is prepared: runc would create its
+ * mount points in that directory and the task would read it. --rootfs DIR
+ * (the operator's choice) takes any directory. *out new: the resolved
+ * path below the store's or cache's real path.
+ */
+static ota_err contract_rootfs(const char *declared, const ota_runner_opts *o, char **out,
+                               ota_error *err)
+{
+	*out = NULL;
+	const char *bases[2] = {o->image_store != NULL ? o->image_store : OTA_OCI_DEFAULT_IMAGE_STORE,
+	                        o->rootfs_cache != NULL ? o->rootfs_cache
+	                                                : OTA_OCI_DEFAULT_ROOTFS_CACHE};
+	char decl[PATH_MAX];
+	if (!abs_normalize(declared, decl, sizeof decl))
+		return ota_error_set(err, OTA_ERR_OCI_ROOTFS_UNMANAGED, declared,
+		                     "container.rootfs is not an absolute path without '..'; pass "
+		                     "--rootfs DIR to choose a root filesystem outside the image store");
+	for (size_t i = 0; i < 2; i++) {
+		char given[PATH_MAX], real[PATH_MAX];
+		if (!abs_normalize(bases[i], given, sizeof given) || realpath(bases[i], real) == NULL)
+			continue;
+		const char *rel = below(decl, given);
+		if (rel == NULL)
+			rel = below(decl, real);
+		if (rel == NULL || strcmp(real, "/") == 0)
+			continue;
+		int bfd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (bfd < 0)
+			continue;
+		int dfd = -1;
+		ota_error le;
+		ota_error_clear(&le);
+		ota_err rc = ota_dir_open_beneath(bfd, real, rel, 0, &dfd, &le);
+		close(bfd);
+		if (dfd >= 0)
+			close(dfd);
+		if (rc == OTA_ERR_NOT_FOUND)
+			return ota_error_set(err, OTA_ERR_OCI_PATH_MISSING, declared,
+			                     "container.rootfs: %s does not exist", le.where);
+		if (rc != OTA_OK)
+			return ota_error_set(err, OTA_ERR_OCI_ROOTFS_UNMANAGED, declared,
+			                     "container.rootfs inside %s is not reached without a "
+			                     "symlink: %s: %s (%s)",
+			                     bases[i], le.where, le.what, ota_err_name(rc));
+		size_t n = strlen(real) + strlen(rel) + 2;
+		*out = malloc(n);
+		if (*out == NULL)
+			return OTA_ERR_NOMEM;
+		snprintf(*out, n, "%s/%s", real, rel);
+		return OTA_OK;
+	}
+	return ota_error_set(err, OTA_ERR_OCI_ROOTFS_UNMANAGED, declared,
+	                     "container.rootfs is not inside the image store %s or the rootfs "
+	                     "cache %s; a contract cannot name a host directory as the root "
+	                     "filesystem (pass --rootfs DIR to choose it)",
+	                     bases[0], bases[1]);
 }
 
 ota_err ota_runner_plan_new(const json_t *seg, const json_t *eseg, const ota_runner_opts *o,
@@ -253,9 +362,12 @@ ota_err ota_runner_plan_new(const json_t *seg, const json_t *eseg, const ota_run
 	p->plan.platform.variant = p->variant;
 	char hos[16], harch[16], hvar[16];
 	ota_oci_host_platform(hos, harch, hvar);
-	/* --rootfs wins; otherwise the contract's container.rootfs (our extension),
-	 * relative to the contract's directory; otherwise container.image. */
+	/* --rootfs wins (the operator's choice, any directory); otherwise the
+	 * contract's container.rootfs (our extension), absolute or relative to
+	 * the contract's directory, which must lie inside the image store or
+	 * the rootfs cache (contract_rootfs); otherwise container.image. */
 	char declared_rootfs[OTA_MAX_PATH_BYTES * 2];
+	char *managed_rootfs = NULL;
 	const char *rootfs = o->rootfs;
 	const char *crootfs = str_at(exec, "rootfs", NULL);
 	if (rootfs == NULL && crootfs != NULL) {
@@ -266,22 +378,29 @@ ota_err ota_runner_plan_new(const json_t *seg, const json_t *eseg, const ota_run
 			rc = ota_error_set(err, OTA_ERR_TOO_LARGE, p->segment_id, "container.rootfs path too long");
 			goto out_fail;
 		}
-		rootfs = declared_rootfs;
+		rc = contract_rootfs(declared_rootfs, o, &managed_rootfs, err);
+		if (rc != OTA_OK)
+			goto out_fail;
+		rootfs = managed_rootfs;
 	}
 	if (rootfs != NULL) {
 		bool ok = strcmp(p->os, hos) == 0 && strcmp(p->arch, harch) == 0;
-		p->platform_check = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:b}",
+		p->platform_check = json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:b}",
 		                              "kind", "ota.platform_check/v1", "rootfs", rootfs,
+		                              "rootfs_source",
+		                              managed_rootfs != NULL ? "contract" : "command_line",
 		                              "declared", "os", p->os, "architecture", p->arch,
 		                              "variant", p->variant, "host", "os", hos, "architecture",
 		                              harch, "variant", hvar, "ok", ok);
 		if (!ok) {
+			free(managed_rootfs);
 			rc = ota_error_set(err, OTA_ERR_OCI_PLATFORM_MISMATCH, p->segment_id,
 			                   "declared %s/%s, host %s/%s (no emulation)", p->os, p->arch,
 			                   hos, harch);
 			goto out_fail;
 		}
-		p->rootfs = strdup(rootfs);
+		p->rootfs = managed_rootfs != NULL ? managed_rootfs : strdup(rootfs);
+		managed_rootfs = NULL;
 		if (p->rootfs == NULL) {
 			rc = OTA_ERR_NOMEM;
 			goto out_fail;

@@ -197,9 +197,11 @@ set +e; wait "$pid"; set -e
   and .finalized[0].state == "enforcement_unknown_after_interruption"' >/dev/null || fail "cleanup after SIGKILL"
 no_containers
 # ---- the rootfs: extension: a prepared root filesystem named by the contract ----
+# (inside the image store this run uses: a contract names no other directory,
+# tests/cli/oci_hostwrite.sh)
 rf=$tmp/rf-work
-mkdir -p "$rf/reports"
-bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox "$tmp/prepared-rootfs"
+mkdir -p "$rf/reports" "$tmp/rstore"
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox "$tmp/rstore/prepared-rootfs"
 cat >"$rf/ota.yaml" <<YAML
 version: 1
 project:
@@ -210,7 +212,7 @@ execution:
   backends:
     container:
       platform: linux/$arch
-      rootfs: $tmp/prepared-rootfs
+      rootfs: $tmp/rstore/prepared-rootfs
 tasks:
   hello:
     run: "echo from-prepared-rootfs > reports/out; test -x /bin/busybox"
@@ -219,13 +221,14 @@ tasks:
       network: {default: deny}
     safe_for_agent: true
 YAML
-"$OTA" policy show hello -f "$rf/ota.yaml" --json | jq -e --arg r "$tmp/prepared-rootfs" \
+"$OTA" policy show hello -f "$rf/ota.yaml" --json | jq -e --arg r "$tmp/rstore/prepared-rootfs" \
   '[.. | objects | select(.kind? == "ota.sandbox_policy_segment/v1") | .execution.rootfs] | index($r) != null' >/dev/null \
   || fail "container.rootfs not in the canonical segment"
-( cd "$rf" && "$OTA" run hello "${common[@]}" --receipt "$tmp/rf.json" ) || fail "rootfs run exit $?"
+( cd "$rf" && "$OTA" run hello "${common[@]}" --image-store "$tmp/rstore" --receipt "$tmp/rf.json" ) \
+  || fail "rootfs run exit $?"
 [ "$(cat "$rf/reports/out")" = from-prepared-rootfs ] || fail "rootfs run output"
-jq -e --arg r "$tmp/prepared-rootfs" '.sandbox_policy.status == "enforced_through_completion"
-  and ([.evidence[] | select(.kind == "ota.platform_check/v1") | .rootfs] | index($r) != null)' "$tmp/rf.json" >/dev/null \
+jq -e --arg r "$(realpath "$tmp/rstore/prepared-rootfs")" '.sandbox_policy.status == "enforced_through_completion"
+  and ([.evidence[] | select(.kind == "ota.platform_check/v1") | select(.rootfs_source == "contract") | .rootfs] | index($r) != null)' "$tmp/rf.json" >/dev/null \
   || fail "rootfs receipt: $(jq -c '[.sandbox_policy.status, [.evidence[] | select(.kind == "ota.platform_check/v1")]]' "$tmp/rf.json")"
 no_containers
 # ---- chaos: SIGKILL of the runner at assorted points, then one cleanup ----
