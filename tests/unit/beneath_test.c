@@ -17,23 +17,16 @@
 #include "test_util.h"
 
 typedef struct world {
-	char *tmp;
-	char repo[512];
-	char outside[512];
-	int repo_fd;
+	test_repo_world r; /* tmp, tmp/repo and its descriptor */
+	char outside[512]; /* tmp/outside */
 } world;
 
 static int setup(void **state)
 {
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
-	w->tmp = test_tmpdir();
-	snprintf(w->repo, sizeof w->repo, "%s/repo", w->tmp);
-	snprintf(w->outside, sizeof w->outside, "%s/outside", w->tmp);
-	assert_int_equal(mkdir(w->repo, 0755), 0);
-	assert_int_equal(mkdir(w->outside, 0755), 0);
-	w->repo_fd = open(w->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(w->repo_fd >= 0);
+	test_repo_world_make(&w->r, O_RDONLY);
+	test_mkdir_in(w->r.tmp, "outside", w->outside, sizeof w->outside);
 	/* a FIFO that blocks would hang the test: fail it instead */
 	alarm(60);
 	*state = w;
@@ -44,23 +37,9 @@ static int teardown(void **state)
 {
 	world *w = *state;
 	alarm(0);
-	close(w->repo_fd);
-	test_rmtree(w->tmp);
-	free(w->tmp);
+	test_repo_world_free(&w->r);
 	free(w);
 	return 0;
-}
-
-static size_t count_entries(const char *dir)
-{
-	char cmd[1200];
-	snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	unsigned long n = 0;
-	assert_int_equal(fscanf(p, "%lu", &n), 1);
-	pclose(p);
-	return n;
 }
 
 /* Missing directories are created beneath the repository, the file lands
@@ -71,8 +50,8 @@ static void test_create_and_write(void **state)
 	ota_error e;
 	ota_error_clear(&e);
 	int fd = -1;
-	assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, ".ota/archives", OTA_BENEATH_CREATE,
-	                                &fd, &e),
+	assert_ota(ota_dir_open_beneath(w->r.repo_fd, w->r.repo, ".ota/archives",
+	                                OTA_BENEATH_CREATE, &fd, &e),
 	           OTA_OK);
 	assert_ota(ota_file_write_atomic_at(fd, "t.json", ota_bytes_make("{}", 2), 0644, NULL, &e),
 	           OTA_OK);
@@ -83,35 +62,37 @@ static void test_create_and_write(void **state)
 	close(fd);
 	struct stat st;
 	char p[1024];
-	snprintf(p, sizeof p, "%s/.ota/archives/t.json", w->repo);
+	snprintf(p, sizeof p, "%s/.ota/archives/t.json", w->r.repo);
 	assert_int_equal(stat(p, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	assert_int_equal(st.st_size, 7);
-	snprintf(p, sizeof p, "%s/.ota/archives", w->repo);
-	assert_int_equal(count_entries(p), 1);
+	snprintf(p, sizeof p, "%s/.ota/archives", w->r.repo);
+	assert_int_equal(test_count_entries(p, false), 1);
 	/* without OTA_BENEATH_CREATE a missing directory is not_found */
 	ota_error_clear(&e);
-	assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, ".ota/cleanup", 0, &fd, &e),
+	assert_ota(ota_dir_open_beneath(w->r.repo_fd, w->r.repo, ".ota/cleanup", 0, &fd, &e),
 	           OTA_ERR_NOT_FOUND);
 	assert_int_equal(fd, -1);
 	assert_non_null(strstr(e.where, ".ota/cleanup"));
 	/* read back beneath */
 	uint8_t *b = NULL;
 	size_t n = 0;
-	assert_ota(ota_file_read_beneath(w->repo_fd, w->repo, ".ota/archives/t.json", 100, &b, &n,
-	                                 &e),
+	assert_ota(ota_file_read_beneath(w->r.repo_fd, w->r.repo, ".ota/archives/t.json", 100, &b,
+	                                 &n, &e),
 	           OTA_OK);
 	assert_int_equal(n, 7);
 	free(b);
 	/* no "..", no absolute path, nothing empty */
-	assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, "../outside", OTA_BENEATH_CREATE, &fd,
+	assert_ota(ota_dir_open_beneath(w->r.repo_fd, w->r.repo, "../outside", OTA_BENEATH_CREATE,
+	                                &fd, NULL),
+	           OTA_ERR_USAGE);
+	assert_ota(ota_dir_open_beneath(w->r.repo_fd, w->r.repo, "/tmp", OTA_BENEATH_CREATE, &fd,
 	                                NULL),
 	           OTA_ERR_USAGE);
-	assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, "/tmp", OTA_BENEATH_CREATE, &fd, NULL),
-	           OTA_ERR_USAGE);
-	assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, "./", OTA_BENEATH_CREATE, &fd, NULL),
-	           OTA_ERR_USAGE);
-	assert_ota(ota_file_write_atomic_at(w->repo_fd, "a/b", ota_bytes_make("x", 1), 0644, NULL,
+	assert_ota(
+	        ota_dir_open_beneath(w->r.repo_fd, w->r.repo, "./", OTA_BENEATH_CREATE, &fd, NULL),
+	        OTA_ERR_USAGE);
+	assert_ota(ota_file_write_atomic_at(w->r.repo_fd, "a/b", ota_bytes_make("x", 1), 0644, NULL,
 	                                    NULL),
 	           OTA_ERR_USAGE);
 }
@@ -125,13 +106,13 @@ static void test_symlinks_refused(void **state)
 	const char *const targets[] = {w->outside, "../outside", "../../../../../../../../tmp"};
 	for (size_t i = 0; i < 3; i++) {
 		char dot[600];
-		snprintf(dot, sizeof dot, "%s/.ota", w->repo);
+		snprintf(dot, sizeof dot, "%s/.ota", w->r.repo);
 		/* .ota itself */
 		assert_int_equal(symlink(targets[i], dot), 0);
 		ota_error e;
 		ota_error_clear(&e);
 		int fd = -1;
-		assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, ".ota/archives",
+		assert_ota(ota_dir_open_beneath(w->r.repo_fd, w->r.repo, ".ota/archives",
 		                                OTA_BENEATH_CREATE, &fd, &e),
 		           OTA_ERR_PATH_SYMLINK);
 		assert_int_equal(fd, -1);
@@ -139,8 +120,8 @@ static void test_symlinks_refused(void **state)
 		uint8_t *b = NULL;
 		size_t n = 0;
 		ota_error_clear(&e);
-		assert_ota(ota_file_read_beneath(w->repo_fd, w->repo, ".ota/org-policy.yaml", 100, &b,
-		                                 &n, &e),
+		assert_ota(ota_file_read_beneath(w->r.repo_fd, w->r.repo, ".ota/org-policy.yaml",
+		                                 100, &b, &n, &e),
 		           OTA_ERR_PATH_SYMLINK);
 		assert_string_equal(e.where, dot);
 		assert_int_equal(unlink(dot), 0);
@@ -150,7 +131,7 @@ static void test_symlinks_refused(void **state)
 		snprintf(arch, sizeof arch, "%s/archives", dot);
 		assert_int_equal(symlink(targets[i], arch), 0);
 		ota_error_clear(&e);
-		assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, ".ota/archives/deeper",
+		assert_ota(ota_dir_open_beneath(w->r.repo_fd, w->r.repo, ".ota/archives/deeper",
 		                                OTA_BENEATH_CREATE, &fd, &e),
 		           OTA_ERR_PATH_SYMLINK);
 		assert_string_equal(e.where, arch);
@@ -160,12 +141,12 @@ static void test_symlinks_refused(void **state)
 		assert_true(f >= 0);
 		close(f);
 		ota_error_clear(&e);
-		assert_ota(ota_dir_open_beneath(w->repo_fd, w->repo, ".ota/archives",
+		assert_ota(ota_dir_open_beneath(w->r.repo_fd, w->r.repo, ".ota/archives",
 		                                OTA_BENEATH_CREATE, &fd, &e),
 		           OTA_ERR_NOT_DIRECTORY);
 		assert_string_equal(e.where, arch);
 		test_rmtree(dot);
-		assert_int_equal(count_entries(w->outside), 0);
+		assert_int_equal(test_count_entries(w->outside, false), 0);
 	}
 }
 
@@ -176,8 +157,8 @@ static void test_last_component(void **state)
 	world *w = *state;
 	char victim[600], link[600], fifo[600];
 	snprintf(victim, sizeof victim, "%s/victim", w->outside);
-	snprintf(link, sizeof link, "%s/receipt.json", w->repo);
-	snprintf(fifo, sizeof fifo, "%s/fifo.json", w->repo);
+	snprintf(link, sizeof link, "%s/receipt.json", w->r.repo);
+	snprintf(fifo, sizeof fifo, "%s/fifo.json", w->r.repo);
 	int f = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	assert_true(f >= 0);
 	assert_int_equal(write(f, "orig", 4), 4);
@@ -188,7 +169,7 @@ static void test_last_component(void **state)
 	assert_ota(ota_file_write_atomic(link, ota_bytes_make("new", 3), 0644, &e),
 	           OTA_ERR_PATH_SYMLINK);
 	assert_string_equal(e.where, link);
-	assert_ota(ota_file_write_atomic_at(w->repo_fd, "receipt.json", ota_bytes_make("new", 3),
+	assert_ota(ota_file_write_atomic_at(w->r.repo_fd, "receipt.json", ota_bytes_make("new", 3),
 	                                    0644, NULL, NULL),
 	           OTA_ERR_PATH_SYMLINK);
 	struct stat st;
@@ -206,7 +187,7 @@ static void test_last_component(void **state)
 	assert_int_equal(lstat(fifo, &st), 0);
 	assert_true(S_ISFIFO(st.st_mode));
 	/* only the two planted names: no temporary left */
-	assert_int_equal(count_entries(w->repo), 2);
+	assert_int_equal(test_count_entries(w->r.repo, false), 2);
 }
 
 /* The audit's t14: a FIFO (or a symlink to one) where a file is read. The
@@ -216,7 +197,7 @@ static void test_fifo_and_socket_not_read(void **state)
 {
 	world *w = *state;
 	char fifo[1024], dot[600];
-	snprintf(dot, sizeof dot, "%s/.ota", w->repo);
+	snprintf(dot, sizeof dot, "%s/.ota", w->r.repo);
 	assert_int_equal(mkdir(dot, 0755), 0);
 	snprintf(fifo, sizeof fifo, "%s/org-policy.yaml", dot);
 	assert_int_equal(mkfifo(fifo, 0644), 0);
@@ -228,8 +209,8 @@ static void test_fifo_and_socket_not_read(void **state)
 	assert_null(b);
 	assert_string_equal(e.where, fifo);
 	ota_error_clear(&e);
-	assert_ota(ota_file_read_beneath(w->repo_fd, w->repo, ".ota/org-policy.yaml", 100, &b, &n,
-	                                 &e),
+	assert_ota(ota_file_read_beneath(w->r.repo_fd, w->r.repo, ".ota/org-policy.yaml", 100, &b,
+	                                 &n, &e),
 	           OTA_ERR_NOT_REGULAR);
 	assert_string_equal(e.where, fifo);
 	/* a symlink to the FIFO: followed by the plain reader (a path the
@@ -240,8 +221,8 @@ static void test_fifo_and_socket_not_read(void **state)
 	assert_ota(ota_file_read(lnk, 100, &b, &n, NULL), OTA_ERR_NOT_REGULAR);
 	assert_int_equal(unlink(fifo), 0);
 	assert_int_equal(symlink("../../outside/lnk", fifo), 0);
-	assert_ota(ota_file_read_beneath(w->repo_fd, w->repo, ".ota/org-policy.yaml", 100, &b, &n,
-	                                 NULL),
+	assert_ota(ota_file_read_beneath(w->r.repo_fd, w->r.repo, ".ota/org-policy.yaml", 100, &b,
+	                                 &n, NULL),
 	           OTA_ERR_PATH_SYMLINK);
 	assert_int_equal(unlink(fifo), 0);
 	/* a socket file */
@@ -250,7 +231,7 @@ static void test_fifo_and_socket_not_read(void **state)
 	struct sockaddr_un sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	int sl = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/s", w->tmp);
+	int sl = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/s", w->r.tmp);
 	assert_true(sl > 0 && (size_t)sl < sizeof sa.sun_path);
 	char sock[sizeof sa.sun_path];
 	memcpy(sock, sa.sun_path, sizeof sock);
@@ -260,11 +241,11 @@ static void test_fifo_and_socket_not_read(void **state)
 	close(s);
 	/* a missing file beneath is not_found (the caller decides what absent means) */
 	ota_error_clear(&e);
-	assert_ota(ota_file_read_beneath(w->repo_fd, w->repo, ".ota/org-policy.yaml", 100, &b, &n,
-	                                 &e),
+	assert_ota(ota_file_read_beneath(w->r.repo_fd, w->r.repo, ".ota/org-policy.yaml", 100, &b,
+	                                 &n, &e),
 	           OTA_ERR_NOT_FOUND);
-	assert_ota(ota_file_read_beneath(w->repo_fd, w->repo, "nodir/org-policy.yaml", 100, &b, &n,
-	                                 NULL),
+	assert_ota(ota_file_read_beneath(w->r.repo_fd, w->r.repo, "nodir/org-policy.yaml", 100, &b,
+	                                 &n, NULL),
 	           OTA_ERR_NOT_FOUND);
 }
 

@@ -31,31 +31,9 @@
 
 /* ---- helpers ---- */
 
-/* SPKI DER as PEM, 64-column base64 (new). */
-static char *pem_of_der(const uint8_t *der, size_t n)
-{
-	char *b64 = NULL;
-	assert_ota(ota_base64_encode(ota_bytes_make(der, n), &b64), OTA_OK);
-	size_t bl = strlen(b64);
-	static const char head[] = "-----BEGIN PUBLIC KEY-----\n", tail[] = "-----END PUBLIC KEY-----\n";
-	char *p = malloc(sizeof head + bl + bl / 64 + 1 + sizeof tail);
-	assert_non_null(p);
-	size_t w = sizeof head - 1;
-	memcpy(p, head, w);
-	for (size_t i = 0; i < bl; i += 64) {
-		size_t c = bl - i < 64 ? bl - i : 64;
-		memcpy(p + w, b64 + i, c);
-		w += c;
-		p[w++] = '\n';
-	}
-	memcpy(p + w, tail, sizeof tail);
-	free(b64);
-	return p;
-}
-
 static ota_err load_der(const uint8_t *der, size_t n)
 {
-	char *pem = pem_of_der(der, n);
+	char *pem = test_pem_of_der(der, n);
 	ota_key *k = NULL;
 	ota_err rc = ota_key_load_pem(ota_bytes_make(pem, strlen(pem)), &k, NULL);
 	if (rc != OTA_OK)
@@ -391,24 +369,6 @@ static void test_ed448(void **s)
 
 /* ---- EC point forms ---- */
 
-/* SPKI DER of a copy of p with the point form and parameter encoding set. */
-static uint8_t *ec_spki_as(const EVP_PKEY *p, const char *form, const char *enc, size_t *len)
-{
-	EVP_PKEY *d = EVP_PKEY_dup((EVP_PKEY *)(uintptr_t)p);
-	assert_non_null(d);
-	assert_int_equal(
-	    EVP_PKEY_set_utf8_string_param(d, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form), 1);
-	assert_int_equal(EVP_PKEY_set_utf8_string_param(d, OSSL_PKEY_PARAM_EC_ENCODING, enc), 1);
-	int n = i2d_PUBKEY(d, NULL);
-	assert_true(n > 0);
-	uint8_t *der = malloc((size_t)n), *w = der;
-	assert_non_null(der);
-	assert_int_equal(i2d_PUBKEY(d, &w), n);
-	EVP_PKEY_free(d);
-	*len = (size_t)n;
-	return der;
-}
-
 static void test_ec_point_forms(void **s)
 {
 	(void)s;
@@ -422,7 +382,7 @@ static void test_ec_point_forms(void **s)
 			assert_ota(ota_key_generate(curves[c].alg, &k), OTA_OK);
 			const EVP_PKEY *p = ota_key_evp(k);
 			size_t n = 0;
-			uint8_t *der = ec_spki_as(p, "uncompressed", "named_curve", &n);
+			uint8_t *der = test_ec_spki_as(p, "uncompressed", "named_curve", &n);
 			assert_ota(load_der(der, n), OTA_OK);
 			/* the same point, first byte 0x06 | (y & 1): the audit's hybrid form */
 			uint8_t *hyb = malloc(n);
@@ -440,7 +400,7 @@ static void test_ec_point_forms(void **s)
 			                          {"uncompressed", "explicit"}};
 			for (size_t f = 0; f < 3; f++) {
 				size_t m = 0;
-				uint8_t *o = ec_spki_as(p, forms[f][0], forms[f][1], &m);
+				uint8_t *o = test_ec_spki_as(p, forms[f][0], forms[f][1], &m);
 				ota_err got = load_der(o, m);
 				if (got != OTA_ERR_KEY_NONCANONICAL)
 					fail_msg("%s: %s %s: %s", ota_alg_name(curves[c].alg), forms[f][0],

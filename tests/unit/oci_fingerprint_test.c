@@ -148,32 +148,21 @@ static ota_err ref_fingerprint(const char *host_path, char out[65], ota_error *e
 
 /* ---- the tests ---- */
 
-typedef struct world {
-	char *tmp;
-	char repo[512];
-	int repo_fd;
-} world;
+typedef test_repo_world world;
 
 static int setup(void **state)
 {
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
-	w->tmp = test_tmpdir();
-	snprintf(w->repo, sizeof w->repo, "%s/repo", w->tmp);
-	assert_int_equal(mkdir(w->repo, 0755), 0);
-	w->repo_fd = open(w->repo, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_true(w->repo_fd >= 0);
+	test_repo_world_make(w, O_PATH);
 	*state = w;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	world *w = *state;
-	close(w->repo_fd);
-	test_rmtree(w->tmp);
-	free(w->tmp);
-	free(w);
+	test_repo_world_free(*state);
+	free(*state);
 	return 0;
 }
 

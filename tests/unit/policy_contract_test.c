@@ -44,27 +44,12 @@ static void refused(const char *y, size_t n, ota_err want, const char *where)
 
 static ota_contract *loaded(const char *y)
 {
-	ota_contract *c = NULL;
-	ota_error e;
-	ota_err rc = load(y, strlen(y), &c, &e);
-	if (rc != OTA_OK)
-		fail_msg("%s %s %s\n%s", ota_err_name(rc), e.where, e.what, y);
-	return c;
+	return test_contract_load(y, "c.yaml");
 }
 
 static ota_policy *compile(const ota_contract *c, ota_lane_kind k, const char *lane)
 {
-	ota_policy_options o;
-	memset(&o, 0, sizeof o);
-	strcpy(o.native_platform.os, "linux");
-	strcpy(o.native_platform.architecture, "amd64");
-	ota_policy *p = NULL;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_policy_compile(c, k, lane, &o, NULL, 0, &p, &e);
-	if (rc != OTA_OK)
-		fail_msg("compile %s: %s %s %s", lane, ota_err_name(rc), e.where, e.what);
-	return p;
+	return test_policy_compile(c, k, lane, NULL, 0);
 }
 
 static const json_t *seg_exec(const ota_policy *p, size_t i)
@@ -174,26 +159,6 @@ static void test_name_cap(void **state)
 
 /* ---- t10: the selected mode is the backend; oci_local never re-modes it ---- */
 
-static ota_capability_descriptor oci(void)
-{
-	ota_capability_descriptor d;
-	ota_platform host = {"linux", "amd64", ""};
-	const char *t = ota_policy_builtin_descriptor("oci_local");
-	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(t, strlen(t)), &host, &d, NULL),
-	           OTA_OK);
-	return d;
-}
-
-static bool has_refusal(const json_t *a, const char *control)
-{
-	size_t i;
-	const json_t *r;
-	json_array_foreach(json_object_get(a, "refusals"), i, r)
-		if (strcmp(json_string_value(json_object_get(r, "control")), control) == 0)
-			return true;
-	return false;
-}
-
 #define T10_EXEC                                                                              \
 	"execution:\n  supported: [container, native]\n  preferred: container\n"               \
 	"  lifecycle: ephemeral\n  default_context: box\n"                                      \
@@ -217,14 +182,14 @@ static void test_native_mode_not_remoded(void **state)
 	assert_string_equal(json_string_value(json_object_get(x, "backend")), "native");
 	/* the container default context is not the native mode's context */
 	assert_true(json_is_null(json_object_get(x, "context")));
-	ota_capability_descriptor d = oci();
+	ota_capability_descriptor d = test_policy_oci_descriptor();
 	for (int explicit_target = 0; explicit_target < 2; explicit_target++) {
 		ota_admission_request r = {true, explicit_target ? "oci_local" : NULL, &d, 1};
 		json_t *out = NULL;
 		bool ok = true;
 		assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
 		assert_false(ok);
-		assert_true(has_refusal(out, "execution.backend"));
+		assert_true(test_policy_has_refusal(out, "execution.backend"));
 		assert_true(json_is_null(json_object_get(out, "provider_target")));
 		json_decref(out);
 	}
@@ -263,13 +228,13 @@ static void test_services_cycles_strings(void **state)
 		HEAD OCI_EXEC "tasks:\n  t: {run: x, safe_for_agent: true, " RB "}\n"
 		"workflows:\n  ci: {services: {required: [db]}, run: {task: t}}\n");
 	ota_policy *p = compile(c, OTA_LANE_WORKFLOW, "ci");
-	ota_capability_descriptor d = oci();
+	ota_capability_descriptor d = test_policy_oci_descriptor();
 	ota_admission_request r = {true, NULL, &d, 1};
 	json_t *out = NULL;
 	bool ok = true;
 	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
 	assert_false(ok);
-	assert_true(has_refusal(out, "execution.pre_boundary_actions"));
+	assert_true(test_policy_has_refusal(out, "execution.pre_boundary_actions"));
 	json_decref(out);
 	ota_policy_free(p);
 	ota_contract_free(c);

@@ -21,13 +21,7 @@
 
 static ota_contract *contract(const char *y)
 {
-	ota_contract *c = NULL;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_contract_load(ota_bytes_make(y, strlen(y)), "m.yaml", &c, &e);
-	if (rc != OTA_OK)
-		fail_msg("contract: %s %s %s\n%s", ota_err_name(rc), e.where, e.what, y);
-	return c;
+	return test_contract_load(y, "m.yaml");
 }
 
 static ota_overlay *overlay(const char *y, ota_overlay_source src)
@@ -41,19 +35,10 @@ static ota_overlay *overlay(const char *y, ota_overlay_source src)
 	return o;
 }
 
-static ota_policy_options amd64(void)
-{
-	ota_policy_options o;
-	memset(&o, 0, sizeof o);
-	strcpy(o.native_platform.os, "linux");
-	strcpy(o.native_platform.architecture, "amd64");
-	return o;
-}
-
 static ota_err compile(const ota_contract *c, const char *task, const ota_overlay *const *ovs,
                        size_t n, ota_policy **p, ota_error *e)
 {
-	ota_policy_options o = amd64();
+	ota_policy_options o = test_policy_amd64();
 	ota_error_clear(e);
 	return ota_policy_compile(c, OTA_LANE_TASK, task, &o, ovs, n, p, e);
 }
@@ -61,12 +46,7 @@ static ota_err compile(const ota_contract *c, const char *task, const ota_overla
 static ota_policy *compile_ok(const ota_contract *c, const char *task,
                               const ota_overlay *const *ovs, size_t n)
 {
-	ota_policy *p = NULL;
-	ota_error e;
-	ota_err rc = compile(c, task, ovs, n, &p, &e);
-	if (rc != OTA_OK)
-		fail_msg("compile %s: %s %s %s", task, ota_err_name(rc), e.where, e.what);
-	return p;
+	return test_policy_compile(c, OTA_LANE_TASK, task, ovs, n);
 }
 
 /* effective runtime_boundary of segment i (borrowed) */
@@ -302,17 +282,6 @@ static void test_no_demotion(void **state)
 
 /* ---- t3: controls that only overlays add are evaluated by admission ---- */
 
-static ota_capability_descriptor oci(void)
-{
-	ota_capability_descriptor d;
-	ota_platform host = {"linux", "amd64", ""};
-	const char *t = ota_policy_builtin_descriptor("oci_local");
-	assert_non_null(t);
-	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(t, strlen(t)), &host, &d, NULL),
-	           OTA_OK);
-	return d;
-}
-
 static void test_overlay_controls_reach_admission(void **state)
 {
 	(void)state;
@@ -322,7 +291,7 @@ static void test_overlay_controls_reach_admission(void **state)
 	                           "    filesystem: {repo_root_mode: read_only, protected_paths: [.git]}\n"
 	                           "    network: {default: deny}\n",
 	                           OTA_OVERLAY_ORG_POLICY);
-	ota_capability_descriptor d = oci();
+	ota_capability_descriptor d = test_policy_oci_descriptor();
 	ota_admission_request r = {true, NULL, &d, 1};
 	json_t *out = NULL;
 	bool ok = false;
@@ -361,14 +330,9 @@ static void test_overlay_controls_reach_admission(void **state)
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
 static unsigned rnd(unsigned n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (unsigned)(rng % n);
+	return test_rnd(&rng, n);
 }
 
-static const char *const paths[] = {"out", "out/reports", "out/logs", "build", "build/keep",
-                                    "src", "docs", ".github"};
 static const char *const hosts[] = {"h1", "h2", "h3"};
 
 static void cat(char *b, size_t cap, const char *s)
@@ -431,7 +395,7 @@ static void rand_boundary(char *b, size_t cap)
 		}
 		if (rnd(2)) {
 			cat(b, cap, f ? ", writable_paths: " : "writable_paths: ");
-			rand_list(b, cap, paths, 5); /* never under .github / docs protection */
+			rand_list(b, cap, test_policy_paths, 5); /* never under .github / docs protection */
 			f = true;
 		}
 		if (rnd(2)) {

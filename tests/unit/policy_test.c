@@ -10,15 +10,6 @@
 #include "ota/json.h"
 #include "ota/policy.h"
 
-static ota_policy_options amd64(void)
-{
-	ota_policy_options o;
-	memset(&o, 0, sizeof o);
-	strcpy(o.native_platform.os, "linux");
-	strcpy(o.native_platform.architecture, "amd64");
-	return o;
-}
-
 static ota_contract *load_src(const char *rel)
 {
 	size_t n;
@@ -48,19 +39,6 @@ static ota_overlay *overlay_src(const char *rel, ota_overlay_source s)
 	assert_non_null(o);
 	free(b);
 	return o;
-}
-
-static ota_policy *compile(const ota_contract *c, ota_lane_kind k, const char *name,
-                           const ota_overlay *const *ovs, size_t n)
-{
-	ota_policy_options o = amd64();
-	ota_policy *p = NULL;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_policy_compile(c, k, name, &o, ovs, n, &p, &e);
-	if (rc != OTA_OK)
-		fail_msg("compile %s: %s %s %s", name, ota_err_name(rc), e.where, e.what);
-	return p;
 }
 
 /* ---- every upstream example contract loads and every lane compiles ---- */
@@ -97,9 +75,11 @@ static void walk(const char *dir, int *count)
 		assert_true(ota_id_is_valid(ota_contract_identity(c)));
 		assert_true(ota_id_is_valid(ota_contract_snapshot_identity(c)));
 		for (size_t i = 0; i < ota_contract_task_count(c); i++)
-			ota_policy_free(compile(c, OTA_LANE_TASK, ota_contract_task_name(c, i), NULL, 0));
+			ota_policy_free(test_policy_compile(c, OTA_LANE_TASK,
+			                                    ota_contract_task_name(c, i), NULL, 0));
 		for (size_t i = 0; i < ota_contract_workflow_count(c); i++)
-			ota_policy_free(compile(c, OTA_LANE_WORKFLOW, ota_contract_workflow_name(c, i), NULL, 0));
+			ota_policy_free(test_policy_compile(
+			        c, OTA_LANE_WORKFLOW, ota_contract_workflow_name(c, i), NULL, 0));
 		ota_contract_free(c);
 		(*count)++;
 	}
@@ -228,7 +208,7 @@ static void test_alias_bomb_and_depth(void **state)
 	for (int i = 1; i < 5000; i++)
 		len += (size_t)snprintf(y + len, (1u << 20) - len, "  t%d: {run: x, depends_on: [t%d]}\n", i, i - 1);
 	assert_ota(load_str(y, &c, &e), OTA_OK);
-	ota_policy_options po = amd64();
+	ota_policy_options po = test_policy_amd64();
 	ota_policy *p = NULL;
 	assert_ota(ota_policy_compile(c, OTA_LANE_TASK, "t4999", &po, NULL, 0, &p, &e), OTA_ERR_TOO_DEEP);
 	assert_null(p);
@@ -258,10 +238,10 @@ static void test_identity_stability(void **state)
 	assert_string_equal(ota_contract_identity(a), ota_contract_identity(b));
 	const char *lanes[] = {"test", "build", "report"};
 	for (int l = 0; l < 3; l++) {
-		ota_policy *pa = compile(a, OTA_LANE_TASK, lanes[l], NULL, 0);
-		ota_policy *pb = compile(b, OTA_LANE_TASK, lanes[l], NULL, 0);
-		ota_policy *ps = compile(s, OTA_LANE_TASK, lanes[l], NULL, 0);
-		ota_policy *parm = compile(arm, OTA_LANE_TASK, lanes[l], NULL, 0);
+		ota_policy *pa = test_policy_compile(a, OTA_LANE_TASK, lanes[l], NULL, 0);
+		ota_policy *pb = test_policy_compile(b, OTA_LANE_TASK, lanes[l], NULL, 0);
+		ota_policy *ps = test_policy_compile(s, OTA_LANE_TASK, lanes[l], NULL, 0);
+		ota_policy *parm = test_policy_compile(arm, OTA_LANE_TASK, lanes[l], NULL, 0);
 		assert_string_equal(ota_policy_canonical_identity(pa), ota_policy_canonical_identity(pb));
 		assert_string_equal(ota_policy_effective_identity(pa), ota_policy_effective_identity(pb));
 		assert_string_not_equal(ota_policy_canonical_identity(pa), ota_policy_canonical_identity(parm));
@@ -287,9 +267,9 @@ static void test_identity_stability(void **state)
 		ota_policy_free(parm);
 	}
 	/* semantic changes move exactly the affected segment */
-	ota_policy *pa = compile(a, OTA_LANE_TASK, "test", NULL, 0);
-	ota_policy *pw = compile(sw, OTA_LANE_TASK, "test", NULL, 0);
-	ota_policy *pbody = compile(sb, OTA_LANE_TASK, "test", NULL, 0);
+	ota_policy *pa = test_policy_compile(a, OTA_LANE_TASK, "test", NULL, 0);
+	ota_policy *pw = test_policy_compile(sw, OTA_LANE_TASK, "test", NULL, 0);
+	ota_policy *pbody = test_policy_compile(sb, OTA_LANE_TASK, "test", NULL, 0);
 	assert_int_equal(ota_policy_segment_count(pa), 3);
 	assert_string_equal(ota_policy_segment_id(pa, 0), "task:build");
 	assert_string_equal(ota_policy_segment_id(pa, 1), "task:test");
@@ -331,7 +311,7 @@ static void test_identity_stability(void **state)
 	ota_policy_free(pw);
 	ota_policy_free(pbody);
 	/* workflow: phases setup, run in order with a phase edge */
-	ota_policy *wf = compile(a, OTA_LANE_WORKFLOW, "ci", NULL, 0);
+	ota_policy *wf = test_policy_compile(a, OTA_LANE_WORKFLOW, "ci", NULL, 0);
 	assert_int_equal(ota_policy_segment_count(wf), 3);
 	assert_string_equal(ota_policy_segment_id(wf, 0), "task:build");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(ota_policy_canonical_json(wf), "segments"), 0), "phase")), "setup");
@@ -341,8 +321,8 @@ static void test_identity_stability(void **state)
 	uint8_t *gj = test_read_src("vectors/policy/expected.json", &n);
 	json_t *g = NULL;
 	assert_ota(ota_json_parse(ota_bytes_make(gj, n), &g, NULL), OTA_OK);
-	pa = compile(a, OTA_LANE_TASK, "test", NULL, 0);
-	wf = compile(a, OTA_LANE_WORKFLOW, "ci", NULL, 0);
+	pa = test_policy_compile(a, OTA_LANE_TASK, "test", NULL, 0);
+	wf = test_policy_compile(a, OTA_LANE_WORKFLOW, "ci", NULL, 0);
 	assert_string_equal(json_string_value(json_object_get(g, "task:test")), ota_policy_canonical_identity(pa));
 	assert_string_equal(json_string_value(json_object_get(g, "workflow:ci")), ota_policy_canonical_identity(wf));
 	assert_string_equal(json_string_value(json_object_get(g, "contract")), ota_contract_identity(a));
@@ -378,9 +358,9 @@ static void test_overlays(void **state)
 	assert_true(ota_id_is_valid(ota_overlay_authority_identity(org)));
 	const ota_overlay *both[2] = {org, deny};
 	const ota_overlay *rev[2] = {deny, org};
-	ota_policy *p0 = compile(a, OTA_LANE_TASK, "test", NULL, 0);
-	ota_policy *p1 = compile(a, OTA_LANE_TASK, "test", both, 2);
-	ota_policy *p2 = compile(a, OTA_LANE_TASK, "test", rev, 2);
+	ota_policy *p0 = test_policy_compile(a, OTA_LANE_TASK, "test", NULL, 0);
+	ota_policy *p1 = test_policy_compile(a, OTA_LANE_TASK, "test", both, 2);
+	ota_policy *p2 = test_policy_compile(a, OTA_LANE_TASK, "test", rev, 2);
 	assert_string_equal(ota_policy_canonical_identity(p0), ota_policy_canonical_identity(p1));
 	assert_string_not_equal(ota_policy_effective_identity(p0), ota_policy_effective_identity(p1));
 	assert_string_equal(ota_policy_effective_identity(p1), ota_policy_effective_identity(p2));
@@ -399,7 +379,7 @@ static void test_overlays(void **state)
 	ota_policy_free(p2);
 	/* widening refused, naming the control */
 	ota_policy *pw = NULL;
-	ota_policy_options o = amd64();
+	ota_policy_options o = test_policy_amd64();
 	const ota_overlay *wv[1] = {widen};
 	ota_error e;
 	ota_error_clear(&e);
@@ -419,14 +399,11 @@ static void test_overlays(void **state)
 	assert_ota(ota_overlay_load(ota_bytes_make(unk, strlen(unk)), "o", OTA_OVERLAY_FILE, &none, NULL),
 	           OTA_ERR_CONTRACT_UNKNOWN_KEY);
 	/* the policy owns its effective strings: overlays may go before admission */
-	ota_policy *pk = compile(a, OTA_LANE_TASK, "test", both, 2);
+	ota_policy *pk = test_policy_compile(a, OTA_LANE_TASK, "test", both, 2);
 	ota_overlay_free(org);
 	ota_overlay_free(deny);
 	ota_overlay_free(widen);
-	ota_capability_descriptor dsc;
-	ota_platform host = {"linux", "amd64", ""};
-	const char *txt = ota_policy_builtin_descriptor("oci_local");
-	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)), &host, &dsc, NULL), OTA_OK);
+	ota_capability_descriptor dsc = test_policy_oci_descriptor();
 	ota_admission_request rq = {true, "oci_local", &dsc, 1};
 	json_t *adm = NULL;
 	bool adm_ok = false;
@@ -441,21 +418,15 @@ static void test_overlays(void **state)
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static unsigned rnd(unsigned n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (unsigned)(rng % n);
+	return test_rnd(&rng, n);
 }
-
-static const char *const pool_paths[] = {"out", "out/reports", "out/logs", "build", "build/keep",
-                                         "src", "docs", ".github"};
 
 static void rand_paths(char *buf, size_t cap)
 {
 	unsigned k = rnd(4);
 	snprintf(buf, cap, "[");
 	for (unsigned i = 0; i < k; i++) {
-		strncat(buf, pool_paths[rnd(8)], cap - strlen(buf) - 3);
+		strncat(buf, test_policy_paths[rnd(TEST_POLICY_NPATHS)], cap - strlen(buf) - 3);
 		if (i + 1 < k)
 			strncat(buf, ", ", cap - strlen(buf) - 1);
 	}
@@ -503,7 +474,7 @@ static void test_meet_properties(void **state)
 	ota_contract *c = NULL;
 	ota_error e;
 	assert_ota(load_str(y, &c, &e), OTA_OK);
-	ota_policy *base = compile(c, OTA_LANE_TASK, "b", NULL, 0);
+	ota_policy *base = test_policy_compile(c, OTA_LANE_TASK, "b", NULL, 0);
 	for (int round = 0; round < 200; round++) {
 		ota_overlay *ovs[5];
 		size_t n = 1 + rnd(4);
@@ -518,7 +489,7 @@ static void test_meet_properties(void **state)
 			o2[i - 1] = o2[j];
 			o2[j] = t;
 		}
-		ota_policy_options po = amd64();
+		ota_policy_options po = test_policy_amd64();
 		ota_policy *p1 = NULL, *p2 = NULL;
 		ota_err r1 = ota_policy_compile(c, OTA_LANE_TASK, "b", &po, o1, n, &p1, NULL);
 		ota_err r2 = ota_policy_compile(c, OTA_LANE_TASK, "b", &po, o2, n, &p2, NULL);
@@ -586,11 +557,7 @@ static void test_meet_properties(void **state)
 
 static ota_capability_descriptor oci(void)
 {
-	ota_capability_descriptor d;
-	ota_platform host = {"linux", "amd64", ""};
-	const char *t = ota_policy_builtin_descriptor("oci_local");
-	assert_non_null(t);
-	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(t, strlen(t)), &host, &d, NULL), OTA_OK);
+	ota_capability_descriptor d = test_policy_oci_descriptor();
 	assert_int_equal(d.controls[OTA_CTL_NET_TARGET_ALLOWLIST], OTA_CAP_UNSUPPORTED);
 	assert_int_equal(d.controls[OTA_CTL_FS_READ_ONLY_ROOT], OTA_CAP_ENFORCED);
 	return d;
@@ -600,7 +567,7 @@ static json_t *admit(const char *rel, ota_lane_kind k, const char *lane, bool ag
                      const char *target, bool *admitted)
 {
 	ota_contract *c = load_src(rel);
-	ota_policy *p = compile(c, k, lane, NULL, 0);
+	ota_policy *p = test_policy_compile(c, k, lane, NULL, 0);
 	ota_capability_descriptor d = oci();
 	ota_admission_request r = {agent, target, &d, 1};
 	json_t *out = NULL;
@@ -609,16 +576,6 @@ static json_t *admit(const char *rel, ota_lane_kind k, const char *lane, bool ag
 	ota_policy_free(p);
 	ota_contract_free(c);
 	return out;
-}
-
-static bool has_refusal(const json_t *a, const char *control)
-{
-	size_t i;
-	const json_t *r;
-	json_array_foreach(json_object_get(a, "refusals"), i, r)
-		if (strcmp(json_string_value(json_object_get(r, "control")), control) == 0)
-			return true;
-	return false;
 }
 
 static void test_admission(void **state)
@@ -647,10 +604,10 @@ static void test_admission(void **state)
 	a = admit("vectors/ota-examples/reference/runtime-boundary/ota.yaml", OTA_LANE_TASK, "verify",
 	          true, "oci_local", &ok);
 	assert_false(ok);
-	assert_true(has_refusal(a, "execution.backend"));
-	assert_true(has_refusal(a, "execution.lifecycle"));
-	assert_true(has_refusal(a, "execution.target_platform"));
-	assert_true(has_refusal(a, "network.target_allowlist"));
+	assert_true(test_policy_has_refusal(a, "execution.backend"));
+	assert_true(test_policy_has_refusal(a, "execution.lifecycle"));
+	assert_true(test_policy_has_refusal(a, "execution.target_platform"));
+	assert_true(test_policy_has_refusal(a, "network.target_allowlist"));
 	/* the app-enforced constraint is an obligation, not provider enforcement */
 	const json_t *ob = json_array_get(json_object_get(a, "application_obligations"), 0);
 	assert_string_equal(json_string_value(json_object_get(ob, "evidence")), "not_proved");
@@ -661,8 +618,8 @@ static void test_admission(void **state)
 	a = admit("vectors/ota-examples/reference/replay-baseline-regeneration/ota.yaml", OTA_LANE_TASK,
 	          "baseline:replay", false, "oci_local", &ok);
 	assert_false(ok);
-	assert_true(has_refusal(a, "execution.target_platform"));
-	assert_true(has_refusal(a, "filesystem.repo_root_mode"));
+	assert_true(test_policy_has_refusal(a, "execution.target_platform"));
+	assert_true(test_policy_has_refusal(a, "filesystem.repo_root_mode"));
 	json_decref(a);
 	/* no authoritative controls: plain agent admission without a target */
 	a = admit("vectors/ota-examples/reference/safe-agent-execution/ota.yaml", OTA_LANE_TASK, "verify",
@@ -675,14 +632,14 @@ static void test_admission(void **state)
 	          true, "oci_local", &ok);
 	assert_false(ok);
 	assert_string_equal(json_string_value(json_object_get(a, "kind")), "agent_unsafe_closure");
-	assert_true(has_refusal(a, "agent.safe_for_agent"));
+	assert_true(test_policy_has_refusal(a, "agent.safe_for_agent"));
 	assert_true(json_is_null(json_object_get(a, "provider_evaluation")));
 	json_decref(a);
 	/* services refuse as pre-boundary actions */
 	a = admit("vectors/ota-examples/reference/managed-lifecycle-proof/ota.yaml", OTA_LANE_TASK,
 	          "assert-database", false, "oci_local", &ok);
 	assert_false(ok);
-	assert_true(has_refusal(a, "execution.pre_boundary_actions"));
+	assert_true(test_policy_has_refusal(a, "execution.pre_boundary_actions"));
 	json_decref(a);
 	/* unknown target */
 	a = admit("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml", OTA_LANE_TASK, "verify",
@@ -707,13 +664,13 @@ static void test_descriptor_refusals(void **state)
 	assert_string_not_equal(ia, ib);
 	/* an advisory runtime control fails closed */
 	ota_contract *c = load_src("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml");
-	ota_policy *p = compile(c, OTA_LANE_TASK, "verify", NULL, 0);
+	ota_policy *p = test_policy_compile(c, OTA_LANE_TASK, "verify", NULL, 0);
 	ota_admission_request r = {true, NULL, &b, 1};
 	json_t *out = NULL;
 	bool ok = true;
 	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
 	assert_false(ok);
-	assert_true(has_refusal(out, "network.default"));
+	assert_true(test_policy_has_refusal(out, "network.default"));
 	json_decref(out);
 	/* two compatible targets without a default: ambiguous */
 	ota_capability_descriptor two[2] = {a, a};
@@ -739,7 +696,7 @@ static void test_boundary_groups(void **state)
 	ota_contract *c = NULL;
 	ota_error e;
 	assert_ota(load_str(y, &c, &e), OTA_OK);
-	ota_policy *p = compile(c, OTA_LANE_TASK, "c", NULL, 0);
+	ota_policy *p = test_policy_compile(c, OTA_LANE_TASK, "c", NULL, 0);
 	const json_t *g = json_object_get(ota_policy_effective_json(p), "boundary_groups");
 	assert_int_equal(json_array_size(g), 2);
 	assert_int_equal(json_array_size(json_array_get(g, 0)), 2); /* a and b share */
@@ -749,7 +706,7 @@ static void test_boundary_groups(void **state)
 	ota_overlay *o = NULL;
 	assert_ota(ota_overlay_load(ota_bytes_make(ov, strlen(ov)), "o", OTA_OVERLAY_FILE, &o, NULL), OTA_OK);
 	const ota_overlay *ovs[1] = {o};
-	ota_policy *q = compile(c, OTA_LANE_TASK, "c", ovs, 1);
+	ota_policy *q = test_policy_compile(c, OTA_LANE_TASK, "c", ovs, 1);
 	assert_int_equal(json_array_size(json_object_get(ota_policy_effective_json(q), "boundary_groups")), 1);
 	ota_policy_free(q);
 	ota_overlay_free(o);
@@ -784,7 +741,8 @@ static void test_admission_vectors(void **state)
 			snprintf(lane, sizeof lane, "%.*s", (int)(sp - colon - 1), colon + 1);
 			bool wf = strncmp(key, "workflow:", 9) == 0;
 			bool agent = strstr(sp, "--agent") != NULL;
-			ota_policy *p = compile(c, wf ? OTA_LANE_WORKFLOW : OTA_LANE_TASK, lane, NULL, 0);
+			ota_policy *p = test_policy_compile(
+			        c, wf ? OTA_LANE_WORKFLOW : OTA_LANE_TASK, lane, NULL, 0);
 			ota_admission_request r = {agent, agent ? NULL : "oci_local", &d, 1};
 			json_t *out = NULL;
 			bool ok = false;

@@ -57,18 +57,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static size_t entries(const char *dir)
-{
-	char cmd[1200];
-	snprintf(cmd, sizeof cmd, "find '%s' | wc -l", dir);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	unsigned long n = 0;
-	assert_int_equal(fscanf(p, "%lu", &n), 1);
-	pclose(p);
-	return n;
-}
-
 /* Maps the one segment of a contract whose container.rootfs is rootfs;
  * *plan_out (may be NULL) new. */
 static ota_err plan_with(const world *w, const char *rootfs, const char *opt_rootfs,
@@ -112,7 +100,7 @@ static ota_err plan_with(const world *w, const char *rootfs, const char *opt_roo
 static void test_host_directory_refused(void **state)
 {
 	world *w = *state;
-	size_t before = entries(w->host);
+	size_t before = test_count_entries(w->host, true);
 	ota_error e;
 	/* the audit's t08, and the host root, and a relative path (the repo) */
 	assert_ota(plan_with(w, w->host, NULL, NULL, &e), OTA_ERR_OCI_ROOTFS_UNMANAGED);
@@ -137,7 +125,7 @@ static void test_host_directory_refused(void **state)
 	/* missing inside the store: the old oci_path_missing */
 	snprintf(p, sizeof p, "%s/absent/rootfs", w->store);
 	assert_ota(plan_with(w, p, NULL, NULL, &e), OTA_ERR_OCI_PATH_MISSING);
-	assert_int_equal(entries(w->host), before);
+	assert_int_equal(test_count_entries(w->host, true), before);
 }
 
 static void test_managed_accepted(void **state)

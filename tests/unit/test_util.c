@@ -1,11 +1,18 @@
 #include "test_util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/core_names.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include "ota/cose.h"
+#include "ota/json.h"
 
 char *test_src_path(const char *rel)
 {
@@ -47,6 +54,42 @@ void test_rmtree(const char *path)
 	int n = snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", path);
 	assert_true(n > 0 && (size_t)n < sizeof cmd);
 	assert_int_equal(system(cmd), 0);
+}
+
+void test_repo_world_make(test_repo_world *w, int open_flags)
+{
+	memset(w, 0, sizeof *w);
+	w->tmp = test_tmpdir();
+	test_mkdir_in(w->tmp, "repo", w->repo, sizeof w->repo);
+	w->repo_fd = open(w->repo, open_flags | O_DIRECTORY | O_CLOEXEC);
+	assert_true(w->repo_fd >= 0);
+}
+
+void test_repo_world_free(test_repo_world *w)
+{
+	close(w->repo_fd);
+	test_rmtree(w->tmp);
+	free(w->tmp);
+	memset(w, 0, sizeof *w);
+}
+
+void test_mkdir_in(const char *dir, const char *name, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/%s", dir, name);
+	assert_true(n > 0 && (size_t)n < cap);
+	assert_int_equal(mkdir(out, 0755), 0);
+}
+
+size_t test_count_entries(const char *dir, bool recursive)
+{
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, recursive ? "find '%s' | wc -l" : "ls -A '%s' | wc -l", dir);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	unsigned long n = 0;
+	assert_int_equal(fscanf(p, "%lu", &n), 1);
+	pclose(p);
+	return n;
 }
 
 void test_assert_ota(ota_err rc, ota_err want, const char *file, int line)
@@ -138,6 +181,174 @@ void test_endpoint_root_free(test_endpoint_root *w)
 		test_rmtree(w->dir);
 	free(w->dir);
 	memset(w, 0, sizeof *w);
+}
+
+uint8_t *test_ec_spki_as(const EVP_PKEY *p, const char *form, const char *enc, size_t *len)
+{
+	EVP_PKEY *d = EVP_PKEY_dup((EVP_PKEY *)(uintptr_t)p);
+	assert_non_null(d);
+	assert_int_equal(
+	    EVP_PKEY_set_utf8_string_param(d, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form), 1);
+	if (enc != NULL)
+		assert_int_equal(EVP_PKEY_set_utf8_string_param(d, OSSL_PKEY_PARAM_EC_ENCODING, enc),
+		                 1);
+	int n = i2d_PUBKEY(d, NULL);
+	assert_true(n > 0);
+	uint8_t *der = malloc((size_t)n), *w = der;
+	assert_non_null(der);
+	assert_int_equal(i2d_PUBKEY(d, &w), n);
+	EVP_PKEY_free(d);
+	*len = (size_t)n;
+	return der;
+}
+
+ota_key *test_key_from_pkey(EVP_PKEY *p)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	assert_non_null(b);
+	assert_int_equal(PEM_write_bio_PrivateKey(b, p, NULL, NULL, 0, NULL, NULL), 1);
+	char *text = NULL;
+	long tl = BIO_get_mem_data(b, &text);
+	ota_key *k = NULL;
+	assert_ota(ota_key_load_pem(ota_bytes_make(text, (size_t)tl), &k, NULL), OTA_OK);
+	BIO_free(b);
+	return k;
+}
+
+char *test_pem_of_der(const uint8_t *der, size_t n)
+{
+	char *b64 = NULL;
+	assert_ota(ota_base64_encode(ota_bytes_make(der, n), &b64), OTA_OK);
+	static const char head[] = "-----BEGIN PUBLIC KEY-----\n", tail[] = "-----END PUBLIC KEY-----\n";
+	size_t bl = strlen(b64);
+	char *p = malloc(sizeof head + bl + bl / 64 + 1 + sizeof tail);
+	assert_non_null(p);
+	size_t w = sizeof head - 1;
+	memcpy(p, head, w);
+	for (size_t i = 0; i < bl; i += 64) {
+		size_t c = bl - i < 64 ? bl - i : 64;
+		memcpy(p + w, b64 + i, c);
+		w += c;
+		p[w++] = '\n';
+	}
+	memcpy(p + w, tail, sizeof tail);
+	free(b64);
+	return p;
+}
+
+json_t *test_snap_key_der(const uint8_t *der, size_t n, const char *alg)
+{
+	uint8_t kid[32];
+	char kh[65];
+	assert_ota(ota_sha256(ota_bytes_make(der, n), kid), OTA_OK);
+	ota_hex_encode(ota_bytes_make(kid, 32), kh);
+	char *pem = test_pem_of_der(der, n);
+	json_t *e = json_pack("{s:s, s:s, s:s}", "kid", kh, "alg", alg, "public_key", pem);
+	assert_non_null(e);
+	free(pem);
+	return e;
+}
+
+json_t *test_snap_key(const ota_key *k, ota_alg alg)
+{
+	uint8_t *der = NULL;
+	size_t n = 0;
+	assert_ota(ota_key_spki_der(k, &der, &n), OTA_OK);
+	json_t *e = test_snap_key_der(der, n, ota_alg_name(alg));
+	free(der);
+	return e;
+}
+
+json_t *test_snap_body(int64_t version, const char *prev, unsigned threshold,
+                      json_t *root_keys, json_t *principals, int64_t t0, int64_t expires)
+{
+	json_t *s = json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:I, s:o}, s:o}", "kind",
+	                      OTA_TRUST_KIND, "trust_domain", "acme.example", "version",
+	                      (json_int_t)version, "issued_at", (json_int_t)(t0 + version),
+	                      "expires", (json_int_t)expires, "root", "threshold",
+	                      (json_int_t)threshold, "keys", root_keys, "principals", principals);
+	assert_non_null(s);
+	if (prev != NULL)
+		json_object_set_new(s, "prev", json_string(prev));
+	return s;
+}
+
+char *test_snap_text(json_t *signed_, json_t *sigs, size_t *len)
+{
+	json_t *doc = json_pack("{s:o, s:o}", "signed", signed_, "signatures",
+	                        sigs != NULL ? sigs : json_array());
+	assert_non_null(doc);
+	char *text = NULL;
+	assert_ota(ota_jcs_serialize(doc, &text, len, NULL), OTA_OK);
+	json_decref(doc);
+	return text;
+}
+
+ota_policy_options test_policy_amd64(void)
+{
+	ota_policy_options o;
+	memset(&o, 0, sizeof o);
+	strcpy(o.native_platform.os, "linux");
+	strcpy(o.native_platform.architecture, "amd64");
+	return o;
+}
+
+ota_contract *test_contract_load(const char *y, const char *name)
+{
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_contract_load(ota_bytes_make(y, strlen(y)), name, &c, &e);
+	if (rc != OTA_OK)
+		fail_msg("contract %s: %s %s %s\n%s", name, ota_err_name(rc), e.where, e.what, y);
+	return c;
+}
+
+ota_policy *test_policy_compile(const ota_contract *c, ota_lane_kind k, const char *lane,
+                                const ota_overlay *const *ovs, size_t n)
+{
+	ota_policy_options o = test_policy_amd64();
+	ota_policy *p = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_policy_compile(c, k, lane, &o, ovs, n, &p, &e);
+	if (rc != OTA_OK)
+		fail_msg("compile %s: %s %s %s", lane, ota_err_name(rc), e.where, e.what);
+	return p;
+}
+
+ota_capability_descriptor test_policy_oci_descriptor(void)
+{
+	ota_capability_descriptor d;
+	ota_platform host = {"linux", "amd64", ""};
+	const char *t = ota_policy_builtin_descriptor("oci_local");
+	assert_non_null(t);
+	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(t, strlen(t)), &host, &d, NULL),
+	           OTA_OK);
+	return d;
+}
+
+bool test_policy_has_refusal(const json_t *a, const char *control)
+{
+	size_t i;
+	const json_t *r;
+	json_array_foreach(json_object_get(a, "refusals"), i, r)
+		if (strcmp(json_string_value(json_object_get(r, "control")), control) == 0)
+			return true;
+	return false;
+}
+
+const char *const test_policy_paths[TEST_POLICY_NPATHS] = {
+	"out", "out/reports", "out/logs", "build", "build/keep", "src", "docs", ".github"};
+
+unsigned test_rnd(uint64_t *state, unsigned n)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return (unsigned)(x % n);
 }
 
 ota_trust_draft *test_admission_world_begin(test_admission_world *w, const char *domain,

@@ -3,15 +3,20 @@
 #define OTA_TEST_UTIL_H
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
 
 #include "ota/acceptance.h"
 #include "ota/admission.h"
 #include "ota/common.h"
 #include "ota/key.h"
 #include "ota/nonce.h"
+#include "ota/policy.h"
 #include "ota/trust.h"
 
 /* Absolute path of a file under the source tree (static buffer per call site not shared: returns new string). */
@@ -21,6 +26,23 @@ uint8_t *test_read_src(const char *rel, size_t *len);
 /* A fresh temporary directory (new string); removed by test_rmtree. */
 char *test_tmpdir(void);
 void test_rmtree(const char *path);
+/*
+ * A fresh temporary directory with an empty DIR/repo in it, repo opened as
+ * a directory (open_flags | O_DIRECTORY | O_CLOEXEC); _free closes repo_fd
+ * and removes DIR.
+ */
+typedef struct test_repo_world {
+	char *tmp;
+	char repo[512];
+	int repo_fd;
+} test_repo_world;
+void test_repo_world_make(test_repo_world *w, int open_flags);
+void test_repo_world_free(test_repo_world *w);
+/* Makes the directory dir/name (0755); its path into out (cap bytes). */
+void test_mkdir_in(const char *dir, const char *name, char *out, size_t cap);
+/* How many names dir holds: its own entries (ls -A), or with recursive
+ * every path find lists beneath it, dir itself included. */
+size_t test_count_entries(const char *dir, bool recursive);
 /* Asserts rc == want and prints both stable names when not. */
 #define assert_ota(rc, want) test_assert_ota((rc), (want), __FILE__, __LINE__)
 void test_assert_ota(ota_err rc, ota_err want, const char *file, int line);
@@ -57,6 +79,54 @@ typedef struct test_endpoint_root {
 void test_endpoint_root_make(test_endpoint_root *w, const char *domain, int64_t now,
                              int with_runner);
 void test_endpoint_root_free(test_endpoint_root *w);
+
+/* ---- keys in other encodings ---- */
+
+/* SPKI DER (new) of a copy of the EC key p with the point form set
+ * ("uncompressed", "compressed", "hybrid") and, enc not NULL, the parameter
+ * encoding ("named_curve", "explicit"). */
+uint8_t *test_ec_spki_as(const EVP_PKEY *p, const char *form, const char *enc, size_t *len);
+/* p's private key written as PEM and loaded with ota_key_load_pem (new);
+ * the test fails when it is refused. p stays the caller's. */
+ota_key *test_key_from_pkey(EVP_PKEY *p);
+
+/* ---- trust snapshots built by hand (JSON, not through the draft API) ---- */
+
+/* SPKI DER as "PUBLIC KEY" PEM, 64-column base64 (new). */
+char *test_pem_of_der(const uint8_t *der, size_t n);
+/* {kid, alg, public_key} of the SPKI der, kid = SHA-256(der) (new). */
+json_t *test_snap_key_der(const uint8_t *der, size_t n, const char *alg);
+/* test_snap_key_der of k's SPKI under alg (new). */
+json_t *test_snap_key(const ota_key *k, ota_alg alg);
+/* The signed body of trust domain acme.example (new): version, issued_at
+ * t0 + version, expires, the root threshold and keys; root_keys and
+ * principals stolen; prev (the previous version's id) may be NULL. */
+json_t *test_snap_body(int64_t version, const char *prev, unsigned threshold,
+                      json_t *root_keys, json_t *principals, int64_t t0, int64_t expires);
+/* The snapshot text {signed, signatures} as JCS (new); signed_ and sigs
+ * stolen, sigs NULL for none; *len its length. */
+char *test_snap_text(json_t *signed_, json_t *sigs, size_t *len);
+
+/* ---- policy: contracts, compilation, admission ---- */
+
+/* Options with linux/amd64 as the native platform, nothing else set. */
+ota_policy_options test_policy_amd64(void);
+/* The contract y (named name in errors): loaded, or the test fails (new). */
+ota_contract *test_contract_load(const char *y, const char *name);
+/* Compiles lane of kind k of c with the overlays ovs[n] under
+ * test_policy_amd64: the policy, or the test fails (new). */
+ota_policy *test_policy_compile(const ota_contract *c, ota_lane_kind k, const char *lane,
+                                const ota_overlay *const *ovs, size_t n);
+/* The builtin oci_local descriptor parsed for linux/amd64. */
+ota_capability_descriptor test_policy_oci_descriptor(void);
+/* Whether admission output a has a refusal of control. */
+bool test_policy_has_refusal(const json_t *a, const char *control);
+/* The paths random overlays pick from: the first five outside .github and
+ * docs protection, then src, docs, .github. */
+#define TEST_POLICY_NPATHS 8
+extern const char *const test_policy_paths[TEST_POLICY_NPATHS];
+/* xorshift64 step of *state: a number below n (state never 0). */
+unsigned test_rnd(uint64_t *state, unsigned n);
 
 /* ---- admission: trust root, nonce store, context and signer ---- */
 

@@ -46,51 +46,6 @@ static int teardown(void **state)
 
 /* ---- building snapshots by hand ---- */
 
-static char *pem_of_der(const uint8_t *der, size_t n)
-{
-	char *b64 = NULL;
-	assert_ota(ota_base64_encode(ota_bytes_make(der, n), &b64), OTA_OK);
-	static const char head[] = "-----BEGIN PUBLIC KEY-----\n", tail[] = "-----END PUBLIC KEY-----\n";
-	size_t bl = strlen(b64);
-	char *p = malloc(sizeof head + bl + bl / 64 + 1 + sizeof tail);
-	assert_non_null(p);
-	size_t w = sizeof head - 1;
-	memcpy(p, head, w);
-	for (size_t i = 0; i < bl; i += 64) {
-		size_t c = bl - i < 64 ? bl - i : 64;
-		memcpy(p + w, b64 + i, c);
-		w += c;
-		p[w++] = '\n';
-	}
-	memcpy(p + w, tail, sizeof tail);
-	free(b64);
-	return p;
-}
-
-/* {kid, alg, public_key} of the SPKI der, kid = SHA-256(der) (new). */
-static json_t *entry_der(const uint8_t *der, size_t n, const char *alg)
-{
-	uint8_t kid[32];
-	char kh[65];
-	assert_ota(ota_sha256(ota_bytes_make(der, n), kid), OTA_OK);
-	ota_hex_encode(ota_bytes_make(kid, 32), kh);
-	char *pem = pem_of_der(der, n);
-	json_t *e = json_pack("{s:s, s:s, s:s}", "kid", kh, "alg", alg, "public_key", pem);
-	assert_non_null(e);
-	free(pem);
-	return e;
-}
-
-static json_t *entry_key(const ota_key *k, ota_alg alg)
-{
-	uint8_t *der = NULL;
-	size_t n = 0;
-	assert_ota(ota_key_spki_der(k, &der, &n), OTA_OK);
-	json_t *e = entry_der(der, n, ota_alg_name(alg));
-	free(der);
-	return e;
-}
-
 /* A principal entry with these keys (reference stolen). */
 static json_t *principal(const char *id, json_t *keys)
 {
@@ -110,41 +65,14 @@ static json_t *pkey(json_t *e, int64_t revoked_at)
 	return e;
 }
 
-/* The signed body (new); root_keys and principals stolen; prev may be NULL. */
-static json_t *body(int64_t version, const char *prev, unsigned threshold, json_t *root_keys,
-                    json_t *principals)
-{
-	json_t *s = json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:I, s:o}, s:o}", "kind",
-	                      OTA_TRUST_KIND, "trust_domain", "acme.example", "version",
-	                      (json_int_t)version, "issued_at", (json_int_t)(T0 + version),
-	                      "expires", (json_int_t)TEXP, "root", "threshold",
-	                      (json_int_t)threshold, "keys", root_keys, "principals", principals);
-	assert_non_null(s);
-	if (prev != NULL)
-		json_object_set_new(s, "prev", json_string(prev));
-	return s;
-}
-
-/* The snapshot text {signed, signatures} (new); signed_ stolen. */
-static char *snapshot(json_t *signed_, json_t *sigs, size_t *len)
-{
-	json_t *doc = json_pack("{s:o, s:o}", "signed", signed_, "signatures",
-	                        sigs != NULL ? sigs : json_array());
-	assert_non_null(doc);
-	char *text = NULL;
-	assert_ota(ota_jcs_serialize(doc, &text, len, NULL), OTA_OK);
-	json_decref(doc);
-	return text;
-}
-
 /* Parses version 1 with ROOT as its root key and these principals. */
 static ota_err parse_with(json_t *principals, json_t *extra_root_key)
 {
-	json_t *rk = json_pack("[o]", entry_key(ROOT, OTA_ALG_ES256));
+	json_t *rk = json_pack("[o]", test_snap_key(ROOT, OTA_ALG_ES256));
 	if (extra_root_key != NULL)
 		json_array_append_new(rk, extra_root_key);
 	size_t n = 0;
-	char *text = snapshot(body(1, NULL, 1, rk, principals), NULL, &n);
+	char *text = test_snap_text(test_snap_body(1, NULL, 1, rk, principals, T0, TEXP), NULL, &n);
 	ota_trust_root *r = NULL;
 	ota_error err;
 	ota_error_clear(&err);
@@ -158,23 +86,6 @@ static ota_err parse_with(json_t *principals, json_t *extra_root_key)
 	return rc;
 }
 
-/* SPKI DER of k with the point form ("uncompressed", "hybrid", "compressed"). */
-static uint8_t *spki_form(const ota_key *k, const char *form, size_t *len)
-{
-	EVP_PKEY *d = EVP_PKEY_dup(ota_key_evp(k));
-	assert_non_null(d);
-	assert_int_equal(
-	    EVP_PKEY_set_utf8_string_param(d, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form), 1);
-	int n = i2d_PUBKEY(d, NULL);
-	assert_true(n > 0);
-	uint8_t *der = malloc((size_t)n), *w = der;
-	assert_non_null(der);
-	assert_int_equal(i2d_PUBKEY(d, &w), n);
-	EVP_PKEY_free(d);
-	*len = (size_t)n;
-	return der;
-}
-
 /* ---- 1. one key, one kid ---- */
 
 static void test_hybrid_point_refused(void **s)
@@ -186,35 +97,35 @@ static void test_hybrid_point_refused(void **s)
 		assert_ota(ota_key_generate(algs[a], &k), OTA_OK);
 		const char *alg = ota_alg_name(algs[a]);
 		size_t hn = 0, cn = 0;
-		uint8_t *hyb = spki_form(k, "hybrid", &hn);
-		uint8_t *cmp = spki_form(k, "compressed", &cn);
+		uint8_t *hyb = test_ec_spki_as(ota_key_evp(k), "hybrid", NULL, &hn);
+		uint8_t *cmp = test_ec_spki_as(ota_key_evp(k), "compressed", NULL, &cn);
 		/* a principal key in the hybrid form, under the kid of that form */
-		assert_ota(parse_with(json_pack("[o]", principal("p", json_pack("[o]", pkey(entry_der(
+		assert_ota(parse_with(json_pack("[o]", principal("p", json_pack("[o]", pkey(test_snap_key_der(
 		                                                          hyb, hn, alg), 0)))),
 		                      NULL),
 		           OTA_ERR_TRUST_KEY_NONCANONICAL);
 		/* the audit's case: the key revoked, then again in the hybrid form */
 		json_t *ps = json_pack("[o, o]",
-		                       principal("p1", json_pack("[o]", pkey(entry_key(k, algs[a]),
+		                       principal("p1", json_pack("[o]", pkey(test_snap_key(k, algs[a]),
 		                                                             T0 + 1))),
-		                       principal("p2", json_pack("[o]", pkey(entry_der(hyb, hn, alg),
+		                       principal("p2", json_pack("[o]", pkey(test_snap_key_der(hyb, hn, alg),
 		                                                             0))));
 		assert_ota(parse_with(ps, NULL), OTA_ERR_TRUST_KEY_NONCANONICAL);
 		/* ... and in the same principal; and the compressed form */
 		assert_ota(parse_with(json_pack("[o]",
 		                                principal("p", json_pack("[o, o]",
-		                                                         pkey(entry_key(k, algs[a]),
+		                                                         pkey(test_snap_key(k, algs[a]),
 		                                                              T0 + 1),
-		                                                         pkey(entry_der(cmp, cn, alg),
+		                                                         pkey(test_snap_key_der(cmp, cn, alg),
 		                                                              0)))),
 		                      NULL),
 		           OTA_ERR_TRUST_KEY_NONCANONICAL);
 		/* a root key in the hybrid form */
-		assert_ota(parse_with(json_array(), entry_der(hyb, hn, alg)),
+		assert_ota(parse_with(json_array(), test_snap_key_der(hyb, hn, alg)),
 		           OTA_ERR_TRUST_KEY_NONCANONICAL);
 		/* the canonical form parses */
 		assert_ota(parse_with(json_pack("[o]", principal("p", json_pack("[o]",
-		                                                                  pkey(entry_key(k, algs[a]),
+		                                                                  pkey(test_snap_key(k, algs[a]),
 		                                                                       0)))),
 		                      NULL),
 		           OTA_OK);
@@ -245,7 +156,7 @@ static void test_fingerprint_one_per_key(void **s)
 			if (algs[a] == OTA_ALG_EDDSA)
 				assert_ota(ota_key_spki_der(k, &der, &n), OTA_OK);
 			else
-				der = spki_form(k, forms[f], &n);
+				der = test_ec_spki_as(ota_key_evp(k), forms[f], NULL, &n);
 			const unsigned char *p = der;
 			EVP_PKEY *pk = d2i_PUBKEY(NULL, &p, (long)n);
 			assert_non_null(pk);
@@ -328,7 +239,7 @@ static json_t *ed25519_entry(const uint8_t pub[32])
 	uint8_t der[44];
 	memcpy(der, ED25519_SPKI, 12);
 	memcpy(der + 12, pub, 32);
-	return entry_der(der, sizeof der, "EdDSA");
+	return test_snap_key_der(der, sizeof der, "EdDSA");
 }
 
 static void test_weak_keys_refused(void **s)
@@ -366,9 +277,9 @@ static void test_weak_keys_refused(void **s)
 	assert_int_equal(w, total + 4);
 	BN_free(n);
 	EVP_PKEY_free(rsa);
-	assert_ota(parse_with(json_array(), entry_der(der, w, "PS256")), OTA_ERR_KEY_WEAK);
+	assert_ota(parse_with(json_array(), test_snap_key_der(der, w, "PS256")), OTA_ERR_KEY_WEAK);
 	assert_ota(parse_with(json_pack("[o]", principal("p", json_pack("[o]",
-	                                                                pkey(entry_der(der, w,
+	                                                                pkey(test_snap_key_der(der, w,
 	                                                                               "PS256"),
 	                                                                     0)))),
 	                      NULL),
@@ -399,17 +310,11 @@ static void test_ed448_is_not_eddsa(void **s)
 	(void)s;
 	EVP_PKEY *p = EVP_PKEY_Q_keygen(NULL, NULL, "ED448");
 	assert_non_null(p);
-	BIO *b = BIO_new(BIO_s_mem());
-	assert_int_equal(PEM_write_bio_PrivateKey(b, p, NULL, NULL, 0, NULL, NULL), 1);
-	char *text = NULL;
-	long tl = BIO_get_mem_data(b, &text);
-	ota_key *k = NULL;
-	assert_ota(ota_key_load_pem(ota_bytes_make(text, (size_t)tl), &k, NULL), OTA_OK);
-	BIO_free(b);
+	ota_key *k = test_key_from_pkey(p);
 	EVP_PKEY_free(p);
-	assert_ota(parse_with(json_array(), entry_key(k, OTA_ALG_EDDSA)), OTA_ERR_ALG_KEY_MISMATCH);
+	assert_ota(parse_with(json_array(), test_snap_key(k, OTA_ALG_EDDSA)), OTA_ERR_ALG_KEY_MISMATCH);
 	assert_ota(parse_with(json_pack("[o]", principal("p", json_pack("[o]",
-	                                                                pkey(entry_key(
+	                                                                pkey(test_snap_key(
 	                                                                         k, OTA_ALG_EDDSA),
 	                                                                     0)))),
 	                      NULL),
