@@ -203,12 +203,52 @@ static bool str_ok(const char *v, size_t max);
  * claim). A lane whose first acceptance is missing or unreadable stops the
  * open (nonce_store_schema): nothing is guessed, nothing is half-migrated.
  */
+/*
+ * The first schema 1 stores kept challenges and acceptances WITHOUT ROWID,
+ * keyed by nonce and by record id (no id / seq column). Such tables are
+ * rebuilt in today's layout, rows in issue and acceptance order, inside the
+ * same transaction.
+ */
+static ota_err relayout_v1(ota_nonce_store *s, ota_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(
+		s->db, "SELECT 1 FROM pragma_table_info('challenges') WHERE name = 'id'", -1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, "migrate schema 1");
+	rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	if (rc == SQLITE_ROW)
+		return OTA_OK; /* today's layout */
+	if (rc != SQLITE_DONE)
+		return db_err(s, rc, err, "migrate schema 1");
+	ota_err e;
+	if ((e = exec_sql(s,
+	                  "DROP INDEX IF EXISTS challenges_expiry;"
+	                  "ALTER TABLE challenges RENAME TO challenges_v1;"
+	                  "ALTER TABLE acceptances RENAME TO acceptances_v1;",
+	                  err)) != OTA_OK ||
+	    (e = exec_sql(s, schema_sql, err)) != OTA_OK)
+		return e;
+	return exec_sql(s,
+	                "INSERT INTO challenges(nonce, epoch, txn, issuer, scope, issued_at, expires_at,"
+	                " consumed_at) SELECT nonce, epoch, txn, issuer, scope, issued_at, expires_at,"
+	                " consumed_at FROM challenges_v1 ORDER BY issued_at, nonce;"
+	                "INSERT INTO acceptances(record_id, txn, boundary, prior, nonce, accepted_at,"
+	                " attestation, acceptance) SELECT record_id, txn, boundary, prior, nonce,"
+	                " accepted_at, attestation, acceptance FROM acceptances_v1"
+	                " ORDER BY accepted_at, record_id;"
+	                "DROP TABLE challenges_v1; DROP TABLE acceptances_v1;",
+	                err);
+}
+
 static ota_err migrate_v1(ota_nonce_store *s, ota_error *err)
 {
 	ota_err e;
 	sqlite3_stmt *lanes = NULL, *first = NULL, *set = NULL;
-	if ((e = exec_sql(s, "ALTER TABLE heads ADD COLUMN issuer TEXT NOT NULL DEFAULT ''", err)) !=
-	    OTA_OK)
+	if ((e = relayout_v1(s, err)) != OTA_OK ||
+	    (e = exec_sql(s, "ALTER TABLE heads ADD COLUMN issuer TEXT NOT NULL DEFAULT ''", err)) !=
+	            OTA_OK)
 		return e;
 	int rc = sqlite3_prepare_v2(s->db, "SELECT txn, boundary FROM heads", -1, &lanes, NULL);
 	if (rc == SQLITE_OK)

@@ -377,6 +377,61 @@ static void test_migrate_v1(void **state)
 	                 2);
 }
 
+/* The first schema 1 layout: challenges and acceptances WITHOUT ROWID,
+ * keyed by nonce and record id (no id, no seq). */
+static const char first_layout_sql[] =
+	"BEGIN;"
+	"DROP INDEX challenges_expiry;"
+	"CREATE TABLE c1(nonce BLOB PRIMARY KEY, epoch INTEGER NOT NULL, txn TEXT NOT NULL,"
+	" issuer TEXT NOT NULL, scope TEXT NOT NULL, issued_at INTEGER NOT NULL,"
+	" expires_at INTEGER NOT NULL, consumed_at INTEGER) WITHOUT ROWID;"
+	"INSERT INTO c1 SELECT nonce, epoch, txn, issuer, scope, issued_at, expires_at, consumed_at"
+	" FROM challenges;"
+	"DROP TABLE challenges; ALTER TABLE c1 RENAME TO challenges;"
+	"CREATE INDEX challenges_expiry ON challenges(expires_at);"
+	"CREATE TABLE a1(record_id TEXT PRIMARY KEY, txn TEXT NOT NULL, boundary TEXT NOT NULL,"
+	" prior TEXT NOT NULL, nonce BLOB NOT NULL, accepted_at INTEGER NOT NULL,"
+	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL) WITHOUT ROWID;"
+	"INSERT INTO a1 SELECT record_id, txn, boundary, prior, nonce, accepted_at, attestation,"
+	" acceptance FROM acceptances;"
+	"DROP TABLE acceptances; ALTER TABLE a1 RENAME TO acceptances;"
+	"COMMIT;";
+
+static void test_migrate_v1_first_layout(void **state)
+{
+	world *w = *state;
+	char a1[OTA_ID_LEN + 1];
+	size_t len = 0, len2 = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-f", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, a1), OTA_OK);
+	/* signed before the migration, submitted after it */
+	uint8_t *next = attest(w, "issuer:acme", w->acme_key, "txn-f", "b1", a1, NULL, &len2);
+	ota_nonce_store_close(w->base.store);
+	w->base.store = NULL;
+	downgrade_to_v1(w->base.db, first_layout_sql);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT count(*) FROM pragma_table_info('challenges') WHERE name = 'id'",
+	                           NULL),
+	                 0);
+	reopen(w); /* rebuilds the tables, then migrates */
+	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
+	                 2);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT count(*) FROM pragma_table_info('challenges') WHERE name = 'id'",
+	                           NULL),
+	                 1);
+	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM acceptances", NULL), 1);
+	char *owner = lane_owner(w->base.db, "txn-f", "b1");
+	assert_string_equal(owner, "issuer:acme");
+	free(owner);
+	/* the consumed challenge stays consumed, the open one answers once */
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_NONCE_REPLAYED);
+	assert_ota(admit(w, next, len2, NULL), OTA_OK);
+	assert_ota(admit(w, next, len2, NULL), OTA_ERR_NONCE_REPLAYED);
+	free(m);
+	free(next);
+}
+
 static void test_migrate_v1_unreadable(void **state)
 {
 	world *w = *state;
@@ -496,6 +551,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lane_in_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1_unreadable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v1_first_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_time_is_signed_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_still_judged_at_commit, setup, teardown),
 	};
