@@ -95,8 +95,10 @@ static void on_orphan(void *ctx, const json_t *rec, ota_err signing)
 	char name[128], shown[4096];
 	snprintf(name, sizeof name, "%s.json", safe_name(id) ? id : "unknown");
 	snprintf(shown, sizeof shown, "%s/.ota/cleanup/%s", repo, name);
+	bool done = json_is_true(json_object_get(rec, "confirmed")) &&
+	            json_is_true(json_object_get(rec, "lease_closed"));
 	json_t *rep = json_pack("{s:s, s:[O], s:i, s:b}", "kind", "ota.cleanup_report/v1",
-	                        "finalized", rec, "skipped_live", 0, "ok", signing == OTA_OK);
+	                        "finalized", rec, "skipped_live", 0, "ok", signing == OTA_OK && done);
 	if (rep != NULL && signing != OTA_OK)
 		json_object_set_new(rep, "error", json_pack("{s:s}", "code", ota_err_name(signing)));
 	char *text = rep != NULL ? ota_json_dumps(rep, true) : NULL;
@@ -107,7 +109,8 @@ static void on_orphan(void *ctx, const json_t *rec, ota_err signing)
 	                                           ota_bytes_make(text, strlen(text)), 0644, shown,
 	                                           sizeof shown, &e);
 	if (rc == OTA_OK)
-		fprintf(stderr, "ota: finalized a dead runner's lease %s; cleanup evidence %s\n",
+		fprintf(stderr, "ota: %s a dead runner's lease %s; cleanup evidence %s\n",
+		        done ? "finalized" : "could NOT confirm the cleanup of",
 		        id != NULL ? id : "?", shown);
 	else
 		fprintf(stderr, "ota: cleanup evidence %s not written: %s: %s: %s\n", shown,

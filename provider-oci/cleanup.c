@@ -77,6 +77,8 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		                        (json_int_t)now);
 		if (rec != NULL && frc != OTA_OK)
 			json_object_set_new(rec, "error", json_string(ota_err_name(e.code)));
+		if (rec != NULL)
+			json_object_set_new(rec, "lease_closed", json_boolean(lrc == OTA_OK));
 		json_array_append_new(finalized, rec);
 		if (lrc != OTA_OK && rc == OTA_OK)
 			rc = ota_error_set(err, lrc, le.where, "%s", le.what);

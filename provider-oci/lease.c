@@ -228,7 +228,7 @@ ota_err oci_lease_rows(oci_lease_db *d, bool open_only, json_t **out, ota_error 
 	                                   "bundle", "plan_identity", "runner_pid", "runner_start",
 	                                   "phase", "container_pid", "created_at", "finalized_at",
 	                                   "terminal", "cleanup", "detail"};
-	int r;
+	int r = SQLITE_DONE;
 	while (arr != NULL && (r = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();
 		for (int i = 0; o != NULL && i < 16; i++) {
@@ -246,6 +246,14 @@ ota_err oci_lease_rows(oci_lease_db *d, bool open_only, json_t **out, ota_error 
 			json_object_set_new(o, cols[i], v);
 		}
 		json_array_append_new(arr, o);
+	}
+	/* a step that fails (a malformed page, I/O) is an error, never the
+	 * end of the list: open leases must not vanish from cleanup */
+	if (arr != NULL && r != SQLITE_DONE) {
+		ota_err e = db_err(d, err, "lease_rows");
+		sqlite3_finalize(st);
+		json_decref(arr);
+		return e;
 	}
 	sqlite3_finalize(st);
 	if (arr == NULL)
