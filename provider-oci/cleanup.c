@@ -63,10 +63,11 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		ota_error le;
 		ota_error_clear(&le);
 		int64_t now = o->clock.now != NULL ? ota_clock_now(&o->clock) : ota_clock_now(NULL);
-		ota_err lrc = oci_lease_finalize(db, id, terminal, cj,
-		                                 frc != OTA_OK ? ota_err_name(e.code)
-		                                               : "finalized_after_runner_loss",
-		                                 now, &le);
+		/* only a confirmed removal ends the lease: an unconfirmed one stays
+		 * open, reported again by every cleanup until it is confirmed */
+		ota_err lrc = frc != OTA_OK ? OTA_ERR_OCI_CLEANUP_UNCONFIRMED
+		                            : oci_lease_finalize(db, id, terminal, cj,
+		                                                 "finalized_after_runner_loss", now, &le);
 		free(cj);
 		json_t *rec = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:o*, s:b, s:s?, s:I}", "kind",
 		                        "ota.application/v1", "phase", "cleanup", "container_id", id,
@@ -80,7 +81,7 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		if (rec != NULL)
 			json_object_set_new(rec, "lease_closed", json_boolean(lrc == OTA_OK));
 		json_array_append_new(finalized, rec);
-		if (lrc != OTA_OK && rc == OTA_OK)
+		if (lrc != OTA_OK && frc == OTA_OK && rc == OTA_OK)
 			rc = ota_error_set(err, lrc, le.where, "%s", le.what);
 		if (frc != OTA_OK && rc == OTA_OK)
 			rc = ota_error_set(err, frc, e.where, "%s", e.what);

@@ -370,6 +370,44 @@ static bool pid_exited(long pid)
 	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+/*
+ * A creation the runtime never finished (the runner killed during `runc
+ * run`: runc dies with it before it writes state.json) leaves ROOT/ID
+ * holding only exec.fifo. The runtime does not know that container, so it
+ * will never delete it; removes exactly that (nothing else in it, id a
+ * plain name). True when it removed it.
+ */
+static bool remove_half_built(const char *root, const char *id)
+{
+	if (id == NULL || id[0] == '\0' || id[0] == '.' || strchr(id, '/') != NULL)
+		return false;
+	int rfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rfd < 0)
+		return false;
+	int dfd = openat(rfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	bool only_fifo = d != NULL, fifo = false;
+	if (d == NULL && dfd >= 0)
+		close(dfd);
+	struct dirent *de;
+	while (only_fifo && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		struct stat fs;
+		if (strcmp(de->d_name, "exec.fifo") == 0 &&
+		    fstatat(dirfd(d), de->d_name, &fs, AT_SYMLINK_NOFOLLOW) == 0 && S_ISFIFO(fs.st_mode))
+			fifo = true;
+		else
+			only_fifo = false;
+	}
+	bool removed = only_fifo && (!fifo || unlinkat(dirfd(d), "exec.fifo", 0) == 0) &&
+	               unlinkat(rfd, id, AT_REMOVEDIR) == 0;
+	if (d != NULL)
+		closedir(d);
+	close(rfd);
+	return removed;
+}
+
 ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
                                const char *known_status, json_t **cleanup_out, ota_error *err)
 {
@@ -404,6 +442,7 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 		if (oci_rt_cmd(rt, dargs, -1, -1, NULL, 0, er, sizeof er, &st, err) == OTA_OK && st == 0)
 			deleted = true;
 	}
+	bool half_built = !exists && remove_half_built(rt->root, id);
 	/* Confirmation without another runtime process: `runc state` and
 	 * `crun state` answer "does not exist" exactly when ROOT/ID (the state
 	 * directory: runc's state.json, crun's status) is absent, and otherwise
@@ -422,9 +461,10 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 	bool still = !dir_absent;
 	long p = pid > 0 ? pid : cur_pid;
 	bool pid_gone = pid_exited(p);
-	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "existed", exists, "killed",
-	                         killed, "deleted", deleted || !exists, "runtime_forgot", !still,
-	                         "state_dir_absent", dir_absent, "pid_gone", pid_gone, "confirmed",
+	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "existed", exists,
+	                         "killed", killed, "deleted", deleted || !exists, "half_built_removed",
+	                         half_built, "runtime_forgot", !still, "state_dir_absent",
+	                         dir_absent, "pid_gone", pid_gone, "confirmed",
 	                         !still && dir_absent && pid_gone);
 	if (*cleanup_out == NULL)
 		return OTA_ERR_NOMEM;
