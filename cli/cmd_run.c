@@ -437,6 +437,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ota_oci_runtime_version(&ro.oci.runtime, version, sizeof version);
 	ro.oci.runtime.version = version;
 	int status = 0;
+	bool evidence_lost = false; /* the archive or the asked-for receipt not written */
 	rc = ota_runner_run(p, adm, &ro, &receipt, &status, &e);
 	ota_nonce_store_close(nonces);
 	if (receipt != NULL) {
@@ -459,15 +460,18 @@ static int run_lane(int argc, char **argv, bool workflow)
 			ai.receipt = receipt;
 			ai.runner_key = key;
 			ai.signed_at = ota_clock_now(NULL);
-			(void)cli_archive_write(&ai, o.archive, repo, txn, o.json);
+			if (cli_archive_write(&ai, o.archive, repo, txn, o.json) != CLI_OK)
+				evidence_lost = true;
 		}
 		if (o.receipt != NULL) {
 			char *s = ota_json_dumps(receipt, true);
 			ota_error we;
 			ota_error_clear(&we);
 			if (s == NULL || ota_file_write_atomic(o.receipt, ota_bytes_make(s, strlen(s)), 0644,
-			                                       &we) != OTA_OK)
+			                                       &we) != OTA_OK) {
 				fprintf(stderr, "ota: cannot write receipt %s\n", o.receipt);
+				evidence_lost = true;
+			}
 			free(s);
 		}
 		if (o.json)
@@ -483,6 +487,17 @@ static int run_lane(int argc, char **argv, bool workflow)
 		ret = rc == OTA_ERR_OCI_INTERRUPTED ? 130 : cli_exit_for(rc);
 	} else {
 		ret = status;
+	}
+	/*
+	 * A run whose evidence was not written must not look like a success:
+	 * a task that exited 0 without its archive (or the receipt it was asked
+	 * to write) exits 3, an environment error; a failing task keeps its own
+	 * status.
+	 */
+	if (evidence_lost && ret == CLI_OK) {
+		fprintf(stderr, "ota: %s: the task succeeded but its evidence was not written\n",
+		        ota_err_name(OTA_ERR_ARCHIVE_NOT_WRITTEN));
+		ret = CLI_INTERNAL;
 	}
 out:
 	ota_key_free(key);

@@ -135,6 +135,19 @@ yaml_sum=$(sha256sum ota.yaml)
 [ "$(cat reports/ok)" = ok ] || fail "carve-out not writable"
 jq -e '.sandbox_policy.status == "enforced_through_completion"' "$tmp/attack.json" >/dev/null || fail "attack receipt"
 
+# evidence that cannot be written: a task that exited 0 exits 3
+# (archive_not_written), a failing task keeps its own status
+set +e
+"$OTA" run build "${common[@]}" --image-store "$img" --archive /proc/ota-no-dir/a.json >/dev/null 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -eq 3 ] || fail "archive not written, task ok: exit $rc ($(cat "$tmp/err"))"
+grep -q archive_not_written "$tmp/err" || fail "archive not written: $(cat "$tmp/err")"
+set +e
+"$OTA" run fail "${common[@]}" --image-store "$img" --archive /proc/ota-no-dir/a.json >/dev/null 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -eq 7 ] || fail "archive not written, task failed: exit $rc"
+no_containers
+
 # refusals before anything is prepared: network allow, a foreign platform
 set +e
 "$OTA" run open "${common[@]}" --image-store "$img" 2>"$tmp/err"; rc=$?
