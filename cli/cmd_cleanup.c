@@ -1,7 +1,11 @@
 /*
  * ota cleanup: finalizes the oci_local leases whose runner is gone (e.g.
  * after SIGKILL): kills and deletes their containers, confirms the runtime
- * forgot them and records the terminal state durably.
+ * forgot them and records the terminal state durably. Only leases this
+ * configuration would have written are acted upon (container id form,
+ * STATE/bundles/ID, the runtime binary and root that `ota run` with the
+ * same --runtime/--runtime-root/--state-dir uses); any other row is
+ * reported (oci_lease_untrusted), left open, and the exit is non-zero.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +19,19 @@
 #include "ota/runner.h"
 
 static const char *cleanup_usage =
-	"ota cleanup [--lease-db PATH] [--state-dir DIR] [--list] [--all] [--json]\n"
+	"ota cleanup [--lease-db PATH] [--state-dir DIR] [--runtime runc|crun] [--runtime-root DIR]\n"
+	"            [--list] [--all] [--json]\n"
 	"            [--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--evidence FILE]]";
+
+/* A lease row's text for the terminal: printable ASCII, others as '?'. */
+static const char *printable(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (; s != NULL && s[n] != '\0' && n + 1 < cap; n++)
+		out[n] = s[n] >= 0x20 && s[n] < 0x7f ? s[n] : '?';
+	out[n] = '\0';
+	return s != NULL ? out : "(none)";
+}
 
 /*
  * With a runner key, each finalized lease's cleanup record is signed as a
@@ -63,6 +78,7 @@ int cmd_cleanup(int argc, char **argv)
 	const char *env_db = getenv("OTA_LEASE_DB");
 	o.lease_db = env_db != NULL && env_db[0] != '\0' ? env_db : OTA_OCI_DEFAULT_LEASE_DB;
 	bool json = false, list = false, all = false;
+	const char *runtime = NULL;
 	const char *key = NULL, *nonce_db = NULL, *issuer = NULL, *trust_root = NULL, *evidence = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -77,6 +93,10 @@ int cmd_cleanup(int argc, char **argv)
 			o.lease_db = argv[++i];
 		else if (strcmp(a, "--state-dir") == 0 && more)
 			o.state_dir = argv[++i];
+		else if (strcmp(a, "--runtime") == 0 && more)
+			runtime = argv[++i];
+		else if (strcmp(a, "--runtime-root") == 0 && more)
+			o.runtime.root = argv[++i];
 		else if (strcmp(a, "--key") == 0 && more)
 			key = argv[++i];
 		else if (strcmp(a, "--nonce-db") == 0 && more)
@@ -90,6 +110,13 @@ int cmd_cleanup(int argc, char **argv)
 		else
 			return cli_usage("ota", cleanup_usage);
 	}
+	/* the runtime `ota run` would use with the same options */
+	if (runtime == NULL)
+		runtime = getenv("OTA_OCI_RUNTIME");
+	if (runtime != NULL && strcmp(runtime, "crun") == 0)
+		o.runtime.kind = OTA_OCI_CRUN;
+	else if (runtime != NULL && strcmp(runtime, "runc") != 0)
+		return cli_usage("ota", cleanup_usage);
 	ota_error e;
 	ota_error_clear(&e);
 	if (list) {
@@ -104,9 +131,12 @@ int cmd_cleanup(int argc, char **argv)
 			json_array_foreach(rows, i, r)
 			{
 				const char *t = json_string_value(json_object_get(r, "terminal"));
-				printf("%s\t%s\t%s\t%s\n", json_string_value(json_object_get(r, "id")),
-				       json_string_value(json_object_get(r, "runtime")),
-				       json_string_value(json_object_get(r, "phase")), t != NULL ? t : "open");
+				char a[128], b[32], c[32], d[64];
+				printf("%s\t%s\t%s\t%s\n",
+				       printable(json_string_value(json_object_get(r, "id")), a, sizeof a),
+				       printable(json_string_value(json_object_get(r, "runtime")), b, sizeof b),
+				       printable(json_string_value(json_object_get(r, "phase")), c, sizeof c),
+				       t != NULL ? printable(t, d, sizeof d) : "open");
 			}
 		}
 		json_decref(rows);
@@ -147,9 +177,18 @@ int cmd_cleanup(int argc, char **argv)
 			       json_string_value(json_object_get(r, "state")),
 			       json_is_true(json_object_get(r, "confirmed")) ? "cleanup confirmed"
 			                                                      : "cleanup NOT confirmed");
-		printf("finalized %zu, skipped %lld (runner alive)\n",
+		json_array_foreach(json_object_get(rep, "untrusted"), i, r)
+		{
+			char a[128];
+			printf("%s\tuntrusted\t%s: %s (left open)\n",
+			       printable(json_string_value(json_object_get(r, "container_id")), a, sizeof a),
+			       json_string_value(json_object_get(r, "error")),
+			       json_string_value(json_object_get(r, "message")));
+		}
+		printf("finalized %zu, skipped %lld (runner alive), untrusted %zu (left open)\n",
 		       json_array_size(json_object_get(rep, "finalized")),
-		       (long long)json_integer_value(json_object_get(rep, "skipped_live")));
+		       (long long)json_integer_value(json_object_get(rep, "skipped_live")),
+		       json_array_size(json_object_get(rep, "untrusted")));
 	}
 	json_decref(rep);
 	if (rc != OTA_OK)

@@ -20,8 +20,87 @@ static bool runner_alive(const json_t *row)
 	return strcmp(buf, start) == 0;
 }
 
+/* Copies s into out for a message: at most 96 bytes, every byte outside
+ * printable ASCII as '?' (a lease row is not trusted to be text). */
+static const char *shown(const char *s, char out[100])
+{
+	if (s == NULL) {
+		snprintf(out, 100, "(none)");
+		return out;
+	}
+	size_t n = 0;
+	for (; s[n] != '\0' && n < 96; n++)
+		out[n] = s[n] >= 0x20 && s[n] < 0x7f ? s[n] : '?';
+	if (s[n] != '\0') {
+		out[n - 3] = out[n - 2] = out[n - 1] = '.';
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static ota_err untrusted_err(ota_error *err, const char *id, const char *field, const char *stored,
+                             const char *want)
+{
+	char a[100], b[100], c[100];
+	if (want != NULL)
+		return ota_error_set(err, OTA_ERR_OCI_LEASE_UNTRUSTED, field,
+		                     "lease %s: %s \"%s\" is not the configured \"%s\"", shown(id, a),
+		                     field, shown(stored, b), shown(want, c));
+	return ota_error_set(err, OTA_ERR_OCI_LEASE_UNTRUSTED, field,
+	                     "lease %s: %s \"%s\" is not one this runner makes", shown(id, a), field,
+	                     shown(stored, b));
+}
+
+/*
+ * Whether a lease row is one this configuration would have written, before
+ * anything of it is used: the container id has the exact form ota_oci_run
+ * makes; the runtime is runc or crun; the bundle is exactly
+ * STATE/bundles/ID of the configured state directory; the runtime binary
+ * and root are exactly those this configuration gives that runtime (for
+ * the runtime of o, its binary and root; for the other one, its
+ * defaults: what `ota run --runtime KIND` would use). *rt is the
+ * configured runtime to drive (never the row's). Errors:
+ * oci_lease_untrusted (where = the field), or oci_rt_init's
+ * (oci_runtime_missing: nothing to compare with, nothing is run).
+ */
+static ota_err lease_check(const ota_oci_run_opts *o, const json_t *row, oci_rt *rt,
+                           ota_error *err)
+{
+	const char *id = json_string_value(json_object_get(row, "id"));
+	const char *runtime = json_string_value(json_object_get(row, "runtime"));
+	const char *bin = json_string_value(json_object_get(row, "runtime_bin"));
+	const char *root = json_string_value(json_object_get(row, "runtime_root"));
+	const char *bundle = json_string_value(json_object_get(row, "bundle"));
+	if (!oci_container_id_valid(id))
+		return untrusted_err(err, id, "id", id, NULL);
+	ota_oci_runtime_kind kind;
+	if (runtime != NULL && strcmp(runtime, "runc") == 0)
+		kind = OTA_OCI_RUNC;
+	else if (runtime != NULL && strcmp(runtime, "crun") == 0)
+		kind = OTA_OCI_CRUN;
+	else
+		return untrusted_err(err, id, "runtime", runtime, NULL);
+	char want[1100];
+	if (!oci_bundle_path(oci_state_dir(o), id, want, sizeof want) || bundle == NULL ||
+	    strcmp(bundle, want) != 0)
+		return untrusted_err(err, id, "bundle", bundle, want);
+	ota_oci_runtime_opts ro = {kind, NULL, NULL, NULL};
+	if (kind == o->runtime.kind) {
+		ro.binary = o->runtime.binary;
+		ro.root = o->runtime.root;
+	}
+	ota_err rc = oci_rt_init(rt, &ro, err);
+	if (rc != OTA_OK)
+		return rc;
+	if (bin == NULL || strcmp(bin, rt->bin) != 0)
+		return untrusted_err(err, id, "runtime_bin", bin, rt->bin);
+	if (root == NULL || strcmp(root, rt->root) != 0)
+		return untrusted_err(err, id, "runtime_root", root, rt->root);
+	return OTA_OK;
+}
+
 ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *finalized,
-                       size_t *skipped, ota_error *err)
+                       json_t *untrusted, size_t *skipped, ota_error *err)
 {
 	*skipped = 0;
 	json_t *rows = NULL;
@@ -39,22 +118,31 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		const char *id = json_string_value(json_object_get(row, "id"));
 		const char *phase = json_string_value(json_object_get(row, "phase"));
 		const char *runtime = json_string_value(json_object_get(row, "runtime"));
-		ota_oci_runtime_opts ro = {
-			runtime != NULL && strcmp(runtime, "crun") == 0 ? OTA_OCI_CRUN : OTA_OCI_RUNC,
-			json_string_value(json_object_get(row, "runtime_bin")),
-			json_string_value(json_object_get(row, "runtime_root")),
-			NULL,
-		};
 		oci_rt rt;
 		ota_error e;
 		ota_error_clear(&e);
 		json_t *cleanup = NULL;
-		ota_err frc = oci_rt_init(&rt, &ro, &e);
-		if (frc == OTA_OK)
+		ota_err frc = lease_check(o, row, &rt, &e);
+		if (frc == OTA_ERR_OCI_LEASE_UNTRUSTED) {
+			/* nothing of it is run, removed or closed */
+			if (untrusted != NULL)
+				json_array_append_new(
+					untrusted,
+					json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s, s:b}", "container_id", id,
+					          "txn", json_string_value(json_object_get(row, "txn")),
+					          "runtime", runtime, "error", ota_err_name(e.code), "where",
+					          e.where, "message", e.what, "lease_closed", 0));
+			if (rc == OTA_OK)
+				rc = ota_error_set(err, e.code, e.where, "%s", e.what);
+			continue;
+		}
+		bool bundle_removed = false;
+		if (frc == OTA_OK) {
 			frc = oci_finalize_container(
 				&rt, id, (long)json_integer_value(json_object_get(row, "container_pid")),
 				NULL, &cleanup, &e);
-		oci_bundle_remove(json_string_value(json_object_get(row, "bundle")));
+			bundle_removed = oci_bundle_remove(oci_state_dir(o), id);
+		}
 		bool started = phase != NULL &&
 		               (strcmp(phase, "started") == 0 || strcmp(phase, "finished") == 0);
 		const char *terminal = started ? "enforcement_unknown_after_interruption"
@@ -69,13 +157,13 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		                            : oci_lease_finalize(db, id, terminal, cj,
 		                                                 "finalized_after_runner_loss", now, &le);
 		free(cj);
-		json_t *rec = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:o*, s:b, s:s?, s:I}", "kind",
-		                        "ota.application/v1", "phase", "cleanup", "container_id", id,
-		                        "txn", json_string_value(json_object_get(row, "txn")),
-		                        "runtime", runtime,
-		                        "phase_at_loss", phase, "cleanup", cleanup, "confirmed",
-		                        frc == OTA_OK, "state", terminal, "finalized_at",
-		                        (json_int_t)now);
+		json_t *rec = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:o*, s:b, s:s?, s:I, s:b}",
+		                        "kind", "ota.application/v1", "phase", "cleanup",
+		                        "container_id", id, "txn",
+		                        json_string_value(json_object_get(row, "txn")), "runtime",
+		                        runtime, "phase_at_loss", phase, "cleanup", cleanup,
+		                        "confirmed", frc == OTA_OK, "state", terminal, "finalized_at",
+		                        (json_int_t)now, "bundle_removed", bundle_removed);
 		if (rec != NULL && frc != OTA_OK)
 			json_object_set_new(rec, "error", json_string(ota_err_name(e.code)));
 		if (rec != NULL)
@@ -100,13 +188,19 @@ ota_err ota_oci_cleanup(const ota_oci_run_opts *opts, json_t **report, ota_error
 	if (rc != OTA_OK)
 		return rc;
 	json_t *fin = json_array();
+	json_t *untrusted = json_array();
 	size_t skipped = 0;
-	rc = oci_cleanup_db(opts, db, fin, &skipped, err);
+	rc = fin != NULL && untrusted != NULL
+	             ? oci_cleanup_db(opts, db, fin, untrusted, &skipped, err)
+	             : ota_error_set(err, OTA_ERR_NOMEM, "cleanup", NULL);
 	oci_lease_close(db);
-	if (report != NULL)
-		*report = json_pack("{s:s, s:o, s:I}", "kind", "ota.cleanup_report/v1", "finalized",
-		                    fin, "skipped_live", (json_int_t)skipped);
-	else
+	if (report != NULL && fin != NULL && untrusted != NULL)
+		*report = json_pack("{s:s, s:o, s:o, s:I}", "kind", "ota.cleanup_report/v1",
+		                    "finalized", fin, "untrusted", untrusted, "skipped_live",
+		                    (json_int_t)skipped);
+	else {
 		json_decref(fin);
+		json_decref(untrusted);
+	}
 	return rc;
 }

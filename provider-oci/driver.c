@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/openat2.h>
+
 #include "oci_internal.h"
 
 static bool find_in_path(const char *name, char *out, size_t cap)
@@ -324,27 +326,74 @@ ota_err oci_proc_read(const char *path, size_t max, uint8_t **out, size_t *out_l
 	return OTA_OK;
 }
 
-void oci_bundle_remove(const char *bundle)
+bool oci_container_id_valid(const char *id)
 {
-	if (bundle == NULL || bundle[0] == '\0')
-		return;
+	if (id == NULL || strncmp(id, OCI_ID_PREFIX, sizeof OCI_ID_PREFIX - 1) != 0)
+		return false;
+	const char *h = id + sizeof OCI_ID_PREFIX - 1;
+	size_t n = 0;
+	for (; h[n] != '\0'; n++)
+		if (!((h[n] >= '0' && h[n] <= '9') || (h[n] >= 'a' && h[n] <= 'f')))
+			return false;
+	return n == OCI_ID_HEX_LEN;
+}
+
+const char *oci_state_dir(const ota_oci_run_opts *o)
+{
+	return o != NULL && o->state_dir != NULL ? o->state_dir : OTA_OCI_DEFAULT_STATE_DIR;
+}
+
+bool oci_bundle_path(const char *state_dir, const char *id, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/bundles/%s", state_dir, id);
+	if (n < 0 || (size_t)n >= cap) {
+		if (cap > 0)
+			out[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
+bool oci_bundle_remove(const char *state_dir, const char *id)
+{
+	if (state_dir == NULL || !oci_container_id_valid(id))
+		return false;
+	/* The state directory is the operator's (as given, like the runner
+	 * creates it); nothing below it is followed through a symlink. */
+	int sfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0)
+		return errno == ENOENT; /* no state directory: no bundle */
+	ota_error e;
+	ota_error_clear(&e);
+	int bfd = -1;
+	ota_err rc = ota_dir_open_beneath(sfd, state_dir, "bundles", 0, &bfd, &e);
+	close(sfd);
+	if (rc != OTA_OK)
+		return rc == OTA_ERR_NOT_FOUND;
+	int dfd = oci_openat2(bfd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	if (dfd < 0) {
+		bool absent = errno == ENOENT;
+		close(bfd);
+		return absent; /* a symlink (ELOOP) or a non-directory is left alone */
+	}
 	/* Our own directory: config.json, the pid file and whatever a killed
 	 * runtime left half-written (runc writes the pid file through a
-	 * temporary name). Entries are unlinked, never followed. */
-	int fd = open(bundle, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		DIR *d = fdopendir(fd);
-		if (d != NULL) {
-			struct dirent *de;
-			while ((de = readdir(d)) != NULL)
-				if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-					(void)unlinkat(dirfd(d), de->d_name, 0);
-			closedir(d);
-		} else {
-			close(fd);
-		}
+	 * temporary name). Entries are unlinked, never followed; a directory
+	 * in it is not ours, so the bundle then stays. */
+	DIR *d = fdopendir(dfd);
+	if (d != NULL) {
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL)
+			if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+				(void)unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	} else {
+		close(dfd);
 	}
-	rmdir(bundle);
+	bool gone = unlinkat(bfd, id, AT_REMOVEDIR) == 0 || errno == ENOENT;
+	close(bfd);
+	return gone;
 }
 
 /* true when pid no longer runs: gone, or a zombie its new parent has not
@@ -459,8 +508,10 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 	               access(rt->root, R_OK | X_OK) == 0;
 	bool dir_absent = root_ok && lstat(dir, &sb) != 0 && errno == ENOENT;
 	bool still = !dir_absent;
+	/* the caller's pid (a lease row's, for cleanup) and the one the
+	 * runtime reported must both be gone: a wrong pid never confirms */
 	long p = pid > 0 ? pid : cur_pid;
-	bool pid_gone = pid_exited(p);
+	bool pid_gone = pid_exited(p) && (cur_pid == p || pid_exited(cur_pid));
 	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "existed", exists,
 	                         "killed", killed, "deleted", deleted || !exists, "half_built_removed",
 	                         half_built, "runtime_forgot", !still, "state_dir_absent",

@@ -112,8 +112,29 @@ ota_err oci_lease_rows(oci_lease_db *db, bool open_only, json_t **out, ota_error
 /* Start time (field 22 of /proc/PID/stat) of pid; 0 when gone. */
 unsigned long long oci_proc_start_time(long pid);
 
-/* Removes a bundle directory (config.json, pid file, the dir). */
-void oci_bundle_remove(const char *bundle);
+/* ---- container ids and bundles ---- */
+
+/* A container id is exactly what ota_oci_run makes: "ota-" and the
+ * lowercase hex of 12 random bytes. */
+#define OCI_ID_PREFIX "ota-"
+#define OCI_ID_HEX_LEN 24
+/* true when id has exactly that form (so it is one plain path component
+ * and never a runtime option). */
+bool oci_container_id_valid(const char *id);
+/* The configured state directory: o->state_dir, else OTA_OCI_DEFAULT_STATE_DIR. */
+const char *oci_state_dir(const ota_oci_run_opts *o);
+/* STATE/bundles/ID into out (cap bytes); false (out "") when it does not fit. */
+bool oci_bundle_path(const char *state_dir, const char *id, char *out, size_t cap);
+/*
+ * Removes the bundle STATE/bundles/ID of a valid container id: STATE is
+ * opened as given (the operator's directory), "bundles" and ID beneath it
+ * with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS),
+ * so a symlink there is never followed; the entries in it are unlinked
+ * (never followed), then the directory. True when no bundle is left
+ * (removed, or never made); false for an invalid id, a symlink or
+ * non-directory on the way, or a bundle that could not be emptied.
+ */
+bool oci_bundle_remove(const char *state_dir, const char *id);
 
 /* Reads a /proc file (size 0 to stat) whole, at most max bytes, as
  * ota_file_read does (same errors, *buf NUL-terminated, new) but in large
@@ -124,8 +145,14 @@ ota_err oci_proc_read(const char *path, size_t max, uint8_t **buf, size_t *len, 
 ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
                                const char *known_status, json_t **cleanup_out, ota_error *err);
 
-/* Finalizes the open leases of dead runners in db; appends records to finalized. */
+/*
+ * Finalizes the open leases of dead runners in db; appends records to
+ * finalized. A lease row is acted upon only when it is one this
+ * configuration would have written (oci_lease_check); any other is
+ * appended to untrusted (may be NULL: not reported), left open, and makes
+ * the result oci_lease_untrusted (unless an earlier row failed first).
+ */
 ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *finalized,
-                       size_t *skipped, ota_error *err);
+                       json_t *untrusted, size_t *skipped, ota_error *err);
 
 #endif

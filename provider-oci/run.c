@@ -539,17 +539,22 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		if (rc != OTA_OK)
 			goto out_record;
 	}
-	/* Container id and bundle. */
-	uint8_t rnd[12];
+	/* Container id (the only form oci_container_id_valid accepts) and
+	 * bundle (the only path cleanup removes for it). */
+	uint8_t rnd[OCI_ID_HEX_LEN / 2];
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
 		rc = ota_error_set(&e, OTA_ERR_CRYPTO, "getrandom", "%s", strerror(errno));
 		goto out_record;
 	}
-	char hex[25];
+	char hex[OCI_ID_HEX_LEN + 1];
 	ota_hex_encode(ota_bytes_make(rnd, sizeof rnd), hex);
-	snprintf(out->container_id, sizeof out->container_id, "ota-%s", hex);
-	const char *state_dir = o.state_dir != NULL ? o.state_dir : "/run/ota";
-	snprintf(bundle, sizeof bundle, "%s/bundles/%s", state_dir, out->container_id);
+	snprintf(out->container_id, sizeof out->container_id, OCI_ID_PREFIX "%s", hex);
+	const char *state_dir = oci_state_dir(&o);
+	if (!oci_bundle_path(state_dir, out->container_id, bundle, sizeof bundle)) {
+		rc = ota_error_set(&e, OTA_ERR_USAGE, state_dir, "state directory path too long");
+		out->terminal = OTA_OCI_NOT_STARTED;
+		goto out_record;
+	}
 
 	/* Durable lease before the first mutation; orphans of dead runners
 	 * are finalized first. */
@@ -563,7 +568,9 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		size_t skipped = 0;
 		ota_error ce;
 		ota_error_clear(&ce);
-		(void)oci_cleanup_db(&o, db, fin, &skipped, &ce);
+		/* rows this configuration would not have written are left open,
+		 * untouched, for `ota cleanup` to report */
+		(void)oci_cleanup_db(&o, db, fin, NULL, &skipped, &ce);
 		if (fin != NULL && json_array_size(fin) > 0)
 			out->finalized_orphans = fin;
 		else
@@ -972,7 +979,7 @@ out_finalize:
 	if (pid > 0)
 		(void)waitpid((pid_t)pid, NULL, WNOHANG);
 	if (bundle[0] != '\0')
-		oci_bundle_remove(bundle);
+		(void)oci_bundle_remove(oci_state_dir(&o), out->container_id);
 	if (pout[0] >= 0)
 		close(pout[0]);
 	if (perr[0] >= 0)

@@ -57,7 +57,11 @@ rtroot=/run/ota/examples-$$
 listener=
 cleanup() {
   [ -n "$listener" ] && kill "$listener" 2>/dev/null
-  "$OTA" cleanup --lease-db "$work/leases.db" --state-dir "$work/state" >/dev/null 2>&1
+  # once per runtime: cleanup acts only on leases of the runtime root it is given
+  "$OTA" cleanup --lease-db "$work/leases.db" --state-dir "$work/state" --runtime-root "$rtroot" \
+    >/dev/null 2>&1
+  "$OTA" cleanup --lease-db "$work/leases.db" --state-dir "$work/state" --runtime crun \
+    --runtime-root "$rtroot-crun" >/dev/null 2>&1
   rm -rf "$work" "$rtroot" "$rtroot-crun"
 }
 trap cleanup EXIT

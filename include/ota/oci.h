@@ -230,7 +230,8 @@ OTA_API void ota_oci_runtime_version(const ota_oci_runtime_opts *o, char *out, s
 
 typedef struct ota_oci_run_opts {
 	ota_oci_runtime_opts runtime;
-	const char *state_dir; /* bundles under <state_dir>/bundles; NULL: /run/ota */
+	const char *state_dir; /* bundles under <state_dir>/bundles; NULL: /run/ota
+	                        * (OTA_OCI_DEFAULT_STATE_DIR) */
 	const char *lease_db;  /* sqlite file; NULL: /var/lib/ota/leases.db */
 	const char *canary;    /* host path of the static canary; NULL: the built/installed one */
 	const char *txn;       /* runner transaction id (bound into evidence); may be NULL */
@@ -309,8 +310,23 @@ OTA_API OTA_NODISCARD ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oc
  * Finalizes orphaned leases (runner gone, e.g. after SIGKILL): kills and
  * deletes their containers, confirms the runtime forgot them, removes their
  * bundles, and records enforcement_unknown_after_interruption (started) or
- * not_started. Leases of live runners are left alone. *report (may be NULL)
- * new: {"kind":"ota.cleanup_report/v1","finalized":[...],"skipped":N}.
+ * not_started. Leases of live runners are left alone.
+ *
+ * A lease row is data, not instructions: a row is acted upon only when
+ * its container id has the form ota_oci_run makes ("ota-" and 24
+ * lowercase hex digits), its runtime is runc or crun, its bundle is
+ * exactly STATE/bundles/ID of opts->state_dir (NULL: /run/ota), and its
+ * runtime binary and root are exactly what opts->runtime gives that
+ * runtime (for the other runtime kind: its default binary from PATH and
+ * root). The runtime run is always the configured one, and the bundle is
+ * removed beneath the state directory without following a symlink. Any
+ * other row is not acted upon: it is listed under "untrusted", stays open,
+ * and the result is oci_lease_untrusted (unless another error came first).
+ *
+ * *report (may be NULL) new: {"kind":"ota.cleanup_report/v1",
+ * "finalized":[...], "untrusted":[...], "skipped_live":N}. Errors:
+ * oci_lease_untrusted, oci_cleanup_unconfirmed, oci_lease_error,
+ * oci_runtime_missing, oci_runtime_failed.
  */
 OTA_API OTA_NODISCARD ota_err ota_oci_cleanup(const ota_oci_run_opts *opts, json_t **report,
                                               ota_error *err);

@@ -31,7 +31,7 @@ command -v strace >/dev/null || fail "strace is missing (scripts/install-deps.sh
 tmp=$(mktemp -d /tmp/ota-archive-XXXXXX)
 root=/run/ota/test-archive-$$
 cleanup() {
-  "$OTA" cleanup --lease-db "$tmp/leases.db" >/dev/null 2>&1 || true
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
   rm -rf "$tmp" "$root"
 }
 trap cleanup EXIT

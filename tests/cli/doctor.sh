@@ -16,7 +16,7 @@ root=/run/ota/test-doctor-$$
 kid=
 cleanup() {
   [ -n "$kid" ] && kill -9 "$kid" 2>/dev/null || true
-  "$OTA" cleanup --lease-db "$tmp/leases.db" --state-dir "$tmp/state" >/dev/null 2>&1 || true
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
   rm -rf "$tmp" "$root"
 }
 trap cleanup EXIT
@@ -207,7 +207,7 @@ kill -9 "$kid"; wait "$kid" 2>/dev/null || true; kid=
 lease=$("$OTA" cleanup --lease-db "$tmp/leases.db" --list --json | jq -r '.[0].id')
 jq -e --arg id "$lease" '([.findings[] | select(.code == "orphaned_lease") | .lease] == [$id])
   and (.leases.orphaned | map(.id)) == [$id]' "$tmp/out" >/dev/null || fail "orphan report: $(jq -c .leases "$tmp/out")"
-"$OTA" cleanup --lease-db "$tmp/leases.db" --state-dir "$tmp/state" >/dev/null
+"$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null
 [ "$(rc_of "$OTA" doctor "${d[@]}" --task ok --json)" -eq 0 ] || fail "after cleanup: $(jq -c .findings "$tmp/out")"
 jq -e '.leases.open == 0 and .leases.orphaned == []' "$tmp/out" >/dev/null || fail "after cleanup leases"
 echo "doctor: ok"

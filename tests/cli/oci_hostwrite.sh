@@ -14,7 +14,7 @@ command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-hostwrite-XXXXXX)
 root=/run/ota/test-hostwrite-$$
 cleanup() {
-  "$OTA" cleanup --lease-db "$tmp/leases.db" >/dev/null 2>&1 || true
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
   rm -rf "$tmp" "$root"
 }
 trap cleanup EXIT

@@ -15,7 +15,7 @@ root=/run/ota/test-cli-$$
 kids=()
 cleanup() {
   for k in "${kids[@]}"; do kill -9 "$k" 2>/dev/null || true; done
-  "$OTA" cleanup --lease-db "$tmp/leases.db" >/dev/null 2>&1 || true
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
   rm -rf "$tmp" "$root"
 }
 trap cleanup EXIT
@@ -206,7 +206,7 @@ wait_started
 kill -9 "$pid"
 set +e; wait "$pid"; set -e
 [ "$(runc --root "$root" list -q | grep -c . || true)" -eq 1 ] || fail "expected the orphan to survive SIGKILL"
-"$OTA" cleanup --lease-db "$tmp/leases.db" --json | jq -e '(.finalized | length) == 1 and .finalized[0].confirmed
+"$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" --json | jq -e '(.finalized | length) == 1 and .finalized[0].confirmed
   and .finalized[0].state == "enforcement_unknown_after_interruption"' >/dev/null || fail "cleanup after SIGKILL"
 no_containers
 # ---- the rootfs: extension: a prepared root filesystem named by the contract ----
@@ -253,7 +253,7 @@ for d in 0 0.005 0.01 0.02 0.03 0.05 0.08 0.12 0.2 0.3; do
   set +e; wait "$pid" 2>/dev/null; set -e
 done
 sleep 0.3
-"$OTA" cleanup --lease-db "$tmp/leases.db" --json >"$tmp/chaos.json" || fail "chaos cleanup: $(cat "$tmp/chaos.json")"
+"$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" --json >"$tmp/chaos.json" || fail "chaos cleanup: $(cat "$tmp/chaos.json")"
 jq -e '.finalized | all(.confirmed)' "$tmp/chaos.json" >/dev/null || fail "chaos: unconfirmed cleanup"
 no_containers
 [ -z "$(ls -A "$tmp/state/bundles" 2>/dev/null)" ] || fail "chaos: bundles left: $(ls "$tmp/state/bundles")"
