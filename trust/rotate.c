@@ -169,28 +169,17 @@ static ota_err check_state(const ota_trust_root *r, bool have, int64_t sv, const
 	return OTA_OK;
 }
 
-ota_err ota_trust_chain_verify(ota_bytes pinned, const ota_bytes *chain, size_t n,
-                               const ota_trust_verify_opts *o, ota_trust_root **latest_out,
-                               ota_error *err)
+/*
+ * The walk of ota_trust_chain_verify from cur, the pinned snapshot (its
+ * principals may still be deferred): each successor is parsed deferred,
+ * sharing the previous version's keys. Takes cur, even on failure;
+ * *latest_out is new.
+ */
+static ota_err chain_walk(ota_trust_root *cur, const ota_bytes *chain, size_t n,
+                          const ota_trust_verify_opts *o, ota_trust_root **latest_out,
+                          ota_error *err)
 {
-	*latest_out = NULL;
-	size_t cap = o->max_chain == 0 || o->max_chain > OTA_MAX_TRUST_CHAIN ? OTA_MAX_TRUST_CHAIN
-	                                                                      : o->max_chain;
-	if (n > cap)
-		return ota_error_set(err, OTA_ERR_TRUST_CHAIN_TOO_LONG, "chain",
-		                     "%zu snapshots after the pinned one, limit is %zu", n, cap);
-	if (pinned.len > OTA_MAX_TRUST_ROOT_BYTES)
-		return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "pinned", "%zu bytes, limit is %u",
-		                     pinned.len, OTA_MAX_TRUST_ROOT_BYTES);
-	for (size_t i = 0; i < n; i++)
-		if (chain[i].len > OTA_MAX_TRUST_ROOT_BYTES)
-			return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "chain",
-			                     "snapshot %zu has %zu bytes, limit is %u", i + 1,
-			                     chain[i].len, OTA_MAX_TRUST_ROOT_BYTES);
-	ota_trust_root *cur = NULL;
-	ota_err rc = trust_root_parse_cached(pinned, NULL, true, &cur, err);
-	if (rc != OTA_OK)
-		return rc;
+	ota_err rc;
 	if ((rc = ota_trust_root_verify_self(cur, err)) != OTA_OK ||
 	    (rc = trust_root_load_principals(cur, NULL, err)) != OTA_OK)
 		goto fail;
@@ -256,4 +245,51 @@ ota_err ota_trust_chain_verify(ota_bytes pinned, const ota_bytes *chain, size_t 
 fail:
 	ota_trust_root_free(cur);
 	return rc;
+}
+
+/* The caps, checked before anything (else) is parsed; pinned_len 0: parsed. */
+static ota_err chain_caps(size_t pinned_len, const ota_bytes *chain, size_t n,
+                          const ota_trust_verify_opts *o, ota_error *err)
+{
+	size_t cap = o->max_chain == 0 || o->max_chain > OTA_MAX_TRUST_CHAIN ? OTA_MAX_TRUST_CHAIN
+	                                                                      : o->max_chain;
+	if (n > cap)
+		return ota_error_set(err, OTA_ERR_TRUST_CHAIN_TOO_LONG, "chain",
+		                     "%zu snapshots after the pinned one, limit is %zu", n, cap);
+	if (pinned_len > OTA_MAX_TRUST_ROOT_BYTES)
+		return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "pinned", "%zu bytes, limit is %u",
+		                     pinned_len, OTA_MAX_TRUST_ROOT_BYTES);
+	for (size_t i = 0; i < n; i++)
+		if (chain[i].len > OTA_MAX_TRUST_ROOT_BYTES)
+			return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "chain",
+			                     "snapshot %zu has %zu bytes, limit is %u", i + 1,
+			                     chain[i].len, OTA_MAX_TRUST_ROOT_BYTES);
+	return OTA_OK;
+}
+
+ota_err ota_trust_chain_verify(ota_bytes pinned, const ota_bytes *chain, size_t n,
+                               const ota_trust_verify_opts *o, ota_trust_root **latest_out,
+                               ota_error *err)
+{
+	*latest_out = NULL;
+	ota_err rc = chain_caps(pinned.len, chain, n, o, err);
+	if (rc != OTA_OK)
+		return rc;
+	ota_trust_root *cur = NULL;
+	if ((rc = trust_root_parse_cached(pinned, NULL, true, &cur, err)) != OTA_OK)
+		return rc;
+	return chain_walk(cur, chain, n, o, latest_out, err);
+}
+
+ota_err ota_trust_chain_verify_from(ota_trust_root *pinned, const ota_bytes *chain, size_t n,
+                                    const ota_trust_verify_opts *o,
+                                    ota_trust_root **latest_out, ota_error *err)
+{
+	*latest_out = NULL;
+	ota_err rc = chain_caps(0, chain, n, o, err);
+	if (rc != OTA_OK) {
+		ota_trust_root_free(pinned);
+		return rc;
+	}
+	return chain_walk(pinned, chain, n, o, latest_out, err);
 }

@@ -831,6 +831,12 @@ ota_err ota_trust_root_parse(ota_bytes in, ota_trust_root **out, ota_error *err)
 	return trust_root_parse_cached(in, NULL, false, out, err);
 }
 
+ota_err ota_trust_root_parse_sharing(ota_bytes in, const ota_trust_root *keys_of,
+                                     ota_trust_root **out, ota_error *err)
+{
+	return trust_root_parse_cached(in, keys_of, false, out, err);
+}
+
 /* ---- accessors ---- */
 
 const char *ota_trust_root_domain(const ota_trust_root *r)

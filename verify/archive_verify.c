@@ -260,6 +260,11 @@ static const json_t *ev_get(vctx *v, const char *id, const char *kind)
 	return rec;
 }
 
+/*
+ * The pinned snapshot is parsed once (and handed on to the chain walk);
+ * each chain entry is parsed whole, sharing the keys of the entry before it
+ * (the pinned one for the first), which loads only the keys that differ.
+ */
 static ota_err trust_setup(vctx *v)
 {
 	ota_archive_report *r = v->r;
@@ -280,10 +285,11 @@ static ota_err trust_setup(vctx *v)
 	}
 	json_t *ids = json_array();
 	int64_t prev_version = 0;
+	ota_trust_root *prev = NULL; /* the entry before, whose keys the next shares */
 	for (size_t i = 0; rc == OTA_OK && i < v->a->nchain; i++) {
 		ota_trust_root *s = NULL;
 		ota_bytes b = ota_bytes_make(v->a->chain[i].ptr, v->a->chain[i].len);
-		rc = ota_trust_root_parse(b, &s, &e);
+		rc = ota_trust_root_parse_sharing(b, prev != NULL ? prev : pinned, &s, &e);
 		if (rc != OTA_OK) {
 			fail_e(r, &e, "trust_chain");
 			break;
@@ -303,9 +309,10 @@ static ota_err trust_setup(vctx *v)
 		} else if (ver > pv) {
 			chain[n++] = b;
 		}
-		ota_trust_root_free(s);
+		ota_trust_root_free(prev);
+		prev = s;
 	}
-	ota_trust_root_free(pinned);
+	ota_trust_root_free(prev);
 	if (rc == OTA_OK && !json_equal(ids, json_object_get(v->receipt, "trust_chain_identities"))) {
 		rc = OTA_ERR_ARCHIVE_TRUST_UNPINNED;
 		fail(r, rc, "trust_chain", "the embedded chain is not the one the receipt signs");
@@ -315,12 +322,14 @@ static ota_err trust_setup(vctx *v)
 		ota_trust_verify_opts to;
 		memset(&to, 0, sizeof to);
 		to.at = v->o->have_at ? v->o->at : v->signed_at;
-		rc = ota_trust_chain_verify(v->o->pinned, chain, n, &to, &v->root, &e);
+		rc = ota_trust_chain_verify_from(pinned, chain, n, &to, &v->root, &e);
+		pinned = NULL; /* taken */
 		if (rc != OTA_OK)
 			fail_e(r, &e, "trust_chain");
 		else
 			v->root_id = ota_trust_root_identity(v->root);
 	}
+	ota_trust_root_free(pinned);
 	free(chain);
 	return rc;
 }

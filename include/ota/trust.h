@@ -63,6 +63,17 @@ typedef struct ota_trust_principal ota_trust_principal;
  */
 OTA_API OTA_NODISCARD ota_err ota_trust_root_parse(ota_bytes in, ota_trust_root **out,
                                                    ota_error *err);
+/*
+ * As ota_trust_root_parse, every check included, but a key entry identical
+ * to one of keys_of (same kid, alg and PEM text, the inputs of every key
+ * check) shares keys_of's loaded key instead of loading it again, as chain
+ * verification does between consecutive versions. keys_of (NULL: none) may
+ * be freed before or after *out.
+ */
+OTA_API OTA_NODISCARD ota_err ota_trust_root_parse_sharing(ota_bytes in,
+                                                           const ota_trust_root *keys_of,
+                                                           ota_trust_root **out,
+                                                           ota_error *err);
 /* Frees r; NULL is a no-op. */
 OTA_API void ota_trust_root_free(ota_trust_root *r);
 
@@ -176,6 +187,19 @@ OTA_API OTA_NODISCARD ota_err ota_trust_chain_verify(ota_bytes pinned, const ota
                                                      const ota_trust_verify_opts *o,
                                                      ota_trust_root **latest_out,
                                                      ota_error *err);
+/*
+ * ota_trust_chain_verify from a pinned snapshot the caller has already
+ * parsed whole (ota_trust_root_parse: every parse check has passed), which
+ * it takes (freed on failure, or once a successor supersedes it): the same
+ * caps, checks, order and errors from the pinned threshold on, without
+ * parsing and loading the pinned snapshot again. *latest_out is new (it may
+ * be pinned itself).
+ */
+OTA_API OTA_NODISCARD ota_err ota_trust_chain_verify_from(ota_trust_root *pinned,
+                                                          const ota_bytes *chain, size_t n,
+                                                          const ota_trust_verify_opts *o,
+                                                          ota_trust_root **latest_out,
+                                                          ota_error *err);
 
 /* ---- key lookup (for verify/) ---- */
 

@@ -11,6 +11,9 @@
  *   their kids), in the parser and in ota_trust_draft_add_key.
  * - RSA e = 1, Ed25519 small-order and non-canonical points as root or
  *   principal keys; an Ed448 key declared EdDSA.
+ * - A parse sharing another snapshot's loaded keys (ota_trust_root_parse_sharing,
+ *   as the archive verifier parses its chain) refuses every entry that is not
+ *   the very same kid, alg and PEM as the plain parse refuses it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,6 +342,119 @@ static void test_ed448_is_not_eddsa(void **s)
 	ota_key_free(k);
 }
 
+/* ---- 4. a parse sharing another snapshot's keys checks every other entry ---- */
+
+/* Version 1 text with ROOT and these principals (stolen). */
+static char *text_with(json_t *principals, size_t *n)
+{
+	json_t *rk = json_pack("[o]", test_snap_key(ROOT, OTA_ALG_ES256));
+	return test_snap_text(test_snap_body(1, NULL, 1, rk, principals, T0, TEXP), NULL, n);
+}
+
+/* ota_trust_root_parse_sharing(text, keys_of) has the outcome (and error)
+ * of ota_trust_root_parse(text); keys_of is freed before the result. */
+static ota_err parse_sharing_as_parse(json_t *principals, const char *keys_of_text)
+{
+	size_t n = 0;
+	char *text = text_with(principals, &n);
+	ota_trust_root *kof = NULL, *a = NULL, *b = NULL;
+	assert_ota(ota_trust_root_parse(ota_bytes_make(keys_of_text, strlen(keys_of_text)), &kof,
+	                                NULL),
+	           OTA_OK);
+	ota_error ea, eb;
+	ota_error_clear(&ea);
+	ota_error_clear(&eb);
+	ota_err ra = ota_trust_root_parse(ota_bytes_make(text, n), &a, &ea);
+	ota_err rb = ota_trust_root_parse_sharing(ota_bytes_make(text, n), kof, &b, &eb);
+	ota_trust_root_free(kof);
+	assert_string_equal(ota_err_name(rb), ota_err_name(ra));
+	if (ra != OTA_OK) {
+		assert_null(b);
+		assert_string_equal(eb.where, ea.where);
+		assert_string_equal(eb.what, ea.what);
+	} else {
+		assert_string_equal(ota_trust_root_identity(b), ota_trust_root_identity(a));
+		assert_int_equal(ota_trust_root_key_count(b), ota_trust_root_key_count(a));
+		/* the shared keys outlive keys_of: every kid still looks up */
+		for (size_t i = 0; i < ota_trust_root_key_count(b); i++) {
+			const trust_key *k = b->index[i];
+			const ota_key *got = NULL;
+			assert_ota(ota_trust_lookup(b, ota_bytes_make(k->kid, 32), k->alg,
+			                            OTA_TRUST_ROLE_RUNNER, NULL, T0, &got, NULL, NULL),
+			           OTA_OK);
+			assert_true(ota_key_equal_public(got, a->index[i]->kr->key));
+		}
+	}
+	ota_trust_root_free(a);
+	ota_trust_root_free(b);
+	free(text);
+	return ra;
+}
+
+static void test_sharing_checks_what_differs(void **s)
+{
+	(void)s;
+	ota_key *k = NULL, *k2 = NULL;
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &k), OTA_OK);
+	assert_ota(ota_key_generate(OTA_ALG_ES256, &k2), OTA_OK);
+	size_t n = 0;
+	char *base = text_with(json_pack("[o]", principal("p", json_pack("[o]", pkey(test_snap_key(
+	                                                                 k, OTA_ALG_ES256), 0)))),
+	                       &n);
+	/* the very same entries: shared */
+	assert_ota(parse_sharing_as_parse(json_pack("[o]", principal("p", json_pack("[o]",
+	                                                   pkey(test_snap_key(k, OTA_ALG_ES256), 0)))),
+	                                  base),
+	           OTA_OK);
+	/* k's kid over k2's PEM: not shared, loaded, refused */
+	json_t *e = test_snap_key(k, OTA_ALG_ES256), *e2 = test_snap_key(k2, OTA_ALG_ES256);
+	json_object_set(e, "public_key", json_object_get(e2, "public_key"));
+	json_decref(e2);
+	assert_ota(parse_sharing_as_parse(json_pack("[o]", principal("p", json_pack("[o]",
+	                                                                             pkey(e, 0)))),
+	                                  base),
+	           OTA_ERR_TRUST_KID_MISMATCH);
+	/* k's kid and PEM under another alg: not shared, refused */
+	assert_ota(parse_sharing_as_parse(json_pack("[o]", principal("p", json_pack("[o]",
+	                                                   pkey(test_snap_key(k, OTA_ALG_ES384), 0)))),
+	                                  base),
+	           OTA_ERR_ALG_KEY_MISMATCH);
+	/* k in the hybrid form under that form's kid */
+	size_t hn = 0;
+	uint8_t *hyb = test_ec_spki_as(ota_key_evp(k), "hybrid", NULL, &hn);
+	assert_ota(parse_sharing_as_parse(json_pack("[o]", principal("p", json_pack("[o]",
+	                                                   pkey(test_snap_key_der(hyb, hn, "ES256"),
+	                                                        0)))),
+	                                  base),
+	           OTA_ERR_TRUST_KEY_NONCANONICAL);
+	/* the shared key twice: one key under two entries */
+	assert_ota(parse_sharing_as_parse(
+	                   json_pack("[o, o]",
+	                             principal("p", json_pack("[o]", pkey(test_snap_key(
+	                                                                      k, OTA_ALG_ES256),
+	                                                                  0))),
+	                             principal("q", json_pack("[o]", pkey(test_snap_key(
+	                                                                      k, OTA_ALG_ES256),
+	                                                                  0)))),
+	                   base),
+	           OTA_ERR_TRUST_DUPLICATE_KEY);
+	/* a new key beside the shared one */
+	assert_ota(parse_sharing_as_parse(
+	                   json_pack("[o]", principal("p", json_pack("[o, o]",
+	                                                             pkey(test_snap_key(
+	                                                                      k, OTA_ALG_ES256),
+	                                                                  0),
+	                                                             pkey(test_snap_key(
+	                                                                      k2, OTA_ALG_ES256),
+	                                                                  0)))),
+	                   base),
+	           OTA_OK);
+	free(hyb);
+	free(base);
+	ota_key_free(k);
+	ota_key_free(k2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +463,7 @@ int main(void)
 	    cmocka_unit_test(test_draft_same_key_other_kid),
 	    cmocka_unit_test(test_weak_keys_refused),
 	    cmocka_unit_test(test_ed448_is_not_eddsa),
+	    cmocka_unit_test(test_sharing_checks_what_differs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -132,6 +132,38 @@ static char *ser(const ota_trust_root *r, size_t *len)
 	return s;
 }
 
+/*
+ * ota_trust_chain_verify_from over the pinned snapshot parsed whole agrees
+ * with ota_trust_chain_verify: the same error (code, where, what) or the
+ * same latest version. A pinned snapshot that does not parse whole fails
+ * ota_trust_chain_verify too.
+ */
+static void from_agrees(ota_bytes pinned, const ota_bytes *chain, size_t n,
+                        const ota_trust_verify_opts *o, ota_err want, const ota_error *want_e,
+                        const ota_trust_root *want_latest)
+{
+	ota_trust_root *p = NULL, *latest = NULL;
+	if (ota_trust_root_parse(pinned, &p, NULL) != OTA_OK) {
+		assert_true(want != OTA_OK);
+		return;
+	}
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err got = ota_trust_chain_verify_from(p, chain, n, o, &latest, &e);
+	if (got != want)
+		fail_msg("from: got %s (%s: %s), want %s", ota_err_name(got), e.where, e.what,
+		         ota_err_name(want));
+	if (got != OTA_OK) {
+		assert_null(latest);
+		assert_string_equal(e.where, want_e->where);
+		assert_string_equal(e.what, want_e->what);
+	} else {
+		assert_string_equal(ota_trust_root_identity(latest),
+		                    ota_trust_root_identity(want_latest));
+	}
+	ota_trust_root_free(latest);
+}
+
 /* Verifies pinned + chain (roots) at time at; returns the error, frees all. */
 static ota_err verify_roots(const ota_trust_root *pinned, ota_trust_root *const *chain, size_t n,
                             int64_t at, ota_trust_state *st, int64_t *version_out)
@@ -152,6 +184,8 @@ static ota_err verify_roots(const ota_trust_root *pinned, ota_trust_root *const 
 	ota_error e;
 	ota_error_clear(&e);
 	ota_err rc = ota_trust_chain_verify(ota_bytes_make(ps, pl), cb, n, &o, &latest, &e);
+	if (st == NULL)
+		from_agrees(ota_bytes_make(ps, pl), cb, n, &o, rc, &e, latest);
 	if (rc == OTA_OK) {
 		assert_non_null(latest);
 		if (version_out != NULL)
@@ -898,6 +932,8 @@ static void run_vector(const char *dir, const char *name)
 	if (strcmp(ota_err_name(rc), expect) != 0)
 		fail_msg("vector %s/%s: got %s (%s: %s), want %s", dir, name, ota_err_name(rc), e.where,
 		         e.what, expect);
+	if (mode == NULL || strcmp(mode, "parse") != 0)
+		from_agrees(spans[0], spans + 1, nf - 1, &o, rc, &e, latest);
 	const json_t *lv = json_object_get(c, "latest_version");
 	if (rc == OTA_OK && lv != NULL)
 		assert_int_equal(ota_trust_root_version(latest), json_integer_value(lv));
@@ -1133,6 +1169,7 @@ static void test_tuf_root_rotation_cases(void **state)
 		if (got != rc->want)
 			fail_msg("%s: got %s (%s), want %s", rc->name, ota_err_name(got), e.what,
 			         ota_err_name(rc->want));
+		from_agrees(spans[0], spans + 1, (size_t)rc->n - 1, &o, got, &e, latest);
 		if (got == OTA_OK)
 			assert_int_equal(ota_trust_root_version(latest), rc->n);
 		/* a failed last step leaves the previous version trusted */
