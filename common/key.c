@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,35 @@ static ota_err key_wrap(EVP_PKEY *p, bool priv, ota_key **out, ota_error *err)
 static const uint8_t SPKI_ED25519[12] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
                                          0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
 
+/*
+ * The P-256 domain parameters, built once per process: EVP_PKEY_fromdata
+ * builds the curve's EC_GROUP from scratch for every key (Montgomery
+ * contexts, a modular inverse), which costs several times the rest of a
+ * key load; copying a built group does not. NULL if they cannot be built
+ * (keys are then built from scratch). They live until the process exits.
+ */
+static EVP_PKEY *g_p256;
+static pthread_once_t g_p256_once = PTHREAD_ONCE_INIT;
+
+static void p256_build(void)
+{
+	OSSL_PARAM params[2];
+	char group[] = "P-256";
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0);
+	params[1] = OSSL_PARAM_construct_end();
+	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+	if (c == NULL || EVP_PKEY_fromdata_init(c) != 1 ||
+	    EVP_PKEY_fromdata(c, &g_p256, EVP_PKEY_KEY_PARAMETERS, params) != 1)
+		g_p256 = NULL;
+	EVP_PKEY_CTX_free(c);
+	ERR_clear_error();
+}
+
+static const EVP_PKEY *p256_params(void)
+{
+	return pthread_once(&g_p256_once, p256_build) == 0 ? g_p256 : NULL;
+}
+
 static EVP_PKEY *spki_fast(const uint8_t *der, size_t n)
 {
 	if (n == sizeof SPKI_ED25519 + 32 && memcmp(der, SPKI_ED25519, sizeof SPKI_ED25519) == 0)
@@ -463,6 +493,19 @@ static EVP_PKEY *spki_fast(const uint8_t *der, size_t n)
 	if (n != sizeof SPKI_P256 + 65 || memcmp(der, SPKI_P256, sizeof SPKI_P256) != 0 ||
 	    der[sizeof SPKI_P256] != 0x04)
 		return NULL;
+	/* the P-256 parameters copied, and the point decoded onto them (checked
+	 * on the curve as EVP_PKEY_fromdata checks it) */
+	const EVP_PKEY *tmpl = p256_params();
+	if (tmpl != NULL) {
+		EVP_PKEY *pk = EVP_PKEY_new();
+		if (pk == NULL || EVP_PKEY_copy_parameters(pk, tmpl) != 1 ||
+		    EVP_PKEY_set1_encoded_public_key(pk, der + sizeof SPKI_P256, 65) != 1) {
+			EVP_PKEY_free(pk);
+			pk = NULL;
+		}
+		ERR_clear_error();
+		return pk;
+	}
 	OSSL_PARAM params[3];
 	char group[] = "P-256";
 	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0);
