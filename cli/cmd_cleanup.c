@@ -150,17 +150,46 @@ int cmd_cleanup(int argc, char **argv)
 	}
 	json_t *rep = NULL;
 	ota_err rc = ota_oci_cleanup(&o, &rep, &e);
-	/* The leases are finalized whatever happens next; signing is evidence of it. */
-	if (rc == OTA_OK && rep != NULL && key != NULL)
-		rc = sign_report(rep, key, nonce_db, issuer, trust_root, &e);
-	if (rc == OTA_OK && rep != NULL && evidence != NULL) {
-		json_object_set_new(rep, "ok", json_true()); /* finalized and signed */
+	/*
+	 * The leases are finalized whatever happens next; signing is evidence of
+	 * it. Every finalized record is signed even when another row was refused
+	 * (oci_lease_untrusted) or left unconfirmed: a planted row must not
+	 * suppress the evidence of the removals that did happen. The exit status
+	 * and "ok" still say the cleanup as a whole did not succeed.
+	 */
+	bool signed_ok = true;
+	if (rep != NULL && key != NULL) {
+		ota_error se;
+		ota_error_clear(&se);
+		if (sign_report(rep, key, nonce_db, issuer, trust_root, &se) != OTA_OK) {
+			signed_ok = false;
+			if (rc == OTA_OK) {
+				rc = se.code;
+				e = se;
+			} else if (json) {
+				json_object_set_new(rep, "sign_error", cli_error_json(&se));
+			} else {
+				(void)cli_fail("ota", &se);
+			}
+		}
+	}
+	if (signed_ok && rep != NULL && evidence != NULL) {
+		/* ok: every lease finalized, confirmed and (with --key) signed */
+		json_object_set_new(rep, "ok", json_boolean(rc == OTA_OK));
+		ota_error we;
+		ota_error_clear(&we);
 		char *text = ota_json_dumps(rep, true);
-		if (text == NULL)
-			rc = ota_error_set(&e, OTA_ERR_NOMEM, evidence, NULL);
-		else
-			rc = ota_file_write_atomic(evidence, ota_bytes_make(text, strlen(text)), 0644, &e);
+		ota_err wrc = text == NULL ? ota_error_set(&we, OTA_ERR_NOMEM, evidence, NULL)
+		                           : ota_file_write_atomic(evidence,
+		                                                   ota_bytes_make(text, strlen(text)),
+		                                                   0644, &we);
 		free(text);
+		if (wrc != OTA_OK && rc == OTA_OK) {
+			rc = wrc;
+			e = we;
+		} else if (wrc != OTA_OK) {
+			(void)cli_fail("ota", &we);
+		}
 	}
 	if (json) {
 		if (rep == NULL)

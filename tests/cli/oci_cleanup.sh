@@ -134,7 +134,8 @@ untouched() {
     fail "$1: a forged lease was closed"
 }
 set +e
-"$OTA" cleanup "${cl[@]}" --json >"$tmp/forged.json"; frc=$?
+"$OTA" cleanup "${cl[@]}" --key "$tmp/runner.pem" --nonce-db "$tmp/nonces.db" \
+  --evidence "$tmp/forged-ev.json" --json >"$tmp/forged.json"; frc=$?
 set -e
 [ "$frc" -eq 1 ] || fail "forged rows: exit $frc, want 1"
 untouched "ota cleanup"
@@ -150,6 +151,15 @@ jq -e --arg b "$fb" --arg c "$fc" --arg d "$fd" --arg f "$fid" '.ok == false and
 jq -e --arg id "$id3" '(.finalized | length) == 1 and .finalized[0].container_id == $id
    and .finalized[0].confirmed and .finalized[0].lease_closed and .finalized[0].bundle_removed' \
   "$tmp/forged.json" >/dev/null || fail "real orphan beside forged rows: $(jq -c .finalized "$tmp/forged.json")"
+# planted rows do not suppress the evidence of the removal that happened:
+# its record is signed and the evidence file written, with ok false
+jq -e '.finalized[0].attestation.kind == "cleanup"' "$tmp/forged.json" >/dev/null ||
+  fail "real orphan beside forged rows: record not signed"
+jq -r '.finalized[0].attestation.cose_sign1' "$tmp/forged.json" | base64 -d >"$tmp/cleanup3.cose"
+"$OTA_VERIFY" cose --key "$tmp/runner.pub" "$tmp/cleanup3.cose" >/dev/null ||
+  fail "real orphan beside forged rows: record does not verify"
+jq -e --arg id "$id3" '.ok == false and .finalized[0].container_id == $id and (.untrusted | length) == 5' \
+  "$tmp/forged-ev.json" >/dev/null || fail "forged: evidence file $(cat "$tmp/forged-ev.json" 2>&1)"
 if runc --root "$root" state "$id3" >/dev/null 2>&1; then fail "runtime still knows $id3"; fi
 [ ! -e "$state/bundles/$id3" ] || fail "bundle of $id3 not removed"
 [ "$(sqlite3 "$db" "SELECT terminal FROM oci_lease WHERE id = '$id3'")" = enforcement_unknown_after_interruption ] ||
