@@ -48,6 +48,12 @@ static ota_err bad(ota_error *err, const char *where, const char *what)
 	return ota_error_set(err, OTA_ERR_POLICY_DESCRIPTOR, where, "%s", what);
 }
 
+/* a member name as the error's where ("" names no place: say whose it is) */
+static const char *member_where(const char *k, const char *whose)
+{
+	return k[0] != '\0' ? k : whose;
+}
+
 static ota_err str_field(const json_t *o, const char *k, char *dst, size_t cap, ota_error *err)
 {
 	const json_t *v = json_object_get(o, k);
@@ -114,7 +120,7 @@ ota_err ota_capability_descriptor_parse(ota_bytes in, const ota_platform *host,
 		for (size_t i = 0; top[i]; i++)
 			ok = ok || strcmp(top[i], k) == 0;
 		if (!ok) {
-			rc = bad(err, k, "unknown descriptor field");
+			rc = bad(err, member_where(k, "descriptor"), "unknown descriptor field");
 			goto out;
 		}
 	}
@@ -136,7 +142,9 @@ ota_err ota_capability_descriptor_parse(ota_bytes in, const ota_platform *host,
 		size_t i;
 		json_array_foreach(tp, i, v) {
 			const char *s = json_string_value(v);
-			if (s == NULL || ota_platform_parse(s, &d.platforms[d.nplatforms++], err) != OTA_OK) {
+			/* the descriptor's own refusal, not the platform parser's:
+			 * the code returned is the code recorded */
+			if (s == NULL || ota_platform_parse(s, &d.platforms[d.nplatforms++], NULL) != OTA_OK) {
 				rc = bad(err, "target_platforms", "entries must be os/arch[/variant]");
 				goto out;
 			}
@@ -159,7 +167,8 @@ ota_err ota_capability_descriptor_parse(ota_bytes in, const ota_platform *host,
 			if (json_is_string(v) && strcmp(state_names[i], json_string_value(v)) == 0)
 				si = i;
 		if (ci < 0 || si < 0) {
-			rc = bad(err, k, "unknown control or state (enforced|advisory|unsupported)");
+			rc = bad(err, member_where(k, "controls"),
+			         "unknown control or state (enforced|advisory|unsupported)");
 			goto out;
 		}
 		d.controls[ci] = (ota_cap_state)si;
@@ -168,6 +177,19 @@ ota_err ota_capability_descriptor_parse(ota_bytes in, const ota_platform *host,
 	if (!json_is_object(ex)) {
 		rc = bad(err, "execution", "must be an object");
 		goto out;
+	}
+	static const char *const exkeys[] = {"backends", "lifecycles", "kinds",
+	                                     "requires_declared_platform", "requires_read_only_root",
+	                                     "pre_boundary_actions", NULL};
+	json_object_foreach((json_t *)(uintptr_t)ex, k, v) {
+		bool ok = false;
+		for (size_t i = 0; exkeys[i]; i++)
+			ok = ok || strcmp(exkeys[i], k) == 0;
+		if (!ok) {
+			/* a misspelt requirement must not be dropped silently */
+			rc = bad(err, member_where(k, "execution"), "unknown execution field");
+			goto out;
+		}
 	}
 	static const char *const backends[] = {"native", "container", "remote", NULL};
 	bool *const bdst[] = {&d.backend_native, &d.backend_container, &d.backend_remote};

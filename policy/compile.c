@@ -14,12 +14,22 @@
 
 /* ---- platform ---- */
 
-static void norm_arch(char *a)
+/*
+ * a is the architecture[] of an ota_platform. The whole buffer is rewritten:
+ * platforms are compared with memcmp (admission, lane platform), so no byte
+ * of the alias ("aarch64" -> "arm64\0" + "4") may survive past the NUL.
+ */
+static void norm_arch(char *a, size_t cap)
 {
+	const char *to = NULL;
 	if (strcmp(a, "x86_64") == 0 || strcmp(a, "x64") == 0)
-		strcpy(a, "amd64");
+		to = "amd64";
 	else if (strcmp(a, "aarch64") == 0)
-		strcpy(a, "arm64");
+		to = "arm64";
+	if (to != NULL) {
+		memset(a, 0, cap);
+		memcpy(a, to, strlen(to));
+	}
 }
 
 ota_err ota_platform_parse(const char *s, ota_platform *out, ota_error *err)
@@ -43,20 +53,24 @@ ota_err ota_platform_parse(const char *s, ota_platform *out, ota_error *err)
 		                     "'%.60s' is not os/architecture[/variant]", s);
 	char *dst[3] = {out->os, out->architecture, out->variant};
 	for (size_t i = 0; i < np; i++) {
-		if (lens[i] == 0 || lens[i] >= sizeof out->os)
+		if (lens[i] == 0 || lens[i] >= sizeof out->os) {
+			memset(out, 0, sizeof *out); /* no half-parsed platform on failure */
 			return ota_error_set(err, OTA_ERR_POLICY_PLATFORM, "platform",
 			                     "'%.60s' has an empty or overlong component", s);
+		}
 		for (size_t k = 0; k < lens[i]; k++) {
 			char ch = parts[i][k];
 			if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-			      ch == '-' || ch == '.'))
+			      ch == '-' || ch == '.')) {
+				memset(out, 0, sizeof *out);
 				return ota_error_set(err, OTA_ERR_POLICY_PLATFORM, "platform",
 				                     "'%.60s' has a character outside [a-z0-9_.-]", s);
+			}
 		}
 		memcpy(dst[i], parts[i], lens[i]);
 		dst[i][lens[i]] = '\0';
 	}
-	norm_arch(out->architecture);
+	norm_arch(out->architecture, sizeof out->architecture);
 	return OTA_OK;
 }
 
@@ -67,7 +81,7 @@ void ota_platform_host(ota_platform *out)
 	strcpy(out->os, "linux");
 	if (uname(&u) == 0) {
 		snprintf(out->architecture, sizeof out->architecture, "%.31s", u.machine);
-		norm_arch(out->architecture);
+		norm_arch(out->architecture, sizeof out->architecture);
 	} else {
 		strcpy(out->architecture, "unknown");
 	}

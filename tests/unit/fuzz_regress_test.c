@@ -1,0 +1,132 @@
+/*
+ * Inputs the libFuzzer targets (fuzz/) found, kept as regressions (as
+ * libcbor's bad_inputs_test.c): each names the target and what was wrong.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ota/json.h"
+#include "ota/policy.h"
+
+static const ota_platform amd64 = {"linux", "amd64", ""};
+
+static ota_err descriptor(const char *json, ota_capability_descriptor *d, ota_error *e)
+{
+	ota_error_clear(e);
+	return ota_capability_descriptor_parse(ota_bytes_make(json, strlen(json)), &amd64, d, e);
+}
+
+#define DESC_HEAD "{\"target\":\"x\",\"adapter_version\":\"v\","
+#define DESC_REST                                                                  \
+	"\"controls\":{},\"execution\":{\"backends\":[],\"lifecycles\":[],\"kinds\":[]" \
+	"}}"
+
+/* fuzz_descriptor: a bad target platform returned policy_descriptor_invalid
+ * but recorded the platform parser's policy_platform_invalid (the first
+ * error wins), so the code returned and the code recorded disagreed */
+static void test_descriptor_platform_code(void **state)
+{
+	(void)state;
+	ota_capability_descriptor d;
+	ota_error e;
+	const char *j = DESC_HEAD "\"target_platforms\":[\"linuxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/x"
+	                          "86_64\"]," DESC_REST;
+	assert_ota(descriptor(j, &d, &e), OTA_ERR_POLICY_DESCRIPTOR);
+	assert_int_equal(e.code, OTA_ERR_POLICY_DESCRIPTOR);
+	assert_string_equal(e.where, "target_platforms");
+	const char *k = DESC_HEAD "\"target_platforms\":[\"Linux/amd64\"]," DESC_REST;
+	assert_ota(descriptor(k, &d, &e), OTA_ERR_POLICY_DESCRIPTOR);
+	assert_int_equal(e.code, OTA_ERR_POLICY_DESCRIPTOR);
+}
+
+/* fuzz_descriptor: unknown members of "execution" were ignored, so a
+ * misspelt requirement (requires_read_only_roots) was dropped silently;
+ * and a member named "" gave an empty where */
+static void test_descriptor_unknown_members(void **state)
+{
+	(void)state;
+	ota_capability_descriptor d;
+	ota_error e;
+	const char *j = DESC_HEAD "\"target_platforms\":[],\"controls\":{},\"execution\":{"
+	                          "\"backends\":[],\"lifecycles\":[],\"kinds\":[],"
+	                          "\"requires_read_only_roots\":true}}";
+	assert_ota(descriptor(j, &d, &e), OTA_ERR_POLICY_DESCRIPTOR);
+	assert_string_equal(e.where, "requires_read_only_roots");
+	const char *ok = DESC_HEAD "\"target_platforms\":[],\"controls\":{},\"execution\":{"
+	                           "\"backends\":[],\"lifecycles\":[],\"kinds\":[],"
+	                           "\"requires_read_only_root\":true}}";
+	assert_ota(descriptor(ok, &d, &e), OTA_OK);
+	assert_true(d.requires_read_only_root);
+	assert_ota(descriptor("{\"\": {\"bacnZes\": [], \",'dnis\": []}}", &d, &e),
+	           OTA_ERR_POLICY_DESCRIPTOR);
+	assert_string_equal(e.where, "descriptor");
+	const char *c = DESC_HEAD "\"target_platforms\":[],\"controls\":{\"\":\"enforced\"},"
+	                          "\"execution\":{\"backends\":[],\"lifecycles\":[],\"kinds\":[]}}";
+	assert_ota(descriptor(c, &d, &e), OTA_ERR_POLICY_DESCRIPTOR);
+	assert_string_equal(e.where, "controls");
+}
+
+/* fuzz_platform: "aarch64" became "arm64\0" with the alias' last byte
+ * ('4') left behind the NUL; admission compares platforms with memcmp, so
+ * linux/aarch64 and linux/arm64 (and an arm64 host's own platform) were
+ * two platforms. A failed parse also left a half-filled platform. */
+static void test_platform_alias_bytes(void **state)
+{
+	(void)state;
+	ota_platform a, b;
+	assert_ota(ota_platform_parse("linux/aarch64", &a, NULL), OTA_OK);
+	assert_ota(ota_platform_parse("linux/arm64", &b, NULL), OTA_OK);
+	assert_memory_equal(&a, &b, sizeof a);
+	assert_ota(ota_platform_parse("linux/x86_64", &a, NULL), OTA_OK);
+	assert_ota(ota_platform_parse("linux/amd64", &b, NULL), OTA_OK);
+	assert_memory_equal(&a, &b, sizeof a);
+	ota_platform zero;
+	memset(&zero, 0, sizeof zero);
+	memset(&a, 0x5a, sizeof a);
+	assert_ota(ota_platform_parse("linux/AMD64", &a, NULL), OTA_ERR_POLICY_PLATFORM);
+	assert_memory_equal(&a, &zero, sizeof a);
+
+	/* end to end: a lane declaring linux/aarch64 against a descriptor of
+	 * linux/arm64 is the same platform, not "cannot run here" */
+	const char *y = "version: 1\n"
+	                "project: {name: p}\n"
+	                "execution:\n"
+	                "  preferred: container\n"
+	                "  lifecycle: ephemeral\n"
+	                "  backends:\n"
+	                "    container: {image: img, platform: linux/aarch64}\n"
+	                "tasks:\n"
+	                "  t:\n"
+	                "    run: \"true\"\n"
+	                "    safe_for_agent: true\n"
+	                "    runtime_boundary:\n"
+	                "      filesystem: {repo_root_mode: read_only}\n"
+	                "      network: {default: deny}\n";
+	ota_contract *c = test_contract_load(y, "aarch64.yaml");
+	ota_policy *p = test_policy_compile(c, OTA_LANE_TASK, "t", NULL, 0);
+	ota_capability_descriptor d = test_policy_oci_descriptor();
+	assert_ota(ota_platform_parse("linux/arm64", &d.platforms[0], NULL), OTA_OK);
+	d.nplatforms = 1;
+	ota_admission_request r = {true, NULL, &d, 1};
+	json_t *out = NULL;
+	bool ok = false;
+	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+	assert_false(test_policy_has_refusal(out, "execution.target_platform"));
+	assert_true(ok);
+	json_decref(out);
+	ota_policy_free(p);
+	ota_contract_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_descriptor_platform_code),
+		cmocka_unit_test(test_descriptor_unknown_members),
+		cmocka_unit_test(test_platform_alias_bytes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
