@@ -50,12 +50,14 @@ ota_err ota_oci_platform_parse(const char *s, char os[16], char arch[16], char v
 		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "platform", "missing");
 	const char *a = strchr(s, '/');
 	if (a == NULL || a == s || (size_t)(a - s) >= 16)
-		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, s, "platform is not os/arch");
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "platform",
+		                     "'%.60s' is not os/arch", s);
 	const char *v = strchr(a + 1, '/');
 	size_t al = v != NULL ? (size_t)(v - a - 1) : strlen(a + 1);
 	if (al == 0 || al >= 16 || (v != NULL && (strlen(v + 1) == 0 || strlen(v + 1) >= 16 ||
 	                                          strchr(v + 1, '/') != NULL)))
-		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, s, "platform is not os/arch[/variant]");
+		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "platform",
+		                     "'%.60s' is not os/arch[/variant]", s);
 	snprintf(os, 16, "%.*s", (int)(a - s), s);
 	snprintf(arch, 16, "%.*s", (int)al, a + 1);
 	if (v != NULL)
@@ -156,11 +158,14 @@ static ota_err read_json(const char *path, json_t **out, ota_error *err)
 	return rc;
 }
 
-static ota_err read_blob(const char *store, const char *digest, json_t **out, ota_error *err)
+/* label names the blob in errors when its digest is missing ("config.digest") */
+static ota_err read_blob(const char *store, const char *digest, const char *label, json_t **out,
+                         ota_error *err)
 {
 	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 || strlen(digest) != 71 ||
 	    strspn(digest + 7, "0123456789abcdef") != 64)
-		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND, digest ? digest : "",
+		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND,
+		                     digest != NULL && digest[0] != '\0' ? digest : label,
 		                     "digest is not sha256");
 	char p[2048];
 	snprintf(p, sizeof p, "%s/blobs/sha256/%s", store, digest + 7);
@@ -178,6 +183,24 @@ static ota_err read_blob(const char *store, const char *digest, json_t **out, ot
 		rc = ota_json_parse(ota_bytes_make(b, n), out, err);
 	free(b);
 	return rc;
+}
+
+/*
+ * src (UTF-8; NULL: "") into dst, cut at a character boundary when too long:
+ * a cut inside a character would make the evidence JSON fail to build, and
+ * a platform mismatch would then lose its evidence.
+ */
+static void copy_utf8(char *dst, size_t cap, const char *src)
+{
+	size_t n = src != NULL ? strlen(src) : 0;
+	if (n >= cap) {
+		n = cap - 1;
+		while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+			n--;
+	}
+	if (n > 0)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
 }
 
 static bool variant_eq(const char *arch, const char *a, const char *b)
@@ -201,9 +224,12 @@ ota_err ota_oci_image_resolve(const char *store, const char *name,
 	char p[2048];
 	snprintf(p, sizeof p, "%s/index.json", store);
 	json_t *index = NULL, *manifest = NULL, *config = NULL;
-	ota_err rc = read_json(p, &index, err);
+	ota_error ie; /* the cause goes into the message: one code returned and recorded */
+	ota_error_clear(&ie);
+	ota_err rc = read_json(p, &index, &ie);
 	if (rc != OTA_OK)
-		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND, store, "no OCI layout index");
+		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND, store,
+		                     "no OCI layout index (%s: %.160s)", ota_err_name(rc), ie.what);
 	const char *mdigest = NULL;
 	size_t i;
 	json_t *d;
@@ -228,14 +254,20 @@ ota_err ota_oci_image_resolve(const char *store, const char *name,
 	                           ? (declared->variant != NULL ? declared->variant : "")
 	                           : hvar;
 	char mdig[72];
+	if (strlen(mdigest) >= sizeof mdig) {
+		/* never truncated into the valid digest it starts with */
+		json_decref(index);
+		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND, "manifests[].digest",
+		                     "digest is not sha256");
+	}
 	snprintf(mdig, sizeof mdig, "%s", mdigest);
 	json_decref(index);
-	rc = read_blob(store, mdig, &manifest, err);
+	rc = read_blob(store, mdig, "manifests[].digest", &manifest, err);
 	if (rc != OTA_OK)
 		return rc;
 	const char *cdigest = json_string_value(json_object_get(json_object_get(manifest, "config"),
 	                                                        "digest"));
-	rc = read_blob(store, cdigest, &config, err);
+	rc = read_blob(store, cdigest, "config.digest", &config, err);
 	json_decref(manifest);
 	if (rc != OTA_OK)
 		return rc;
@@ -251,12 +283,9 @@ ota_err ota_oci_image_resolve(const char *store, const char *name,
 		return vrc;
 	}
 	char ios[32], iarch[32], ivar[32];
-	const char *t = json_string_value(json_object_get(config, "os"));
-	snprintf(ios, sizeof ios, "%.31s", t != NULL ? t : "");
-	t = json_string_value(json_object_get(config, "architecture"));
-	snprintf(iarch, sizeof iarch, "%.31s", t != NULL ? t : "");
-	t = json_string_value(json_object_get(config, "variant"));
-	snprintf(ivar, sizeof ivar, "%.31s", t != NULL ? t : "");
+	copy_utf8(ios, sizeof ios, json_string_value(json_object_get(config, "os")));
+	copy_utf8(iarch, sizeof iarch, json_string_value(json_object_get(config, "architecture")));
+	copy_utf8(ivar, sizeof ivar, json_string_value(json_object_get(config, "variant")));
 	json_decref(config);
 	config = NULL;
 	bool ok = strcmp(ios, dos) == 0 && strcmp(iarch, darch) == 0 &&
@@ -347,8 +376,12 @@ ota_err ota_oci_image_list(const char *store, json_t **out, ota_error *err)
 	char p[2048];
 	snprintf(p, sizeof p, "%s/index.json", store);
 	json_t *index = NULL;
-	if (read_json(p, &index, err) != OTA_OK)
-		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND, store, "no OCI layout index");
+	ota_error ie;
+	ota_error_clear(&ie);
+	ota_err rc = read_json(p, &index, &ie);
+	if (rc != OTA_OK)
+		return ota_error_set(err, OTA_ERR_OCI_IMAGE_NOT_FOUND, store,
+		                     "no OCI layout index (%s: %.160s)", ota_err_name(rc), ie.what);
 	json_t *arr = json_array();
 	size_t i;
 	json_t *d;

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ota/json.h"
+#include "ota/oci.h"
 #include "ota/policy.h"
 
 static const ota_platform amd64 = {"linux", "amd64", ""};
@@ -121,12 +123,142 @@ static void test_platform_alias_bytes(void **state)
 	ota_contract_free(c);
 }
 
+/* fuzz_platform: ota_oci_platform_parse used the input itself as where,
+ * so "" gave an empty where */
+static void test_oci_platform_where(void **state)
+{
+	(void)state;
+	char os[16], arch[16], var[16];
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_platform_parse("", os, arch, var, &e), OTA_ERR_OCI_PLAN_INVALID);
+	assert_string_equal(e.where, "platform");
+	ota_error_clear(&e);
+	assert_ota(ota_oci_platform_parse("linux/amd64/", os, arch, var, &e),
+	           OTA_ERR_OCI_PLAN_INVALID);
+	assert_string_equal(e.where, "platform");
+	assert_string_equal(os, "");
+}
+
+/* fuzz_oci_image: an index.json that is not JSON returned
+ * oci_image_not_found but recorded json_syntax (the first error wins) */
+static void test_image_index_code(void **state)
+{
+	(void)state;
+	char *dir = test_tmpdir();
+	char p[1024];
+	snprintf(p, sizeof p, "%s/index.json", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f); /* empty: not JSON */
+	char *rootfs = NULL;
+	json_t *ev = NULL, *list = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_image_resolve(dir, "fz:1", NULL, dir, &rootfs, &ev, &e),
+	           OTA_ERR_OCI_IMAGE_NOT_FOUND);
+	assert_int_equal(e.code, OTA_ERR_OCI_IMAGE_NOT_FOUND);
+	assert_non_null(strstr(e.what, "json_syntax"));
+	assert_null(rootfs);
+	ota_error_clear(&e);
+	assert_ota(ota_oci_image_list(dir, &list, &e), OTA_ERR_OCI_IMAGE_NOT_FOUND);
+	assert_int_equal(e.code, OTA_ERR_OCI_IMAGE_NOT_FOUND);
+	assert_null(list);
+	test_rmtree(dir);
+	free(dir);
+}
+
+/* an OCI layout store in a fresh directory: index naming `name` with the
+ * manifest digest plus `suffix`, a manifest, and config (new dir) */
+static char *image_store(const char *suffix, const char *config)
+{
+	char *dir = test_tmpdir();
+	char p[1024], cdig[OTA_ID_LEN + 1], mdig[OTA_ID_LEN + 1], man[512], idx[512];
+	snprintf(p, sizeof p, "%s/blobs", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof p, "%s/blobs/sha256", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	const char *text[2] = {config, man};
+	char *dig[2] = {cdig, mdig};
+	for (int i = 0; i < 2; i++) {
+		if (i == 1)
+			snprintf(man, sizeof man,
+			         "{\"schemaVersion\":2,\"config\":{\"digest\":\"%s\",\"size\":1},"
+			         "\"layers\":[]}",
+			         cdig);
+		assert_ota(ota_sha256_id(ota_bytes_make(text[i], strlen(text[i])), dig[i]), OTA_OK);
+		snprintf(p, sizeof p, "%s/blobs/sha256/%s", dir, dig[i] + 7);
+		FILE *f = fopen(p, "w");
+		assert_non_null(f);
+		fputs(text[i], f);
+		fclose(f);
+	}
+	snprintf(idx, sizeof idx,
+	         "{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"%s%s\",\"size\":1,"
+	         "\"annotations\":{\"org.opencontainers.image.ref.name\":\"fz:1\"}}]}",
+	         mdig, suffix);
+	snprintf(p, sizeof p, "%s/index.json", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(idx, f);
+	fclose(f);
+	return dir;
+}
+
+/* fuzz_oci_image: a manifest digest longer than a digest was cut to its
+ * first 71 characters, which then passed as the valid digest they are */
+static void test_image_digest_not_truncated(void **state)
+{
+	(void)state;
+	char *dir = image_store("0", "{\"os\":\"windows\",\"architecture\":\"amd64\"}");
+	char *rootfs = NULL;
+	json_t *ev = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	/* was oci_platform_mismatch: the truncated digest's manifest was read */
+	assert_ota(ota_oci_image_resolve(dir, "fz:1", NULL, dir, &rootfs, &ev, &e),
+	           OTA_ERR_OCI_IMAGE_NOT_FOUND);
+	assert_string_equal(e.where, "manifests[].digest");
+	assert_null(rootfs);
+	assert_null(ev);
+	test_rmtree(dir);
+	free(dir);
+}
+
+/* fuzz_oci_image: an image platform field over 31 bytes was cut inside a
+ * UTF-8 character; the evidence JSON then failed to build and a platform
+ * mismatch came back without its evidence */
+static void test_image_mismatch_keeps_evidence(void **state)
+{
+	(void)state;
+	char *dir = image_store("", "{\"os\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\u00e9\","
+	                            "\"architecture\":\"amd64\"}");
+	char *rootfs = NULL;
+	json_t *ev = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_image_resolve(dir, "fz:1", NULL, dir, &rootfs, &ev, &e),
+	           OTA_ERR_OCI_PLATFORM_MISMATCH);
+	assert_non_null(ev);
+	assert_true(json_is_false(json_object_get(ev, "ok")));
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(ev, "image_platform"), "os")),
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	json_decref(ev);
+	test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_descriptor_platform_code),
 		cmocka_unit_test(test_descriptor_unknown_members),
 		cmocka_unit_test(test_platform_alias_bytes),
+		cmocka_unit_test(test_oci_platform_where),
+		cmocka_unit_test(test_image_index_code),
+		cmocka_unit_test(test_image_digest_not_truncated),
+		cmocka_unit_test(test_image_mismatch_keeps_evidence),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
