@@ -44,6 +44,7 @@ typedef struct run_opts {
 	size_t ntrust;
 	bool no_archive;
 	bool agent, json, dry_run, no_org;
+	bool descriptor; /* --descriptor given: a --dry-run option only */
 	long timeout;
 } run_opts;
 
@@ -52,13 +53,13 @@ static int usage_of(bool workflow)
 	return cli_usage("ota", workflow
 	                                ? "ota up --workflow W --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
-	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] "
-	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
+	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] "
+	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--org-policy FILE | --no-org-policy] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]"
 	                                : "ota run TASK --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
-	                                  "[--runtime-root DIR] [--lease-db PATH] [--timeout S] "
-	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
+	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] "
+	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--org-policy FILE | --no-org-policy] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]");
 }
 
@@ -209,7 +210,8 @@ static int run_lane(int argc, char **argv, bool workflow)
 				return usage_of(workflow);
 			o.overlays[o.noverlays++] = argv[++i];
 		} else if (strcmp(a, "--descriptor") == 0 && more) {
-			i++; /* dry-run only */
+			i++; /* dry-run only: a real run is refused below */
+			o.descriptor = true;
 		} else if (a[0] != '-' && o.lane == NULL && !workflow)
 			o.lane = a;
 		else
@@ -222,6 +224,13 @@ static int run_lane(int argc, char **argv, bool workflow)
 	}
 	if (o.dry_run)
 		return cmd_policy_dry_run(argc, argv, workflow);
+	if (o.descriptor) {
+		/* a real run executes only inside the built-in oci_local; a descriptor
+		 * file would be read by nobody */
+		fprintf(stderr, "ota: usage: --descriptor is a --dry-run option; a real run admits "
+		                "against the built-in oci_local descriptor\n");
+		return CLI_USAGE;
+	}
 	if (workflow ? o.workflow == NULL : o.lane == NULL)
 		return usage_of(workflow);
 	if (!o.agent && o.target == NULL) {

@@ -202,6 +202,8 @@ check "policy show: contradictory org flags exit 2" test "$(rc_of "$OTA" policy 
 check "dry run: contradictory org flags exit 2" test "$(rc_of "$OTA" run verify --agent --dry-run -f "$OCI" --org-policy "$T/t8/.ota/org-policy.yaml" --no-org-policy)" = 2
 check "real run: contradictory org flags exit 2" test "$(rc_of "$OTA" run verify --agent -f "$OCI" --no-org-policy --org-policy "$T/t8/.ota/org-policy.yaml" --no-archive --lease-db "$T/lease.db")" = 2
 check "doctor: contradictory org flags exit 2" test "$(rc_of "$OTA" doctor -f "$OCI" --org-policy "$T/t8/.ota/org-policy.yaml" --no-org-policy)" = 2
+check "real run: --descriptor (a dry-run option) exit 2" test "$(rc_of "$OTA" run verify --agent -f "$OCI" --descriptor "$OTA_SOURCE_DIR/policy/descriptors/oci_local.json" --no-archive --lease-db "$T/lease.db")" = 2
+check "dry run: --descriptor accepted" test "$(rc_of "$OTA" run verify --agent --dry-run -f "$OCI" --descriptor "$OTA_SOURCE_DIR/policy/descriptors/oci_local.json")" != 2
 if $AMD64; then
 	check "an explicit org policy applies in dry runs" test "$("$OTA" run verify --agent --dry-run --json -f "$OCI" --org-policy "$T/t8/.ota/org-policy.yaml" | jq '.sandbox_admission.restriction_overlay_identities | length')" = 1
 fi
