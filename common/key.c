@@ -638,6 +638,20 @@ ota_err ota_key_load_pem(ota_bytes pem, ota_key **out, ota_error *err)
 			                   "%s does not decode", name);
 			goto out;
 		}
+		/* SEC1 and PKCS#8 carry the public key beside the private one and
+		 * nothing ties the two: a key whose public half (and so its kid)
+		 * is another key's would sign what its kid never verifies (the
+		 * JWK loader checks d against x and y the same way) */
+		EVP_PKEY_CTX *pc = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
+		int pair = pc != NULL ? EVP_PKEY_pairwise_check(pc) : 0;
+		EVP_PKEY_CTX_free(pc);
+		if (pair != 1) {
+			EVP_PKEY_free(pk);
+			rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key",
+			                   "%s: the public key it carries is not its private key's",
+			                   name);
+			goto out;
+		}
 		rc = key_wrap(pk, true, out, err);
 	} else if (strcmp(name, "ENCRYPTED PRIVATE KEY") == 0) {
 		rc = ota_error_set(err, OTA_ERR_KEY_FORMAT, "key",

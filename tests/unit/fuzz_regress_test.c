@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "ota/json.h"
+#include "ota/key.h"
 #include "ota/oci.h"
 #include "ota/policy.h"
 
@@ -249,6 +250,37 @@ static void test_image_mismatch_keeps_evidence(void **state)
 	free(dir);
 }
 
+/* fuzz_key: a SEC1 (or PKCS#8) private key whose embedded public key is not
+ * its private key's loaded: its kid named the embedded public key, and
+ * what it signed never verified under that kid (the JWK loader already
+ * checked d against x and y). This is fuzz/seeds/fuzz_key/p256-traditional.pem
+ * with one base64 character of the private scalar changed. */
+static void test_key_pair_mismatch(void **state)
+{
+	(void)state;
+	static const char good[] =
+		"-----BEGIN EC PRIVATE KEY-----\n"
+		"MHcCAQEEIHW9upOGdu1wMEAJQSV0iascLzbtTxJkCfl2K/QIpDfKoAoGCCqGSM49\n"
+		"AwEHoUQDQgAEuP9UzJ/OoyI0OHs+YKz8evQuzyvl9j1Lrbv1ldaGYTRuNPgBLozi\n"
+		"I+CFv6NobvdBsArZlbte0LxDYJ/JUzBEbA==\n"
+		"-----END EC PRIVATE KEY-----\n";
+	char bad[sizeof good];
+	memcpy(bad, good, sizeof good);
+	char *at = strstr(bad, "IHW9");
+	assert_non_null(at);
+	at[3] = '4'; /* IHW9 -> IHW4: another private scalar, the same public key */
+	ota_key *k = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_key_load_pem(ota_bytes_make(good, strlen(good)), &k, &e), OTA_OK);
+	ota_key_free(k);
+	k = NULL;
+	ota_error_clear(&e);
+	assert_ota(ota_key_load_pem(ota_bytes_make(bad, strlen(bad)), &k, &e), OTA_ERR_KEY_FORMAT);
+	assert_null(k);
+	assert_non_null(strstr(e.what, "not its private key's"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_image_index_code),
 		cmocka_unit_test(test_image_digest_not_truncated),
 		cmocka_unit_test(test_image_mismatch_keeps_evidence),
+		cmocka_unit_test(test_key_pair_mismatch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
