@@ -71,12 +71,14 @@ static const char *const stmt_sql[ST_COUNT_] = {
 		     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* The one decision: a live, unexpired, current-epoch row flips to
 	 * consumed, and only one statement can ever see it flip. ?1 is the
-	 * time it must be unexpired at, ?7 the time recorded. */
+	 * time it must be unexpired at, ?7 the time recorded. (No RETURNING:
+	 * sqlite builds an ephemeral table for it on every run, which cost
+	 * more than the whole UPDATE; the row is read back afterwards in the
+	 * same transaction.) */
 	[ST_CONSUME] = "UPDATE challenges SET consumed_at = ?7"
 		       " WHERE nonce = ?2 AND consumed_at IS NULL AND expires_at > ?1"
 		       " AND epoch >= ?3 AND (?4 IS NULL OR txn = ?4)"
-		       " AND (?5 IS NULL OR issuer = ?5) AND (?6 IS NULL OR scope = ?6)"
-		       " RETURNING epoch, txn, issuer, scope, issued_at, expires_at, consumed_at",
+		       " AND (?5 IS NULL OR issuer = ?5) AND (?6 IS NULL OR scope = ?6)",
 	[ST_GET] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at"
 		   " FROM challenges WHERE nonce = ?1",
 	[ST_HEAD_GET] = "SELECT head, issuer FROM heads WHERE txn = ?1 AND boundary = ?2",
@@ -659,24 +661,22 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 		if (expect->scope != NULL)
 			sqlite3_bind_text(st, 6, expect->scope, -1, SQLITE_STATIC);
 	}
-	int rc = sqlite3_step(st);
-	bool won = false;
-	if (rc == SQLITE_ROW) {
-		fill_challenge(st, nonce, out);
-		won = true;
-		rc = sqlite3_step(st);
-	}
-	sqlite3_reset(st);
+	int rc = step_done(st);
 	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE)
+	if (rc != SQLITE_OK)
 		return db_err(s, rc, err, "consume");
-	if (won)
-		return OTA_OK;
-	/* Not consumed: say why, from the row as it stands in this same
-	 * transaction (this read decides nothing). */
+	bool won = sqlite3_changes(s->db) == 1;
+	/* The row as it stands in this same transaction: the record just
+	 * consumed, or why it could not be (this read decides nothing). */
 	ota_challenge rec;
 	if ((e = do_get(s, s->st[ST_GET], nonce, &rec, err)) != OTA_OK)
-		return e;
+		return won && e == OTA_ERR_NONCE_UNKNOWN
+			       ? ota_error_set(err, OTA_ERR_INTERNAL, s->where, "consumed row not found")
+			       : e;
+	if (won) {
+		*out = rec;
+		return OTA_OK;
+	}
 	e = judge(s, &rec, expect, now, err);
 	if (e == OTA_OK) /* cannot happen: the UPDATE would have matched */
 		e = ota_error_set(err, OTA_ERR_INTERNAL, s->where, "consume did not match a live row");

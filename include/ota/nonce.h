@@ -5,8 +5,8 @@
  *
  * A challenge is 16..64 random bytes from the OS (32 by default), bound at
  * issue to a txn, an issuer, a scope and an expiry (300 s by default).
- * Consumption is a conditional UPDATE ... RETURNING inside one transaction:
- * exactly one consumer can ever see the row flip from live to consumed.
+ * Consumption is a conditional UPDATE inside one transaction: exactly one
+ * consumer can ever see the row flip from live to consumed.
  * Consumed rows are kept until expiry + skew, so a replay (nonce_replayed)
  * is told apart from a nonce never issued (nonce_unknown) and from an
  * expired one (nonce_expired). Durability: see docs/nonce-store.md.
