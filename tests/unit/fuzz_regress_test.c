@@ -253,8 +253,9 @@ static void test_image_mismatch_keeps_evidence(void **state)
 /* fuzz_key: a SEC1 (or PKCS#8) private key whose embedded public key is not
  * its private key's loaded: its kid named the embedded public key, and
  * what it signed never verified under that kid (the JWK loader already
- * checked d against x and y). This is fuzz/seeds/fuzz_key/p256-traditional.pem
- * with one base64 character of the private scalar changed. */
+ * checked d against x and y). This is
+ * fuzz/seeds/fuzz_key/p256-traditional.FIXTURE.pem with one base64
+ * character of the private scalar changed (regress-sec1-pair-mismatch). */
 static void test_key_pair_mismatch(void **state)
 {
 	(void)state;
