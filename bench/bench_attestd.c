@@ -26,8 +26,9 @@
  * opened before it. The run lasts SECONDS (or until N_ATT are used).
  *
  * Prints one JSON object (DESIGN.md section 9); on stderr the CPU time per
- * accepted attestation (endpoint + clients, getrusage) and the group
- * commits. Other load on the machine lowers the rate (the CPU is shared)
+ * accepted attestation (endpoint + clients, getrusage), split by thread
+ * (the MHD event loops, the group-commit thread "ota-commit", the clients;
+ * from /proc/self/task, 10 ms ticks) and the group commits. Other load on the machine lowers the rate (the CPU is shared)
  * but not the CPU per attestation, which stderr also turns into the rate
  * two whole cores would give.
  */
@@ -42,6 +43,7 @@
 #include <openssl/evp.h>
 #include <openssl/obj_mac.h>
 #include <pthread.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -99,6 +101,51 @@ static double raw_verify_rate(void)
 	return r;
 }
 
+/* CPU seconds (user + system) of this process's live threads, by name: [0]
+ * the MHD event loops ("MHD-worker"), [1] the group commit ("ota-commit"),
+ * [2] the load threads ("bench-client"; run_phase takes their own account,
+ * they have exited when it reads), [3] the rest. */
+enum { T_LOOPS, T_COMMIT, T_CLIENTS, T_OTHER, T_N };
+
+static void thread_cpu(double out[T_N])
+{
+	for (int i = 0; i < T_N; i++)
+		out[i] = 0;
+	DIR *dir = opendir("/proc/self/task");
+	if (dir == NULL)
+		return;
+	double tick = (double)sysconf(_SC_CLK_TCK);
+	struct dirent *de;
+	while ((de = readdir(dir)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[300], buf[1024];
+		snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+		if (open == NULL || close == NULL)
+			continue;
+		*close = '\0';
+		const char *comm = open + 1;
+		/* after the name: state (3), then fields 4..; utime is 14, stime 15 */
+		unsigned long long ut = 0, st = 0;
+		if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+		           &st) != 2)
+			continue;
+		int k = strncmp(comm, "MHD-", 4) == 0            ? T_LOOPS
+		        : strcmp(comm, "ota-commit") == 0          ? T_COMMIT
+		        : strcmp(comm, "bench-client") == 0        ? T_CLIENTS
+		                                                   : T_OTHER;
+		out[k] += (double)(ut + st) / tick;
+	}
+	closedir(dir);
+}
+
 typedef struct att {
 	uint8_t *msg;
 	size_t len;
@@ -111,6 +158,7 @@ typedef struct shared {
 	int conns_per_thread;
 	atomic_int next;
 	atomic_long ok, bad;
+	atomic_llong client_cpu_ns; /* the load threads' CPU while the clock runs */
 	bool health; /* the floor phase: GET /healthz instead of attestations */
 	double deadline;
 	pthread_barrier_t ready, go; /* connected; clock started */
@@ -256,6 +304,7 @@ static void watch(int ep, conn *k, bool out)
 static void *client(void *p)
 {
 	shared *s = p;
+	pthread_setname_np(pthread_self(), "bench-client");
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int n = s->conns_per_thread, live = 0;
 	conn *ks = calloc((size_t)n, sizeof *ks);
@@ -274,6 +323,8 @@ static void *client(void *p)
 	}
 	pthread_barrier_wait(&s->ready);
 	pthread_barrier_wait(&s->go);
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	for (int i = 0; i < n; i++) {
 		conn *k = &ks[i];
 		if (k->fd < 0)
@@ -319,6 +370,9 @@ static void *client(void *p)
 			live--;
 		}
 	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	atomic_fetch_add(&s->client_cpu_ns, (long long)(c1.tv_sec - c0.tv_sec) * 1000000000LL +
+	                                        (c1.tv_nsec - c0.tv_nsec));
 	for (int i = 0; i < n; i++)
 		free(ks[i].out);
 	free(ks);
@@ -329,7 +383,7 @@ static void *client(void *p)
 /* Runs LOAD_THREADS clients against s for seconds (connections opened
  * before the clock starts); the process CPU time (endpoint and clients) and
  * the wall time of the run. */
-static void run_phase(shared *s, double seconds, double *cpu, double *dt)
+static void run_phase(shared *s, double seconds, double *cpu, double *dt, double split[T_N])
 {
 	s->deadline = now_s() + 3600;
 	pthread_barrier_init(&s->ready, NULL, LOAD_THREADS + 1);
@@ -341,6 +395,8 @@ static void run_phase(shared *s, double seconds, double *cpu, double *dt)
 	struct timespec settle = {0, 200 * 1000 * 1000};
 	nanosleep(&settle, NULL); /* and accepted by the endpoint */
 	struct rusage ru0, ru1;
+	double th0[T_N], th1[T_N];
+	thread_cpu(th0);
 	getrusage(RUSAGE_SELF, &ru0);
 	double t0 = now_s();
 	s->deadline = t0 + seconds;
@@ -350,6 +406,11 @@ static void run_phase(shared *s, double seconds, double *cpu, double *dt)
 		pthread_join(th[i], NULL);
 	*dt = now_s() - t0;
 	getrusage(RUSAGE_SELF, &ru1);
+	thread_cpu(th1);
+	for (int i = 0; i < T_N; i++)
+		split[i] = th1[i] - th0[i];
+	/* the load threads have exited by now: their own account */
+	split[T_CLIENTS] = (double)atomic_load(&s->client_cpu_ns) / 1e9;
 	*cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
 	       (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
 	       (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
@@ -477,21 +538,30 @@ int main(void)
 	s.atts = atts;
 	s.n = N_ATT;
 	s.conns_per_thread = CONNS / LOAD_THREADS;
-	double cpu = 0, dt = 0;
-	run_phase(&s, SECONDS, &cpu, &dt);
+	double cpu = 0, dt = 0, split[T_N];
+	run_phase(&s, SECONDS, &cpu, &dt, split);
 	long accepted = atomic_load(&s.ok), failed = atomic_load(&s.bad);
 	fprintf(stderr, "bench_attestd: %.2f CPU seconds in %.2f s (endpoint and clients), %.0f us per "
 	                "accepted attestation\n",
 	        cpu, dt, accepted > 0 ? cpu * 1e6 / (double)accepted : 0.0);
+#define per_att(x) (accepted > 0 ? (x) * 1e6 / (double)accepted : 0.0)
+	fprintf(stderr, "bench_attestd: per accepted attestation: event loops %.1f us, group "
+	                "commit %.1f us, clients %.1f us, other %.1f us\n",
+	        per_att(split[T_LOOPS]), per_att(split[T_COMMIT]), per_att(split[T_CLIENTS]),
+	        per_att(split[T_OTHER]));
 	char *metrics = NULL;
 	size_t ml = 0;
 	long hs = 0;
+	long long batches = 0, batch_ops = 0;
 	if (ota_attest_client_get(url, "/metrics", &metrics, &ml, &hs, &e) == OTA_OK) {
 		const char *mb = strstr(metrics, "\nota_attestd_commit_batches_total ");
 		const char *mo = strstr(metrics, "\nota_attestd_commit_ops_total ");
-		if (mb != NULL && mo != NULL)
-			fprintf(stderr, "bench_attestd: %lld group commits for %lld operations\n",
-			        atoll(mb + 34), atoll(mo + 30));
+		if (mb != NULL && mo != NULL) {
+			batches = atoll(mb + 34);
+			batch_ops = atoll(mo + 30);
+			fprintf(stderr, "bench_attestd: %lld group commits for %lld operations\n", batches,
+			        batch_ops);
+		}
 	}
 	free(metrics);
 	/* The floor: the same clients and connections asking GET /healthz (no
@@ -502,8 +572,8 @@ int main(void)
 	h.port = s.port;
 	h.health = true;
 	h.conns_per_thread = CONNS / LOAD_THREADS;
-	double hcpu = 0, hdt = 0;
-	run_phase(&h, 1.5, &hcpu, &hdt);
+	double hcpu = 0, hdt = 0, hsplit[T_N];
+	run_phase(&h, 1.5, &hcpu, &hdt, hsplit);
 	ota_attestd_stop(srv);
 	double rate = (double)accepted / dt;
 	double http_us = atomic_load(&h.ok) > 0 ? hcpu * 1e6 / (double)atomic_load(&h.ok) : 0.0;
@@ -524,10 +594,13 @@ int main(void)
 	printf("{\"bench\": \"attestd_accepted_es256\", \"value\": %.0f, \"unit\": \"ops/s\", "
 	       "\"baseline\": \"2x_openssl_ecdsa_p256_verify_1core\", \"baseline_value\": %.0f, "
 	       "\"ratio\": %.2f, \"cpu_us_per_attestation\": %.1f, \"floor_http_us_per_request\": "
-	       "%.1f, \"raw_verify_us\": %.1f, \"floor_ratio_one_per_request\": %.2f}\n",
+	       "%.1f, \"raw_verify_us\": %.1f, \"floor_ratio_one_per_request\": %.2f, "
+	       "\"cpu_us_event_loops\": %.1f, \"cpu_us_group_commit\": %.1f, "
+	       "\"cpu_us_clients\": %.1f, \"ops_per_group_commit\": %.0f}\n",
 	       rate, 2 * verify, verify > 0 ? rate / (2 * verify) : 0.0,
 	       accepted > 0 ? cpu * 1e6 / (double)accepted : 0.0, http_us, verify_us,
-	       http_us + verify_us > 0 ? verify_us / (http_us + verify_us) : 0.0);
+	       http_us + verify_us > 0 ? verify_us / (http_us + verify_us) : 0.0, per_att(split[T_LOOPS]),
+	       per_att(split[T_COMMIT]), per_att(split[T_CLIENTS]), batches > 0 ? (double)batch_ops / (double)batches : 0.0);
 	for (int i = 0; i < N_ATT; i++)
 		free(atts[i].msg);
 	free(atts);

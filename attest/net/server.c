@@ -1296,6 +1296,7 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		goto out_stop;
 	}
 	d->committer_started = true;
+	pthread_setname_np(d->committer, "ota-commit"); /* top -H, perf */
 	d->actx.root = d->root;
 	d->actx.store = d->store;
 	d->actx.opts = d->opts.admission;
