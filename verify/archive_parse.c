@@ -100,24 +100,30 @@ static ota_err get_int(const json_t *o, const char *k, const char *where, int64_
 	return OTA_OK;
 }
 
-static int8_t b64v(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return (int8_t)(c - 'A');
-	if (c >= 'a' && c <= 'z')
-		return (int8_t)(c - 'a' + 26);
-	if (c >= '0' && c <= '9')
-		return (int8_t)(c - '0' + 52);
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
+/* The value of each standard base64 character; -1 for every other byte. */
+static const int8_t B64[256] = {
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 62, -1, -1, -1, 63,
+	52, 53, 54, 55, 56, 57, 58, 59, 60, 61, -1, -1, -1, -1, -1, -1,
+	-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+	15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, -1, -1, -1, -1, -1,
+	-1, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+	41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
 
 /*
  * Canonical standard base64 (padded, the standard alphabet, '=' only at the
- * end, unused bits zero) of at most max decoded bytes, in one pass.
+ * end, unused bits zero) of at most max decoded bytes, in one pass: every
+ * quantum but the last by table, the last one with its padding.
  */
 static ota_err get_b64(const json_t *v, const char *where, size_t max, arc_blob *out,
                        ota_error *err)
@@ -136,13 +142,23 @@ static ota_err get_b64(const json_t *v, const char *where, size_t max, arc_blob 
 	uint8_t *b = malloc(sl / 4 * 3 + 1);
 	if (b == NULL)
 		return OTA_ERR_NOMEM;
-	size_t o = 0;
-	for (size_t i = 0; i < sl; i += 4) {
-		bool last = i + 4 == sl;
+	size_t o = 0, i = 0;
+	for (; i + 4 < sl; i += 4) {
+		int32_t q0 = B64[s[i]], q1 = B64[s[i + 1]], q2 = B64[s[i + 2]], q3 = B64[s[i + 3]];
+		if ((q0 | q1 | q2 | q3) < 0) {
+			free(b);
+			return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not base64");
+		}
+		uint32_t w = (uint32_t)q0 << 18 | (uint32_t)q1 << 12 | (uint32_t)q2 << 6 | (uint32_t)q3;
+		b[o] = (uint8_t)(w >> 16);
+		b[o + 1] = (uint8_t)(w >> 8);
+		b[o + 2] = (uint8_t)w;
+		o += 3;
+	}
+	if (i < sl) { /* the last quantum: its last pad characters count as zero */
 		int8_t q[4];
 		for (size_t j = 0; j < 4; j++) {
-			bool padded = last && j >= 4 - pad;
-			q[j] = padded ? 0 : b64v(s[i + j]);
+			q[j] = j >= 4 - pad ? 0 : B64[s[i + j]];
 			if (q[j] < 0) {
 				free(b);
 				return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not base64");
@@ -151,11 +167,11 @@ static ota_err get_b64(const json_t *v, const char *where, size_t max, arc_blob 
 		uint32_t w = (uint32_t)q[0] << 18 | (uint32_t)q[1] << 12 | (uint32_t)q[2] << 6 |
 		             (uint32_t)q[3];
 		b[o++] = (uint8_t)(w >> 16);
-		if (!last || pad < 2)
+		if (pad < 2)
 			b[o++] = (uint8_t)(w >> 8);
-		if (!last || pad < 1)
+		if (pad < 1)
 			b[o++] = (uint8_t)w;
-		if (last && ((pad == 1 && (w & 0xffu) != 0) || (pad == 2 && (w & 0xffffu) != 0))) {
+		if ((pad == 1 && (w & 0xffu) != 0) || (pad == 2 && (w & 0xffffu) != 0)) {
 			free(b);
 			return ota_error_set(err, OTA_ERR_ARCHIVE_BASE64, where, "not canonical base64");
 		}
