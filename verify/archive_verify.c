@@ -261,9 +261,10 @@ static const json_t *ev_get(vctx *v, const char *id, const char *kind)
 }
 
 /*
- * The pinned snapshot is parsed once (and handed on to the chain walk);
- * each chain entry is parsed whole, sharing the keys of the entry before it
- * (the pinned one for the first), which loads only the keys that differ.
+ * The pinned snapshot is parsed once (and handed on to the chain walk); a
+ * chain entry of the very pinned bytes is that parse, any other is parsed
+ * whole, sharing the keys of the entry before it (the pinned snapshot for
+ * the first), which loads only the keys that differ.
  */
 static ota_err trust_setup(vctx *v)
 {
@@ -285,14 +286,19 @@ static ota_err trust_setup(vctx *v)
 	}
 	json_t *ids = json_array();
 	int64_t prev_version = 0;
-	ota_trust_root *prev = NULL; /* the entry before, whose keys the next shares */
+	ota_trust_root *prev = NULL;      /* the last entry parsed here (owned) */
+	const ota_trust_root *last = pinned; /* the entry before, whose keys the next shares */
 	for (size_t i = 0; rc == OTA_OK && i < v->a->nchain; i++) {
-		ota_trust_root *s = NULL;
+		ota_trust_root *parsed = NULL;
 		ota_bytes b = ota_bytes_make(v->a->chain[i].ptr, v->a->chain[i].len);
-		rc = ota_trust_root_parse_sharing(b, prev != NULL ? prev : pinned, &s, &e);
-		if (rc != OTA_OK) {
-			fail_e(r, &e, "trust_chain");
-			break;
+		const ota_trust_root *s = pinned; /* the pinned bytes again: their parse */
+		if (b.len != v->o->pinned.len || memcmp(b.ptr, v->o->pinned.ptr, b.len) != 0) {
+			rc = ota_trust_root_parse_sharing(b, last, &parsed, &e);
+			if (rc != OTA_OK) {
+				fail_e(r, &e, "trust_chain");
+				break;
+			}
+			s = parsed;
 		}
 		int64_t ver = ota_trust_root_version(s);
 		json_array_append_new(ids, json_string(ota_trust_root_identity(s)));
@@ -309,8 +315,11 @@ static ota_err trust_setup(vctx *v)
 		} else if (ver > pv) {
 			chain[n++] = b;
 		}
-		ota_trust_root_free(prev);
-		prev = s;
+		if (parsed != NULL) {
+			ota_trust_root_free(prev);
+			prev = parsed;
+		}
+		last = s;
 	}
 	ota_trust_root_free(prev);
 	if (rc == OTA_OK && !json_equal(ids, json_object_get(v->receipt, "trust_chain_identities"))) {
