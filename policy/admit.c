@@ -465,6 +465,19 @@ static void evaluate(const ota_policy *p, const ota_capability_descriptor *d, ev
 			net_ok &= need(e, sid, OTA_CTL_NET_SERVICE_NETWORKS,
 			               "network.inherited_service_network", "no_inherited_service_networks",
 			               "compose attachments under network deny");
+		/*
+		 * What every enforced boundary rests on: a process tree the task
+		 * cannot leave (a task that can reach host processes defeats every
+		 * control above) and a boundary whose removal is confirmed. A
+		 * descriptor (or the doctor's live descriptor) that cannot give
+		 * them admits no boundary at all.
+		 */
+		if (b->has_fs || net_req || s->iso.n > 0) {
+			(void)need(e, sid, OTA_CTL_PROCESS_ISOLATION, "process.isolation",
+			           "isolated_process_tree", "an isolated process tree");
+			(void)need(e, sid, OTA_CTL_LIFECYCLE_CLEANUP, "lifecycle.cleanup",
+			           "confirmed_removal", "a confirmed removal of the boundary");
+		}
 		bool seg_ok = json_array_size(e->refusals) == before;
 		json_array_append_new(
 			e->apps,

@@ -672,6 +672,23 @@ static void test_descriptor_refusals(void **state)
 	assert_false(ok);
 	assert_true(test_policy_has_refusal(out, "network.default"));
 	json_decref(out);
+	/* no process isolation, or no confirmed cleanup: no boundary is admitted */
+	for (int k = 0; k < 2; k++) {
+		ota_capability_descriptor n = oci();
+		n.controls[k == 0 ? OTA_CTL_PROCESS_ISOLATION : OTA_CTL_LIFECYCLE_CLEANUP] =
+			k == 0 ? OTA_CAP_UNSUPPORTED : OTA_CAP_ADVISORY;
+		ota_admission_request rn = {true, NULL, &n, 1};
+		ok = true;
+		assert_ota(ota_policy_admit(p, &rn, &out, &ok, NULL), OTA_OK);
+		assert_false(ok);
+		assert_true(test_policy_has_refusal(out, k == 0 ? "process.isolation" : "lifecycle.cleanup"));
+		json_decref(out);
+	}
+	/* with both, the same lane is admitted */
+	ota_admission_request ra = {true, NULL, &a, 1};
+	assert_ota(ota_policy_admit(p, &ra, &out, &ok, NULL), OTA_OK);
+	assert_true(ok);
+	json_decref(out);
 	/* two compatible targets without a default: ambiguous */
 	ota_capability_descriptor two[2] = {a, a};
 	strcpy(two[1].target, "other_oci");
