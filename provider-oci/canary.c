@@ -13,7 +13,8 @@
  *   loopback       a TCP listener on 127.0.0.1 accepts a local connection
  *   status         reports NoNewPrivs, Seccomp and capability sets
  *   syscalls       mount, ptrace, user namespaces, io_uring, AF_VSOCK, raw and
- *                  packet sockets fail
+ *                  packet sockets fail; so does making a set-user-ID or
+ *                  set-group-ID file (the canary's own filter, below)
  * Exit status 0 when every check held, 1 otherwise. No jansson: static libc only.
  *
  * Gate mode (the container's own process, see docs/oci-local.md):
@@ -28,6 +29,10 @@
  * boundary; anything else, or end of file, exits 125 without running the
  * task. The task's code thus starts only after the host has read the
  * complete report, and it inherits neither descriptor.
+ *
+ * Before its checks (which witness it) the canary adds a seccomp filter of
+ * its own, which the task inherits and cannot remove: making a
+ * set-user-ID or set-group-ID file fails with EPERM (see setid_filter).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,10 +42,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #ifndef AF_PACKET
 #define AF_PACKET 17
 #endif
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -265,10 +276,138 @@ static int check_status(void)
 	return ok;
 }
 
+/*
+ * Set-user-ID and set-group-ID files. The task runs as uid 0 of the host
+ * (no user namespace), without capabilities: it owns every file it makes
+ * in a carve-out, and an owner may set S_ISUID (and S_ISGID, being in
+ * group 0) on its own file without CAP_FSETID. nosuid on the container's
+ * mounts does not reach the host: such a file stays in the repository,
+ * owned by root, and any local user who can reach it runs it as root.
+ * The runtime's profile is no reliable place to deny this by name: runc
+ * and crun silently drop a name their libseccomp cannot resolve (fchmodat2,
+ * Linux 6.6, came with libseccomp 2.5.5; Debian 12's 2.5.4 has a table up
+ * to 6.7, and the next such call would pass), and openat2 passes its mode
+ * in memory. So this filter goes by number: the chmod family with S_ISUID or S_ISGID
+ * in the mode, open/openat/creat/mknod/mknodat creating a file with them,
+ * give EPERM; openat2 gives ENOSYS (callers fall back to openat). The
+ * tables cover every entry point of the host's CPU: x86_64 with its i386
+ * (int 0x80) and x32 calls, aarch64 with arm.
+ */
+#define SETID_BITS 06000u
+#define OPEN_CREATING 020000100u /* O_CREAT | __O_TMPFILE */
+
+typedef struct setid_call {
+	unsigned nr;
+	int mode; /* argument holding the mode */
+	int flags; /* argument holding open flags (mode used only when creating); -1: none */
+	bool nosys; /* mode out of reach (openat2): ENOSYS */
+} setid_call;
+
+#if defined(__x86_64__)
+#define SETID_ARCH AUDIT_ARCH_X86_64
+#define SETID_ARCH2 AUDIT_ARCH_I386
+/* chmod, fchmod, fchmodat, fchmodat2, open, openat, creat, mknod, mknodat, openat2 */
+static const setid_call setid_calls[] = {
+	{90, 1, -1, false},  {91, 1, -1, false},  {268, 2, -1, false}, {452, 2, -1, false},
+	{2, 2, 1, false},    {257, 3, 2, false},  {85, 1, -1, false},  {133, 1, -1, false},
+	{259, 2, -1, false}, {437, 0, -1, true},
+};
+static const setid_call setid_calls2[] = { /* i386 (int 0x80), same order */
+	{15, 1, -1, false},  {94, 1, -1, false},  {306, 2, -1, false}, {452, 2, -1, false},
+	{5, 2, 1, false},    {295, 3, 2, false},  {8, 1, -1, false},   {14, 1, -1, false},
+	{297, 2, -1, false}, {437, 0, -1, true},
+};
+#elif defined(__aarch64__)
+#define SETID_ARCH AUDIT_ARCH_AARCH64
+#define SETID_ARCH2 AUDIT_ARCH_ARM
+/* fchmod, fchmodat, fchmodat2, openat, mknodat, openat2 */
+static const setid_call setid_calls[] = {
+	{52, 1, -1, false}, {53, 2, -1, false}, {452, 2, -1, false},
+	{56, 3, 2, false},  {33, 2, -1, false}, {437, 0, -1, true},
+};
+static const setid_call setid_calls2[] = { /* arm (EABI), in the x86_64 table's order */
+	{15, 1, -1, false},  {94, 1, -1, false}, {333, 2, -1, false}, {452, 2, -1, false},
+	{5, 2, 1, false},    {322, 3, 2, false}, {8, 1, -1, false},   {14, 1, -1, false},
+	{324, 2, -1, false}, {437, 0, -1, true},
+};
+#endif
+
+#if defined(SETID_ARCH)
+#define SECCOMP_ARG_LO(i) \
+	((__u32)(offsetof(struct seccomp_data, args) + (size_t)(i) * sizeof(__u64) + \
+	         (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4u : 0u)))
+
+/* Appends the checks of one architecture's calls: A holds the number. */
+static size_t setid_block(struct sock_filter *f, size_t n, const setid_call *c, size_t nc)
+{
+	for (size_t i = 0; i < nc; i++) {
+		if (c[i].nosys) {
+			f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c[i].nr, 0, 1);
+			f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+			                                      SECCOMP_RET_ERRNO | (ENOSYS & 0xffff));
+			continue;
+		}
+		bool open = c[i].flags >= 0;
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c[i].nr, 0,
+		                                      open ? 6 : 4);
+		if (open) {
+			f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			                                      SECCOMP_ARG_LO(c[i].flags));
+			f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, OPEN_CREATING,
+			                                      0, 3);
+		}
+		f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SECCOMP_ARG_LO(c[i].mode));
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SETID_BITS, 0, 1);
+		f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+		f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	return n;
+}
+#endif
+
+/* Installs the filter (no_new_privs is already set by the runtime); -1
+ * when it cannot: the setid checks then fail and the run is refused. */
+static int setid_filter(void)
+{
+#if defined(SETID_ARCH)
+	struct sock_filter f[8 + 7 * (sizeof setid_calls / sizeof setid_calls[0] +
+	                              sizeof setid_calls2 / sizeof setid_calls2[0])];
+	size_t n = 0;
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	                                      offsetof(struct seccomp_data, arch));
+	size_t jump2 = n++; /* the second architecture's block, patched below */
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	                                      offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+	/* x32 calls carry bit 30; their numbers of these calls are the same */
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~0x40000000u);
+#endif
+	n = setid_block(f, n, setid_calls, sizeof setid_calls / sizeof setid_calls[0]);
+	size_t second = n;
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SETID_ARCH2, 1, 0);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	                                      offsetof(struct seccomp_data, nr));
+	n = setid_block(f, n, setid_calls2, sizeof setid_calls2 / sizeof setid_calls2[0]);
+	/* arch == SETID_ARCH: fall through to the first block; else to the second */
+	f[jump2] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SETID_ARCH, 0,
+	                                        (unsigned char)(second - jump2 - 1));
+	struct sock_fprog prog = {(unsigned short)n, f};
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+#else
+	return -1;
+#endif
+}
+
 static int check_syscalls(void)
 {
 	int all = 1;
-	int r = mount("none", "/tmp", "tmpfs", 0, NULL);
+	/* a target that does not exist: denied by seccomp (EPERM) before the
+	 * lookup; anywhere else (the canary run by hand as root) it mounts
+	 * nothing (ENOENT) */
+	static const char nowhere[] = "/proc/ota-canary-nowhere";
+	int r = mount("none", nowhere, "tmpfs", 0, NULL);
 	all &= report("syscall", "mount", r != 0 && (errno == EPERM || errno == EACCES), r != 0 ? errno : 0);
 	r = unshare(CLONE_NEWUSER);
 	all &= report("syscall", "unshare_user", r != 0, r != 0 ? errno : 0);
@@ -294,6 +433,19 @@ static int check_syscalls(void)
 	if (s >= 0)
 		close(s);
 	all &= report("syscall", "packet_socket", s < 0, e);
+	/* set-id files (setid_filter): EPERM before the path is looked up, so
+	 * the same path shows the filter without making anything */
+	r = chmod(nowhere, 04755);
+	all &= report("syscall", "chmod_setid", r != 0 && errno == EPERM, r != 0 ? errno : 0);
+	r = (int)syscall(452, AT_FDCWD, nowhere, 02755, 0); /* fchmodat2 */
+	all &= report("syscall", "fchmodat2_setid", r != 0 && errno == EPERM, r != 0 ? errno : 0);
+	r = open(nowhere, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 04755);
+	e = r < 0 ? errno : 0;
+	if (r >= 0)
+		close(r);
+	all &= report("syscall", "open_setid", r < 0 && e == EPERM, e);
+	r = mknod(nowhere, S_IFREG | 02755, 0);
+	all &= report("syscall", "mknod_setid", r != 0 && errno == EPERM, r != 0 ? errno : 0);
 	return all;
 }
 
@@ -342,6 +494,8 @@ static int gate(int argc, char **argv)
 	while (r < 0 && errno == EINTR);
 	if (r != 1 || go != 'C')
 		return 125; /* not started: nothing ran in the boundary */
+	if (setid_filter() != 0)
+		fprintf(stderr, "ota-oci-canary: gate: set-id filter: %s\n", strerror(errno));
 	/* the report goes to descriptor 3; stdout stays the task's */
 	int saved = dup(1);
 	if (saved < 0 || dup2(3, 1) < 0) {
@@ -372,6 +526,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "gate") == 0)
 		return gate(argc - 2, argv + 2);
+	if (setid_filter() != 0)
+		fprintf(stderr, "ota-oci-canary: set-id filter: %s\n", strerror(errno));
 	int all = run_checks(argc - 1, argv + 1);
 	fflush(stdout);
 	return all ? 0 : 1;

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Hostile tasks through `ota run` (root) with runc and crun, host-side
+# oracles: set-user-ID / set-group-ID files a task tries to leave in a
+# carve-out (the task is uid 0 of the host: such a file would be a root
+# binary for any local user; the canary's filter denies every way).
+set -euo pipefail
+: "${OTA:?}" "${OTA_SOURCE_DIR:?}" "${OTA_BINARY_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
+command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
+probe=$OTA_BINARY_DIR/tests/oci-task-probe
+[ -x "$probe" ] || { echo "SKIP: $probe not built"; exit 0; }
+tmp=$(mktemp -d /tmp/ota-oci-escape-XXXXXX)
+runtimes=(runc)
+command -v crun >/dev/null && runtimes+=(crun)
+cleanup() {
+  for rt in "${runtimes[@]}"; do
+    "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime "$rt" --runtime-root "/run/ota/test-escape-$$-$rt" \
+      --state-dir "$tmp/state" >/dev/null 2>&1 || true
+    "$rt" --root "/run/ota/test-escape-$$-$rt" list -q 2>/dev/null \
+      | xargs -r -n1 "$rt" --root "/run/ota/test-escape-$$-$rt" delete -f >/dev/null 2>&1 || true
+    rm -rf "/run/ota/test-escape-$$-$rt"
+  done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export OTA_CACHE=$tmp/cache
+img=$tmp/img
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+w=$tmp/repo
+mkdir -p "$w/out/setid" "$w/.git"
+echo "[core]" >"$w/.git/config"
+cp "$probe" "$w/out/probe"
+cp "$(command -v busybox)" "$w/out/bb"
+{
+  contract_head oci-escape bb:1
+  cat <<'YAML'
+tasks:
+  setid:
+    context: box
+    run: "/workspace/out/probe setid /workspace/out/setid; chmod u+s out/bb; chmod g+s out/bb; install -m 4755 out/bb out/bb2; true"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [out], protected_paths: [ota.yaml, .git]}
+      network: {default: deny}
+    safe_for_agent: true
+agent:
+  safe_tasks: [setid]
+YAML
+} >"$w/ota.yaml"
+cd "$w"
+for rt in "${runtimes[@]}"; do
+  root=/run/ota/test-escape-$$-$rt
+  common=(--agent --runtime "$rt" --runtime-root "$root" --lease-db "$tmp/leases.db"
+    --state-dir "$tmp/state" --image-store "$img")
+  no_containers() {
+    local n
+    n=$("$rt" --root "$root" list -q 2>/dev/null | grep -c . || true)
+    [ "$n" -eq 0 ] || fail "$rt: $n container(s) left under $root"
+  }
+
+  # ---- set-id files ----
+  "$OTA" run setid "${common[@]}" --receipt "$tmp/setid-$rt.json" >"$tmp/out" 2>&1 \
+    || fail "$rt: setid run: $(cat "$tmp/out")"
+  left=$(find "$w" -perm /6000)
+  [ -z "$left" ] || fail "$rt: set-id files left on the host: $left"
+  grep -q "fchmodat2 denied EPERM" "$tmp/out" || fail "$rt: probe did not run: $(cat "$tmp/out")"
+  grep -q "chmod_plain made" "$tmp/out" || fail "$rt: a plain chmod was denied"
+  jq -e '.sandbox_policy.status == "enforced_through_completion"
+    and ([.evidence[] | select(.kind == "ota.applied_policy/v1") | .canaries[]
+          | select(.target | endswith("_setid")) | .ok] == [true, true, true, true])' \
+    "$tmp/setid-$rt.json" >/dev/null || fail "$rt: setid receipt"
+  no_containers
+done
+echo "oci_escape: ok"

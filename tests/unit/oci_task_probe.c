@@ -1,0 +1,109 @@
+/*
+ * oci-task-probe: a hostile task for the oci_local tests, a static binary
+ * copied into a carve-out and run inside the container (busybox cannot make
+ * these system calls). One line per attempt: "NAME made" when the attempt
+ * succeeded, "NAME denied ERRNO" otherwise; the tests' verdict comes from
+ * the host (a find for set-id files, the process count), not from these.
+ *
+ *   oci-task-probe setid DIR   tries every way to leave a set-user-ID or
+ *                              set-group-ID file in DIR
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void says(const char *name, long r)
+{
+	if (r < 0)
+		printf("%s denied %s\n", name, strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+	else
+		printf("%s made\n", name);
+	fflush(stdout);
+}
+
+#if defined(__x86_64__)
+/* i386 system calls from a 64-bit process (int 0x80): the pointers must lie
+ * below 4 GiB, so static storage of a static, non-PIE binary */
+static char path32[512];
+
+static long sys32(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("int $0x80"
+	                 : "=a"(ret)
+	                 : "a"(nr), "b"(a), "c"(b), "d"(c)
+	                 : "memory", "cc", "r8", "r9", "r10", "r11");
+	if (ret < 0 && ret > -4096) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+#endif
+
+static int setid(const char *dir)
+{
+	if (chdir(dir) != 0)
+		return 2;
+	int fd = open("plain", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	if (fd < 0)
+		return 2;
+	says("chmod", chmod("plain", 04755));
+	says("chmod_sgid", chmod("plain", 02755));
+	says("fchmod", fchmod(fd, 04755));
+	says("fchmodat", fchmodat(AT_FDCWD, "plain", 04755, 0));
+	says("fchmodat2", syscall(452, AT_FDCWD, "plain", 04755, 0));
+	close(fd);
+	fd = open("open", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 04755);
+	says("open", fd);
+	if (fd >= 0)
+		close(fd);
+	fd = creat("creat", 02755);
+	says("creat", fd);
+	if (fd >= 0)
+		close(fd);
+	says("mknod", mknod("mknod", S_IFREG | 04755, 0));
+	fd = open(".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 04755);
+	if (fd >= 0) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		says("tmpfile", linkat(AT_FDCWD, p, AT_FDCWD, "tmpfile", AT_SYMLINK_FOLLOW));
+		close(fd);
+	} else {
+		says("tmpfile", -1);
+	}
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = {O_WRONLY | O_CREAT | O_CLOEXEC, 04755, 0};
+	fd = (int)syscall(437, AT_FDCWD, "openat2", &how, sizeof how);
+	says("openat2", fd);
+	if (fd >= 0)
+		close(fd);
+	says("mkdir_chmod_sgid", mkdir("sgid-dir", 0755) == 0 ? chmod("sgid-dir", 02775) : -1);
+#if defined(__x86_64__)
+	char cwd[400];
+	if (getcwd(cwd, sizeof cwd) != NULL) {
+		snprintf(path32, sizeof path32, "%s/plain", cwd);
+		says("i386_chmod", sys32(15, (long)(uintptr_t)path32, 04755, 0));
+		says("i386_fchmodat2", sys32(452, AT_FDCWD, (long)(uintptr_t)path32, 04755));
+		snprintf(path32, sizeof path32, "%s/open32", cwd);
+		says("i386_open", sys32(5, (long)(uintptr_t)path32, O_WRONLY | O_CREAT, 04755));
+	}
+#endif
+	/* not set-id: still allowed */
+	says("chmod_plain", chmod("plain", 0700));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "setid") == 0)
+		return setid(argv[2]);
+	fprintf(stderr, "usage: oci-task-probe setid DIR\n");
+	return 2;
+}
