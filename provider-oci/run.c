@@ -503,6 +503,7 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	bool leased = false, created = false;
 	char known_status[32] = ""; /* runtime status from terminal inspection */
 	bool reaped = false;        /* the container init was reaped by this process */
+	bool removal_confirmed = true; /* no container, or its removal was confirmed */
 	ota_error e;
 	ota_error_clear(&e);
 	ota_err rc = oci_rt_init(&rt, &o.runtime, &e);
@@ -855,6 +856,12 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 					out->interrupted = true;
 				else
 					out->timed_out = true;
+				/* The init first, through its pidfd: killing a pid
+				 * namespace's init kills every process in it, and it
+				 * takes no new process (a task that filled the host's
+				 * pid space leaves none for `runtime kill`). */
+				if (pfd >= 0)
+					(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 				const char *kargs[] = {"kill", out->container_id, "KILL", NULL};
 				int st = 0;
 				ota_error ke;
@@ -965,6 +972,7 @@ out_finalize:
 		ota_error_clear(&ce);
 		ota_err crc = oci_finalize_container(&rt, out->container_id, pid, known_status,
 		                                     &cleanup, &ce);
+		removal_confirmed = crc == OTA_OK;
 		if (crc != OTA_OK) {
 			if (out->terminal == OTA_OCI_ENFORCED_THROUGH_COMPLETION)
 				out->terminal = OTA_OCI_ENFORCEMENT_LOST;
@@ -990,7 +998,10 @@ out_record:
 		                rc != OTA_OK ? &e : NULL);
 	if (o.on_terminal != NULL && out->terminal_record != NULL)
 		o.on_terminal(o.on_terminal_ctx, out->terminal_record);
-	if (leased) {
+	/* Only a confirmed removal ends the lease, as in cleanup: a container
+	 * that may still run keeps it open (its terminal record says why),
+	 * for `ota cleanup` and later runs' sweeps once this runner is gone. */
+	if (leased && removal_confirmed) {
 		char *cj = cleanup != NULL ? ota_json_dumps(cleanup, false) : NULL;
 		ota_error le;
 		ota_error_clear(&le);

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Hostile tasks through `ota run` (root) with runc and crun, host-side
-# oracles: set-user-ID / set-group-ID files a task tries to leave in a
+# oracles: (1) set-user-ID / set-group-ID files a task tries to leave in a
 # carve-out (the task is uid 0 of the host: such a file would be a root
-# binary for any local user; the canary's filter denies every way).
+# binary for any local user; the canary's filter denies every way); (2) a
+# fork bomb that fills the pid space (a pids cgroup around the runner
+# stands in for the host's pid_max, so `runc kill` cannot start): the
+# timeout still kills the container through the init's pidfd, the removal
+# is confirmed and nothing is left running.
 set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}" "${OTA_BINARY_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
@@ -11,9 +15,15 @@ command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 probe=$OTA_BINARY_DIR/tests/oci-task-probe
 [ -x "$probe" ] || { echo "SKIP: $probe not built"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-oci-escape-XXXXXX)
+cg=/sys/fs/cgroup/pids/ota-test-escape-$$
 runtimes=(runc)
 command -v crun >/dev/null && runtimes+=(crun)
 cleanup() {
+  if [ -d "$cg" ]; then
+    # anything still in the test's pids cgroup (a bomb the timeout missed)
+    while read -r p; do kill -9 "$p" 2>/dev/null || true; done <"$cg/cgroup.procs"
+    sleep 0.5
+  fi
   for rt in "${runtimes[@]}"; do
     "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime "$rt" --runtime-root "/run/ota/test-escape-$$-$rt" \
       --state-dir "$tmp/state" >/dev/null 2>&1 || true
@@ -21,6 +31,7 @@ cleanup() {
       | xargs -r -n1 "$rt" --root "/run/ota/test-escape-$$-$rt" delete -f >/dev/null 2>&1 || true
     rm -rf "/run/ota/test-escape-$$-$rt"
   done
+  [ -d "$cg" ] && { find "$cg" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null; rmdir "$cg" 2>/dev/null; }
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -44,8 +55,15 @@ tasks:
       filesystem: {repo_root_mode: read_only, writable_paths: [out], protected_paths: [ota.yaml, .git]}
       network: {default: deny}
     safe_for_agent: true
+  bomb:
+    context: box
+    run: "/workspace/out/probe forkbomb"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [out], protected_paths: [ota.yaml, .git]}
+      network: {default: deny}
+    safe_for_agent: true
 agent:
-  safe_tasks: [setid]
+  safe_tasks: [setid, bomb]
 YAML
 } >"$w/ota.yaml"
 cd "$w"
@@ -59,7 +77,7 @@ for rt in "${runtimes[@]}"; do
     [ "$n" -eq 0 ] || fail "$rt: $n container(s) left under $root"
   }
 
-  # ---- set-id files ----
+  # ---- (1) set-id files ----
   "$OTA" run setid "${common[@]}" --receipt "$tmp/setid-$rt.json" >"$tmp/out" 2>&1 \
     || fail "$rt: setid run: $(cat "$tmp/out")"
   left=$(find "$w" -perm /6000)
@@ -71,5 +89,32 @@ for rt in "${runtimes[@]}"; do
           | select(.target | endswith("_setid")) | .ok] == [true, true, true, true])' \
     "$tmp/setid-$rt.json" >/dev/null || fail "$rt: setid receipt"
   no_containers
+
+  # ---- (2) a fork bomb that fills the pid space ----
+  if [ ! -d /sys/fs/cgroup/pids ]; then
+    echo "note: no cgroup v1 pids hierarchy; fork bomb section skipped"
+    continue
+  fi
+  mkdir -p "$cg"
+  echo 400 >"$cg/pids.max"
+  set +e
+  ( echo "$BASHPID" >"$cg/cgroup.procs"
+    exec timeout -s KILL 120 "$OTA" run bomb "${common[@]}" --timeout 3 --receipt "$tmp/bomb-$rt.json" ) \
+    >"$tmp/out" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" -eq 137 ] || fail "$rt: fork bomb run exit $rc: $(tail -3 "$tmp/out")"
+  jq -e '.sandbox_policy.status == "enforced_through_completion"
+    and ([.evidence[] | select(.phase == "terminal") | [.timed_out, .cleanup.confirmed]] == [[true, true]])' \
+    "$tmp/bomb-$rt.json" >/dev/null \
+    || fail "$rt: fork bomb receipt: $(jq -c '[.evidence[] | select(.phase == "terminal")]' "$tmp/bomb-$rt.json")"
+  for _ in $(seq 1 50); do
+    [ "$(cat "$cg/pids.current")" -eq 0 ] && break
+    sleep 0.1
+  done
+  [ "$(cat "$cg/pids.current")" -eq 0 ] || fail "$rt: $(cat "$cg/pids.current") process(es) left after the run"
+  no_containers
+  [ "$("$OTA" cleanup --lease-db "$tmp/leases.db" --list --json | jq length)" -eq 0 ] \
+    || fail "$rt: lease left open"
 done
 echo "oci_escape: ok"

@@ -733,6 +733,95 @@ static void test_setid_crun(void **state)
 	setid_run(OTA_OCI_CRUN);
 }
 
+/* ---- a runtime that cannot be started after the go (a task that filled
+ * the host's pid space leaves no process for `runc kill`): the timeout
+ * still kills the container through the init's pidfd; a removal that
+ * cannot be confirmed keeps the lease open for `ota cleanup`. A wrapper
+ * around runc fails the named subcommands while its flag file exists. ---- */
+
+static void write_failing_runc(const fx *f, char *bin, size_t cap, char *flag, size_t fcap)
+{
+	snprintf(bin, cap, "%s/failing-runc", f->tmp);
+	snprintf(flag, fcap, "%s/fail", f->tmp);
+	sh("printf '#!/bin/sh\\nfor a; do case \"$a\" in kill|state|delete) "
+	   "[ -e %s ] && exit 1;; esac; done\\nexec runc \"$@\"\\n' > '%s' && chmod 755 '%s'",
+	   flag, bin, bin);
+}
+
+static void test_kill_without_runtime(void **state)
+{
+	(void)state;
+	if (!runtime_available(OTA_OCI_RUNC))
+		skip();
+	fx *f = fx_new(OTA_OCI_RUNC);
+	char bin[1024], flag[1024];
+	write_failing_runc(f, bin, sizeof bin, flag, sizeof flag);
+	ota_oci_run_opts o = fx_opts(f);
+	o.runtime.binary = bin;
+	ota_oci_plan p = fx_plan(f, "touch /workspace/reports/started; sleep 30");
+	p.timeout_seconds = 1;
+
+	/* `kill` fails: the init is killed through its pidfd all the same */
+	sh("touch '%s'", flag);
+	sh("sed -i 's/kill|state|delete/kill/' '%s'", bin);
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	time_t t0 = time(NULL);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_true(time(NULL) - t0 < 8);
+	assert_true(r.timed_out);
+	assert_int_equal(r.exit_status, 128 + SIGKILL);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	assert_lease_terminal(f, r.container_id, "enforced_through_completion");
+	ota_oci_result_clear(&r);
+	assert_int_equal(count_containers(f), 0);
+
+	/* `kill`, `state` and `delete` fail: the container's init is gone but
+	 * its removal cannot be confirmed, so the lease stays open (a child is
+	 * the runner: cleanup leaves the leases of live runners alone) */
+	write_failing_runc(f, bin, sizeof bin, flag, sizeof flag);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		o.on_output = NULL;
+		rc = ota_oci_run(&p, &o, &r, NULL);
+		bool ok = rc == OTA_ERR_OCI_CLEANUP_UNCONFIRMED && r.timed_out &&
+		          r.terminal == OTA_OCI_ENFORCEMENT_LOST &&
+		          json_is_false(json_object_get(json_object_get(r.terminal_record, "cleanup"),
+		                                        "confirmed"));
+		ota_oci_result_clear(&r);
+		_exit(ok ? 0 : 1);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	json_t *open_rows = NULL;
+	assert_ota(ota_oci_lease_list(f->db, true, &open_rows, NULL), OTA_OK);
+	assert_int_equal(json_array_size(open_rows), 1);
+	char id[64];
+	snprintf(id, sizeof id, "%s",
+	         json_string_value(json_object_get(json_array_get(open_rows, 0), "id")));
+	json_decref(open_rows);
+	assert_int_equal(count_containers(f), 1); /* runc still knows it */
+	/* the runtime works again: cleanup finalizes the lease it left open */
+	sh("rm '%s'", flag);
+	json_t *rep = NULL;
+	ota_error_clear(&e);
+	rc = ota_oci_cleanup(&o, &rep, &e);
+	if (rc != OTA_OK)
+		fail_msg("cleanup: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	json_t *fin = json_object_get(rep, "finalized");
+	assert_int_equal(json_array_size(fin), 1);
+	assert_true(json_is_true(json_object_get(json_array_get(fin, 0), "confirmed")));
+	json_decref(rep);
+	assert_lease_terminal(f, id, "enforcement_unknown_after_interruption");
+	fx_free(f); /* asserts no container is left */
+}
+
 /* ---- interruption: SIGINT, SIGTERM in process; SIGKILL then cleanup ---- */
 
 static volatile sig_atomic_t g_cancel; /* test child only: the signal handler's flag */
@@ -991,6 +1080,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_timeout, fx_teardown),
 		cmocka_unit_test_teardown(test_setid_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_setid_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_kill_without_runtime, fx_teardown),
 		cmocka_unit_test_teardown(test_sigint, fx_teardown),
 		cmocka_unit_test_teardown(test_sigterm, fx_teardown),
 		cmocka_unit_test_teardown(test_sigkill_runc, fx_teardown),

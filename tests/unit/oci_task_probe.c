@@ -7,6 +7,8 @@
  *
  *   oci-task-probe setid DIR   tries every way to leave a set-user-ID or
  *                              set-group-ID file in DIR
+ *   oci-task-probe forkbomb    forks without end, retrying when the pid
+ *                              space is full; never exits by itself
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +106,13 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "setid") == 0)
 		return setid(argv[2]);
-	fprintf(stderr, "usage: oci-task-probe setid DIR\n");
+	if (argc == 2 && strcmp(argv[1], "forkbomb") == 0) {
+		printf("forkbomb\n");
+		fflush(stdout);
+		for (;;)
+			if (fork() < 0)
+				usleep(2000);
+	}
+	fprintf(stderr, "usage: oci-task-probe setid DIR | forkbomb\n");
 	return 2;
 }
