@@ -11,8 +11,10 @@
  * acceptances of the batch's admissions with one signature over a Merkle
  * tree (ota_acceptance_build_batch), runs the operations in one sqlite
  * transaction (ota_nonce_store_commit_batch) and only after COMMIT has
- * returned renders each answer and resumes its connection: nothing is
- * acknowledged before it is durable.
+ * returned resumes each connection; its pool thread then renders the answer
+ * (JSON, base64) and sends it: nothing is acknowledged before it is
+ * durable, and the one thread every batch waits on does no more than the
+ * batch itself.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -45,7 +47,10 @@ typedef struct answer {
 	size_t len;
 } answer;
 
-enum { RQ_READING = 0, RQ_QUEUED, RQ_READY, RQ_DONE };
+/* READING -> QUEUED (suspended, the committer's) -> COMMITTED (its operation
+ * committed or refused; resumed) or READY (answer filled without a commit)
+ * -> DONE (answer queued) */
+enum { RQ_READING = 0, RQ_QUEUED, RQ_COMMITTED, RQ_READY, RQ_DONE };
 enum { JOB_NONE = 0, JOB_ISSUE, JOB_ADMIT };
 
 typedef struct req {
@@ -60,7 +65,7 @@ typedef struct req {
 	const char *method, *url;    /* MHD's, valid while the request lives */
 	ota_nonce_op op;
 	ota_error op_err;            /* the detail of op.result (committer) */
-	answer ans;                  /* filled by the committer, sent on resume */
+	answer ans;                  /* rendered on resume (or by enqueue), then sent */
 	/* JOB_ISSUE */
 	json_t *json;                /* the parsed body; binding points into it */
 	ota_nonce_binding binding;
@@ -380,7 +385,7 @@ static enum MHD_Result answer_send(struct MHD_Connection *c, answer *a)
 
 /* ---- the group committer ---- */
 
-static void finish_job(ota_attestd *d, req *r, int64_t now);
+static void finish_job(ota_attestd *d, req *r);
 
 /*
  * Hands r (its op filled) to the committer and suspends its connection;
@@ -486,6 +491,8 @@ static void *committer_main(void *arg)
 			atomic_fetch_add(&d->batches, 1);
 			atomic_fetch_add(&d->batch_ops, m);
 		}
+		/* committed (or refused): each pool thread renders and sends its
+		 * answer once resumed */
 		for (size_t i = 0, j = 0; i < n; i++) {
 			req *r = d->breqs[i];
 			if (r->op.kind != 0) {
@@ -494,8 +501,9 @@ static void *committer_main(void *arg)
 				r->op_err = d->berrs[j];
 				j++;
 			}
-			finish_job(d, r, now);
-			r->state = RQ_READY;
+			if (r->job == JOB_ISSUE && r->op.result == OTA_OK)
+				d->issued_since_purge++;
+			r->state = RQ_COMMITTED;
 			MHD_resume_connection(r->conn); /* r is the pool thread's again */
 		}
 		if (d->issued_since_purge >= 4096) {
@@ -721,7 +729,6 @@ static void finish_issue(ota_attestd *d, req *r)
 		return;
 	}
 	atomic_fetch_add(&d->challenges, 1);
-	d->issued_since_purge++;
 	json_t *out = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "ok", 1, "challenge", id,
 	                        "nonce", nonce, "txn", ch->txn, "issuer", ch->issuer, "scope", ch->scope,
 	                        "issued_at", (json_int_t)ch->issued_at, "expires_at",
@@ -844,9 +851,9 @@ static void finish_admit(ota_attestd *d, req *r)
 	answer_set(a, MHD_HTTP_CREATED, "application/json", b.p, b.len);
 }
 
-static void finish_job(ota_attestd *d, req *r, int64_t now)
+/* Renders the answer of r's committed (or refused) job, on its pool thread. */
+static void finish_job(ota_attestd *d, req *r)
 {
-	(void)now;
 	if (r->job == JOB_ISSUE)
 		finish_issue(d, r);
 	else
@@ -1112,7 +1119,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	switch (r->state) {
 	case RQ_READING:
 		break;
-	case RQ_READY: /* resumed by the committer */
+	case RQ_COMMITTED: /* resumed by the committer: its COMMIT has returned */
+		finish_job(d, r);
+		r->state = RQ_DONE;
+		return answer_send(c, &r->ans);
+	case RQ_READY: /* answered without a commit (shutting down) */
 		r->state = RQ_DONE;
 		return answer_send(c, &r->ans);
 	default:
