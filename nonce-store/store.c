@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -91,19 +92,34 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_PURGE] = "DELETE FROM challenges WHERE expires_at <= ?1 - ?2",
 };
 
+/*
+ * Connections for reads (peek, lookups, counts): in WAL mode they never wait
+ * for the writer's fsync. Several, so that the threads that peek at once
+ * (one per event loop in ota-attestd) do not queue on one mutex; a thread
+ * keeps to the reader its first call picked. (Not memory-mapped: the file
+ * grows with every checkpoint here, and sqlite then remaps it, which cost
+ * the peek more in page faults and TLB shootdowns than the reads it saved.)
+ */
+#define READERS 4
+
+typedef struct reader {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT_];
+	pthread_mutex_t mu;
+	bool mu_ok;
+} reader;
+
 struct ota_nonce_store {
 	sqlite3 *db;                 /* the writer: every transaction (mu) */
 	sqlite3_stmt *st[ST_COUNT_];
 	pthread_mutex_t mu;
-	/* A second connection for reads (peek, lookups, counts): in WAL mode
-	 * it never waits for the writer's fsync. */
-	sqlite3 *rdb;
-	sqlite3_stmt *rst[ST_COUNT_];
-	pthread_mutex_t rmu;
+	reader rd[READERS];
+	atomic_uint next_reader;
 	ota_nonce_opts opts;
 	int64_t epoch;
 	int64_t min_epoch;
 	int64_t busy_start_us;
+	bool mu_ok;
 	char where[128];
 };
 
@@ -382,10 +398,13 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 		free(s);
 		return ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
 	}
-	if (pthread_mutex_init(&s->rmu, NULL) != 0) {
-		pthread_mutex_destroy(&s->mu);
-		free(s);
-		return ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
+	s->mu_ok = true;
+	for (int i = 0; i < READERS; i++) {
+		if (pthread_mutex_init(&s->rd[i].mu, NULL) != 0) {
+			e = ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
+			goto out_close;
+		}
+		s->rd[i].mu_ok = true;
 	}
 	int rc = sqlite3_open_v2(path, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -422,20 +441,23 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 			goto out_close;
 		}
 	}
-	rc = sqlite3_open_v2(path, &s->rdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		e = db_err(s, rc, err, "open reader");
-		goto out_close;
-	}
-	sqlite3_extended_result_codes(s->rdb, 1);
-	sqlite3_busy_timeout(s->rdb, s->opts.busy_timeout_ms);
-	static const int reads[] = {ST_GET, ST_HEAD_GET, ST_ACC_GET};
-	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
-		rc = sqlite3_prepare_v3(s->rdb, stmt_sql[reads[i]], -1, SQLITE_PREPARE_PERSISTENT,
-		                        &s->rst[reads[i]], NULL);
+	for (int k = 0; k < READERS; k++) {
+		reader *r = &s->rd[k];
+		rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 		if (rc != SQLITE_OK) {
-			e = db_err(s, rc, err, stmt_sql[reads[i]]);
+			e = db_err(s, rc, err, "open reader");
 			goto out_close;
+		}
+		sqlite3_extended_result_codes(r->db, 1);
+		sqlite3_busy_timeout(r->db, s->opts.busy_timeout_ms);
+		static const int reads[] = {ST_GET, ST_HEAD_GET, ST_ACC_GET};
+		for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+			rc = sqlite3_prepare_v3(r->db, stmt_sql[reads[i]], -1, SQLITE_PREPARE_PERSISTENT,
+			                        &r->st[reads[i]], NULL);
+			if (rc != SQLITE_OK) {
+				e = db_err(s, rc, err, stmt_sql[reads[i]]);
+				goto out_close;
+			}
 		}
 	}
 	*out = s;
@@ -449,14 +471,18 @@ void ota_nonce_store_close(ota_nonce_store *s)
 {
 	if (s == NULL)
 		return;
-	for (int i = 0; i < ST_COUNT_; i++) {
-		sqlite3_finalize(s->st[i]);
-		sqlite3_finalize(s->rst[i]);
+	for (int k = 0; k < READERS; k++) {
+		for (int i = 0; i < ST_COUNT_; i++)
+			sqlite3_finalize(s->rd[k].st[i]);
+		sqlite3_close(s->rd[k].db);
+		if (s->rd[k].mu_ok)
+			pthread_mutex_destroy(&s->rd[k].mu);
 	}
-	sqlite3_close(s->rdb);
+	for (int i = 0; i < ST_COUNT_; i++)
+		sqlite3_finalize(s->st[i]);
 	sqlite3_close(s->db);
-	pthread_mutex_destroy(&s->rmu);
-	pthread_mutex_destroy(&s->mu);
+	if (s->mu_ok)
+		pthread_mutex_destroy(&s->mu);
 	free(s);
 }
 
@@ -471,6 +497,25 @@ int64_t ota_nonce_store_min_epoch(const ota_nonce_store *s)
 }
 
 /* ---- helpers ---- */
+
+/* The reader of the calling thread, locked (reader_unlock). */
+static reader *reader_lock(ota_nonce_store *s)
+{
+	static _Thread_local const ota_nonce_store *home_store;
+	static _Thread_local unsigned home;
+	if (home_store != s) {
+		home_store = s;
+		home = atomic_fetch_add(&s->next_reader, 1) % READERS;
+	}
+	reader *r = &s->rd[home];
+	pthread_mutex_lock(&r->mu);
+	return r;
+}
+
+static void reader_unlock(reader *r)
+{
+	pthread_mutex_unlock(&r->mu);
+}
 
 static bool str_ok(const char *v, size_t max)
 {
@@ -972,9 +1017,9 @@ ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now, o
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store");
 	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
 		return e;
-	pthread_mutex_lock(&s->rmu);
-	e = do_get(s, s->rst[ST_GET], nonce, &rec, err);
-	pthread_mutex_unlock(&s->rmu);
+	reader *rd = reader_lock(s);
+	e = do_get(s, rd->st[ST_GET], nonce, &rec, err);
+	reader_unlock(rd);
 	if (e != OTA_OK)
 		return e;
 	if ((e = judge(s, &rec, NULL, now, err)) != OTA_OK)
@@ -1019,8 +1064,8 @@ ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *record_id
 		*acc_len = 0;
 	if (s == NULL || record_id == NULL)
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store or id");
-	pthread_mutex_lock(&s->rmu);
-	sqlite3_stmt *st = s->rst[ST_ACC_GET];
+	reader *rd = reader_lock(s);
+	sqlite3_stmt *st = rd->st[ST_ACC_GET];
 	sqlite3_bind_text(st, 1, record_id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	ota_err e = OTA_OK;
@@ -1050,7 +1095,7 @@ ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *record_id
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	pthread_mutex_unlock(&s->rmu);
+	reader_unlock(rd);
 	if (e != OTA_OK) {
 		if (attestation != NULL) {
 			free(*attestation);
@@ -1074,10 +1119,10 @@ ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn, const char
 	if (s == NULL || txn == NULL || boundary == NULL || out == NULL || out_cap == 0)
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "bad arguments");
 	bool found;
-	pthread_mutex_lock(&s->rmu);
-	ota_err e = head_get(s, s->rst[ST_HEAD_GET], txn, boundary, out, out_cap, NULL, 0, &found,
+	reader *rd = reader_lock(s);
+	ota_err e = head_get(s, rd->st[ST_HEAD_GET], txn, boundary, out, out_cap, NULL, 0, &found,
 	                     err);
-	pthread_mutex_unlock(&s->rmu);
+	reader_unlock(rd);
 	return e;
 }
 
@@ -1093,19 +1138,19 @@ ota_err ota_nonce_store_counts(ota_nonce_store *s, uint64_t *live, uint64_t *con
 	};
 	uint64_t *outs[3] = {live, consumed, accepted};
 	ota_err e = OTA_OK;
-	pthread_mutex_lock(&s->rmu);
+	reader *rd = reader_lock(s);
 	for (int i = 0; i < 3 && e == OTA_OK; i++) {
 		if (outs[i] == NULL)
 			continue;
 		*outs[i] = 0;
 		sqlite3_stmt *st = NULL;
-		int rc = sqlite3_prepare_v2(s->rdb, q[i], -1, &st, NULL);
+		int rc = sqlite3_prepare_v2(rd->db, q[i], -1, &st, NULL);
 		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
 			*outs[i] = (uint64_t)sqlite3_column_int64(st, 0);
 		else
 			e = db_err(s, rc, err, "count");
 		sqlite3_finalize(st);
 	}
-	pthread_mutex_unlock(&s->rmu);
+	reader_unlock(rd);
 	return e;
 }
