@@ -406,6 +406,8 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ro.oci.on_output = on_output;
 	ro.oci.output_ctx = &o;
 	ota_nonce_store *nonces = NULL;
+	/* the signing key and nonce database: refused inside the boundary */
+	const char *private_paths[2] = {NULL, NULL};
 	if (o.key != NULL) {
 		rc = ota_key_load_file(o.key, &key, &e);
 		ota_nonce_opts nopts;
@@ -418,6 +420,10 @@ static int run_lane(int argc, char **argv, bool workflow)
 			ret = cli_fail("ota", &e);
 			goto out;
 		}
+		private_paths[0] = o.key;
+		private_paths[1] = ndb != NULL ? ndb : "/var/lib/ota/nonces.db";
+		ro.oci.private_paths = private_paths;
+		ro.oci.n_private_paths = 2;
 		ro.runner_key = key;
 		ro.nonces = nonces;
 		ro.issuer = o.issuer;

@@ -436,6 +436,62 @@ static ota_err check_host_mounts(const ota_oci_admitted *a, ota_error *err)
 	return rc;
 }
 
+/* realpath of in, or of its longest existing ancestor with the rest
+ * appended (a file or directory the runner creates later); false when it
+ * does not fit. */
+static bool real_or_ancestor(const char *in, char out[PATH_MAX])
+{
+	size_t len = strlen(in);
+	if (len == 0 || len >= PATH_MAX)
+		return false;
+	for (;;) {
+		char head[PATH_MAX], buf[PATH_MAX];
+		if (len == 0)
+			snprintf(head, sizeof head, "%s", in[0] == '/' ? "/" : ".");
+		else
+			snprintf(head, sizeof head, "%.*s", (int)len, in);
+		if (realpath(head, buf) != NULL) {
+			const char *tail = in + len; /* "", "/rest" or (after "/" or ".") "rest" */
+			bool sep = tail[0] != '\0' && tail[0] != '/' && strcmp(buf, "/") != 0;
+			int n = snprintf(out, PATH_MAX, "%s%s%s", buf, sep ? "/" : "", tail);
+			return n > 0 && n < PATH_MAX;
+		}
+		if (len == 0)
+			return false;
+		while (len > 0 && in[len - 1] != '/') /* drop the last component */
+			len--;
+		while (len > 1 && in[len - 1] == '/') /* and its slashes, "/" stays */
+			len--;
+	}
+}
+
+ota_err oci_admit_private(const ota_oci_admitted *a, const ota_oci_run_opts *o, ota_error *err)
+{
+	const char *fixed[2] = {o->lease_db != NULL ? o->lease_db : OTA_OCI_DEFAULT_LEASE_DB,
+	                        oci_state_dir(o)};
+	size_t n = 2 + (o->private_paths != NULL ? o->n_private_paths : 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = i < 2 ? fixed[i] : o->private_paths[i - 2];
+		if (p == NULL || p[0] == '\0')
+			continue;
+		char real[PATH_MAX];
+		if (!real_or_ancestor(p, real))
+			return ota_error_set(err, OTA_ERR_OCI_RUNTIME_SOCKET, p,
+			                     "cannot resolve the runner's file");
+		const char *inside = oci_path_within(real, a->repo)     ? "repository"
+		                     : oci_path_within(real, a->rootfs) ? "root filesystem"
+		                                                        : NULL;
+		if (inside != NULL)
+			return ota_error_set(err, OTA_ERR_OCI_RUNTIME_SOCKET, p,
+			                     "the runner's %s (%s) lies in the %s: the task would "
+			                     "reach it",
+			                     i == 0 ? "lease database" : i == 1 ? "state directory"
+			                                                        : "private file",
+			                     real, inside);
+	}
+	return OTA_OK;
+}
+
 static ota_err real_dir(const char *in, const char *what, char **out, dev_t *dev, ino_t *ino,
                         ota_error *err)
 {

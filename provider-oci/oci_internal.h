@@ -66,6 +66,14 @@ int oci_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
 ota_err oci_fingerprint(int repo_fd, const char *rel, volatile sig_atomic_t *cancel, char out[65],
                         ota_error *err);
 
+/*
+ * The runner's own files (o's lease database, state directory and
+ * private_paths) must lie outside a's repository and root filesystem,
+ * where the task would read them (a signing key) or write them (a
+ * carve-out): oci_runtime_socket (where = the path as given) otherwise.
+ */
+ota_err oci_admit_private(const ota_oci_admitted *a, const ota_oci_run_opts *o, ota_error *err);
+
 /* ---- runtime CLI driver ---- */
 typedef struct oci_rt {
 	ota_oci_runtime_kind kind;

@@ -513,6 +513,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	}
 	/* Admission before anything is prepared. */
 	rc = ota_oci_admit(plan, rt.root, &a, &e);
+	if (rc == OTA_OK)
+		rc = oci_admit_private(a, &o, &e);
 	if (rc != OTA_OK)
 		goto out_record;
 	const char *canary = canary_path(&o);

@@ -233,6 +233,16 @@ typedef struct ota_oci_run_opts {
 	const char *state_dir; /* bundles under <state_dir>/bundles; NULL: /run/ota
 	                        * (OTA_OCI_DEFAULT_STATE_DIR) */
 	const char *lease_db;  /* sqlite file; NULL: /var/lib/ota/leases.db */
+	/*
+	 * The runner's own files the task must not reach (borrowed; may be
+	 * NULL/0): its signing key, its nonce database. Each, the lease
+	 * database and the state directory are resolved (symlinks followed, a
+	 * missing tail by its existing ancestor) and refused when they lie in
+	 * the repository (readable at /workspace, carve-outs writable) or the
+	 * root filesystem: oci_runtime_socket, before anything is prepared.
+	 */
+	const char *const *private_paths;
+	size_t n_private_paths;
 	const char *canary;    /* host path of the static canary; NULL: the built/installed one */
 	const char *txn;       /* runner transaction id (bound into evidence); may be NULL */
 	ota_clock clock;       /* clock.now NULL: system clock */

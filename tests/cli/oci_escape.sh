@@ -6,7 +6,9 @@
 # fork bomb that fills the pid space (a pids cgroup around the runner
 # stands in for the host's pid_max, so `runc kill` cannot start): the
 # timeout still kills the container through the init's pidfd, the removal
-# is confirmed and nothing is left running.
+# is confirmed and nothing is left running; (3) the runner's signing key
+# (or nonce database) inside the repository, where the task would read it
+# (it used to copy it into a carve-out): refused before anything runs.
 set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}" "${OTA_BINARY_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
@@ -62,11 +64,39 @@ tasks:
       filesystem: {repo_root_mode: read_only, writable_paths: [out], protected_paths: [ota.yaml, .git]}
       network: {default: deny}
     safe_for_agent: true
+  steal:
+    context: box
+    run: "cat /workspace/*.pem > out/stolen; true"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [out], protected_paths: [ota.yaml, .git]}
+      network: {default: deny}
+    safe_for_agent: true
 agent:
-  safe_tasks: [setid, bomb]
+  safe_tasks: [setid, bomb, steal]
 YAML
 } >"$w/ota.yaml"
 cd "$w"
+
+# ---- (3) the runner's signing key or nonce database in the repository ----
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$w/runner-FIXTURE.pem" 2>/dev/null
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/runner-FIXTURE.pem" 2>/dev/null
+base=(--agent --runtime-root "/run/ota/test-escape-$$-runc" --lease-db "$tmp/leases.db"
+  --state-dir "$tmp/state" --image-store "$img")
+for args in "--key $w/runner-FIXTURE.pem --nonce-db $tmp/nonces.db" \
+            "--key $tmp/runner-FIXTURE.pem --nonce-db $w/out/nonces.db"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$OTA" run steal "${base[@]}" $args >"$tmp/out" 2>&1; rc=$?
+  set -e
+  [ "$rc" -eq 1 ] || fail "runner file in the repository ($args): exit $rc: $(cat "$tmp/out")"
+  grep -q "oci_runtime_socket" "$tmp/out" || fail "runner file in the repository: $(cat "$tmp/out")"
+  [ ! -e "$w/out/stolen" ] || fail "the task ran and read the key ($args)"
+done
+rm -f "$w/runner-FIXTURE.pem" "$w/out/nonces.db"*
+"$OTA" run steal "${base[@]}" --key "$tmp/runner-FIXTURE.pem" --nonce-db "$tmp/nonces.db" \
+  >"$tmp/out" 2>&1 || fail "key outside the repository: $(cat "$tmp/out")"
+rm -f "$w/out/stolen"
+
 for rt in "${runtimes[@]}"; do
   root=/run/ota/test-escape-$$-$rt
   common=(--agent --runtime "$rt" --runtime-root "$root" --lease-db "$tmp/leases.db"

@@ -636,6 +636,75 @@ static void test_refusals(void **state)
 	fx_free(f);
 }
 
+/* ---- the runner's own files inside the boundary: a signing key or nonce
+ * database in the repository (readable at /workspace: the task copied the
+ * key into a carve-out), the lease database or state directory in a
+ * carve-out; also through a symlink, and for a file not made yet ---- */
+
+static void expect_private_refusal(fx *f, ota_oci_run_opts *o, const char *where)
+{
+	ota_oci_plan p = fx_plan(f, "cat /workspace/*.pem > /workspace/reports/stolen");
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, o, &r, &e);
+	if (rc != OTA_ERR_OCI_RUNTIME_SOCKET)
+		fail_msg("got %s (%s: %s), want oci_runtime_socket at %s", ota_err_name(rc), e.where,
+		         e.what, where);
+	assert_string_equal(e.where, where);
+	assert_int_equal(r.terminal, OTA_OCI_REFUSED);
+	assert_false(r.started);
+	char b[1024];
+	snprintf(b, sizeof b, "%s/reports/stolen", f->repo);
+	assert_int_equal(access(b, F_OK), -1);
+	assert_int_equal(count_containers(f), 0);
+	ota_oci_result_clear(&r);
+}
+
+static void test_private_paths(void **state)
+{
+	(void)state;
+	fx *f = fx_new(OTA_OCI_RUNC);
+	char key[1024], nonces[1024], link[1024], other[1024];
+	snprintf(key, sizeof key, "%s/runner.pem", f->repo);
+	snprintf(nonces, sizeof nonces, "%s/reports/new/nonces.db", f->repo);
+	snprintf(link, sizeof link, "%s/key-link.pem", f->tmp);
+	snprintf(other, sizeof other, "%s/outside.pem", f->tmp);
+	sh("printf 'PRIVATE KEY' > '%s' && ln -s '%s' '%s' && printf 'PRIVATE KEY' > '%s'", key, key,
+	   link, other);
+	ota_oci_run_opts o = fx_opts(f);
+	const char *priv[2] = {key, other};
+	o.private_paths = priv;
+	o.n_private_paths = 2;
+	expect_private_refusal(f, &o, key);
+	priv[0] = link; /* resolved: the link's target is in the repository */
+	expect_private_refusal(f, &o, link);
+	priv[0] = other;
+	priv[1] = nonces; /* not made yet: judged by its existing ancestor */
+	expect_private_refusal(f, &o, nonces);
+	priv[1] = NULL;
+	char in_repo[1024];
+	snprintf(in_repo, sizeof in_repo, "%s/reports/leases.db", f->repo);
+	o.lease_db = in_repo;
+	expect_private_refusal(f, &o, in_repo);
+	o.lease_db = f->db;
+	snprintf(in_repo, sizeof in_repo, "%s/reports/state", f->repo);
+	o.state_dir = in_repo;
+	expect_private_refusal(f, &o, in_repo);
+	/* outside the boundary: the run goes ahead */
+	o.state_dir = f->state;
+	ota_oci_plan p = fx_plan(f, "true");
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
 /* ---- PROC-08: timeout ---- */
 
 static void test_timeout(void **state)
@@ -1075,6 +1144,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_escapes_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_escapes_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_refusals, fx_teardown),
+		cmocka_unit_test_teardown(test_private_paths, fx_teardown),
 		cmocka_unit_test_teardown(test_toctou_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_toctou_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_timeout, fx_teardown),
