@@ -331,8 +331,14 @@ static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 {
 	ota_err e;
 	int rc;
+	/* Checkpoints every 4096 WAL pages (16 MiB at 4 KiB pages; sqlite's
+	 * default is 1000): the pages written by every commit (interior
+	 * pages, the last leaf of each table, the header page) are copied into
+	 * the database once per checkpoint, not once per 1000 frames. Commits
+	 * stay durable in the WAL either way. */
 	if ((e = exec_sql(s, "PRAGMA synchronous=FULL", err)) != OTA_OK ||
-	    (e = exec_sql(s, "PRAGMA cache_size=-65536", err)) != OTA_OK)
+	    (e = exec_sql(s, "PRAGMA cache_size=-65536", err)) != OTA_OK ||
+	    (e = exec_sql(s, "PRAGMA wal_autocheckpoint=4096", err)) != OTA_OK)
 		return e;
 	if ((e = exec_sql(s, "BEGIN IMMEDIATE", err)) != OTA_OK)
 		return e;
