@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ota/json.h"
 #include "ota/nonce.h"
 
 typedef struct fixture {
@@ -390,6 +391,105 @@ static void test_group_commit(void **state)
 	ota_nonce_committer_free(NULL);
 }
 
+/* The challenge JCS as the generic path writes it (a jansson object through
+ * ota_jcs_serialize); NULL when that path refuses the challenge. */
+static char *generic_jcs(const ota_challenge *c)
+{
+	char *b64 = NULL, *out = NULL;
+	size_t n = 0;
+	if (ota_base64url_encode(ota_bytes_make(c->nonce, c->nonce_len), &b64) != OTA_OK)
+		return NULL;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "kind", "ota.challenge/v1",
+	                      "nonce", b64, "txn", c->txn, "issuer", c->issuer, "scope", c->scope,
+	                      "issued_at", (json_int_t)c->issued_at, "expires_at",
+	                      (json_int_t)c->expires_at, "epoch", (json_int_t)c->epoch);
+	free(b64);
+	if (o != NULL && ota_jcs_serialize(o, &out, &n, NULL) != OTA_OK)
+		out = NULL;
+	json_decref(o);
+	return out;
+}
+
+static void expect_same_jcs(const ota_challenge *c)
+{
+	char *want = generic_jcs(c), *got = NULL;
+	size_t n = 0;
+	ota_err e = ota_challenge_jcs(c, &got, &n);
+	if (want == NULL) {
+		assert_int_not_equal(e, OTA_OK);
+		assert_null(got);
+		return;
+	}
+	assert_ota(e, OTA_OK);
+	assert_int_equal(n, strlen(want));
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+}
+
+/* ota_challenge_jcs writes the JCS directly; it must be byte for byte the
+ * generic serializer's output (the identity every acceptance names). */
+static void test_challenge_jcs_direct(void **state)
+{
+	(void)state;
+	ota_challenge c;
+	memset(&c, 0, sizeof c);
+	c.nonce_len = 32;
+	memset(c.nonce, 0xfb, 32);
+	c.epoch = 3;
+	c.issued_at = 1796009645;
+	c.expires_at = 1796009945;
+	static const char *const texts[] = {
+		"txn-1", "issuer:acme", "", "a\"b", "back\\slash", "\x01\x1f\x7f", "tab\tnl\ncr\r",
+		"\b\f", "caf\xc3\xa9", "\xe2\x80\xa8 line sep", "\xf0\x9f\x98\x80 emoji",
+		"\xc3\x28 invalid", "\xe0\x80\xaf overlong", "\xed\xa0\x80 surrogate",
+		"\xf4\x90\x80\x80 too big", "\xf0\x9f\x98 cut", "</script>",
+	};
+	size_t nt = sizeof texts / sizeof texts[0];
+	for (size_t i = 0; i < nt; i++) {
+		snprintf(c.txn, sizeof c.txn, "%s", texts[i]);
+		snprintf(c.issuer, sizeof c.issuer, "%s", texts[(i + 1) % nt]);
+		snprintf(c.scope, sizeof c.scope, "%s", texts[(i + 5) % nt]);
+		expect_same_jcs(&c);
+	}
+	static const int64_t ints[] = {0, -1, 1, 9007199254740991LL, -9007199254740991LL,
+	                               9007199254740992LL, -9007199254740992LL, INT64_MAX, INT64_MIN};
+	snprintf(c.txn, sizeof c.txn, "txn");
+	snprintf(c.issuer, sizeof c.issuer, "iss");
+	snprintf(c.scope, sizeof c.scope, "scope");
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+		c.epoch = ints[i];
+		expect_same_jcs(&c);
+		c.epoch = 1;
+		c.issued_at = ints[i];
+		expect_same_jcs(&c);
+		c.issued_at = 1;
+		c.expires_at = ints[i];
+		expect_same_jcs(&c);
+		c.expires_at = 2;
+	}
+	/* random bytes (1..255) in every text field, random nonces */
+	uint64_t rs = 0x6a636f6e6365ULL;
+	for (int k = 0; k < 3000; k++) {
+		char *f[3] = {c.txn, c.issuer, c.scope};
+		for (int i = 0; i < 3; i++) {
+			size_t n = test_rnd(&rs, 24);
+			for (size_t j = 0; j < n; j++) {
+				unsigned r = test_rnd(&rs, 4);
+				/* mostly ASCII and the bytes that need escaping, some high bytes */
+				f[i][j] = (char)(r == 0 ? 1 + test_rnd(&rs, 255)
+				                 : r == 1 ? 1 + test_rnd(&rs, 0x7f) : 0x20 + test_rnd(&rs, 0x5f));
+			}
+			f[i][n] = '\0';
+		}
+		c.nonce_len = OTA_NONCE_MIN_BYTES + test_rnd(&rs, OTA_NONCE_MAX_BYTES - OTA_NONCE_MIN_BYTES + 1);
+		for (size_t j = 0; j < c.nonce_len; j++)
+			c.nonce[j] = (uint8_t)test_rnd(&rs, 256);
+		c.issued_at = (int64_t)test_rnd(&rs, 2000000000u);
+		expect_same_jcs(&c);
+	}
+}
+
 static void test_null_handles(void **state)
 {
 	(void)state;
@@ -414,6 +514,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_admit_heads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+		cmocka_unit_test(test_challenge_jcs_direct),
 		cmocka_unit_test(test_null_handles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
