@@ -245,6 +245,21 @@ static void sb_str(sbuf *b, const char *s)
 	b->len = (size_t)(w - b->p);
 }
 
+/* A JSON string of characters that never need escaping (base64, base64url,
+ * sha256: identities): quoted as is, without sb_str's scan. */
+static void sb_plain(sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	sb_reserve(b, n + 3);
+	if (b->oom)
+		return;
+	b->p[b->len] = '"';
+	memcpy(b->p + b->len + 1, s, n);
+	b->p[b->len + 1 + n] = '"';
+	b->len += n + 2;
+	b->p[b->len] = '\0';
+}
+
 static void sb_int(sbuf *b, long long v)
 {
 	char t[32];
@@ -799,15 +814,15 @@ static void finish_admit(ota_attestd *d, req *r)
 	sbuf b = {NULL, 0, 0, false};
 	sb_reserve(&b, strlen(b64) + 2048);
 	sb_lit(&b, "{\"acceptance\":");
-	sb_str(&b, b64);
+	sb_plain(&b, b64);
 	sb_lit(&b, ",\"accepted_at\":");
 	sb_int(&b, (long long)r->now);
 	sb_lit(&b, ",\"attestation\":");
-	sb_str(&b, ad->record_id);
+	sb_plain(&b, ad->record_id);
 	sb_lit(&b, ",\"boundary\":");
 	sb_str(&b, ad->claims.boundary);
 	sb_lit(&b, ",\"challenge\":");
-	sb_str(&b, ad->challenge_id);
+	sb_plain(&b, ad->challenge_id);
 	sb_lit(&b, ",\"challenge_record\":");
 	/* the challenge object in its JCS form (RFC 8785: sorted keys, no
 	 * spaces, integers, strings escaped as sb_str does), the bytes its
@@ -821,7 +836,7 @@ static void finish_admit(ota_attestd *d, req *r)
 	sb_lit(&b, ",\"issuer\":");
 	sb_str(&b, ch->issuer);
 	sb_lit(&b, ",\"kind\":\"ota.challenge/v1\",\"nonce\":");
-	sb_str(&b, nonce);
+	sb_plain(&b, nonce);
 	sb_lit(&b, ",\"scope\":");
 	sb_str(&b, ch->scope);
 	sb_lit(&b, ",\"txn\":");
