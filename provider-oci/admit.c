@@ -211,6 +211,7 @@ typedef struct scan_ctx {
 	const ota_oci_admitted *a;
 	size_t entries;
 	bool rootfs; /* scanning the rootfs: only sockets matter */
+	volatile sig_atomic_t *cancel; /* the caller's flag (SIGINT/SIGTERM); may be NULL */
 	ota_error *err;
 	link_seen *links;
 	size_t nlinks, cap;
@@ -284,6 +285,14 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		/* checked at every entry, as the fingerprint walk does: a scan of
+		 * up to OTA_OCI_MAX_SCAN_ENTRIES stops at once on SIGINT/SIGTERM */
+		if (c->cancel != NULL && *c->cancel != 0) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_INTERRUPTED, rel[0] ? rel : ".",
+			                   "admission scan of the %s interrupted after %zu entries",
+			                   c->rootfs ? "rootfs" : "repository", c->entries);
+			break;
+		}
 		if (++c->entries > OTA_OCI_MAX_SCAN_ENTRIES) {
 			rc = ota_error_set(c->err, OTA_ERR_OCI_SCAN_LIMIT, rel,
 			                   "more than %u entries", OTA_OCI_MAX_SCAN_ENTRIES);
@@ -513,10 +522,25 @@ static ota_err real_dir(const char *in, const char *what, char **out, dev_t *dev
 	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
 }
 
+static bool admit_cancelled(const ota_oci_admit_opts *o)
+{
+	return o->cancel != NULL && *o->cancel != 0;
+}
+
 ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oci_admitted **out,
                       ota_error *err)
 {
+	ota_oci_admit_opts o = {runtime_root, NULL};
+	return ota_oci_admit_with(plan, &o, out, err);
+}
+
+ota_err ota_oci_admit_with(const ota_oci_plan *plan, const ota_oci_admit_opts *opts,
+                           ota_oci_admitted **out, ota_error *err)
+{
 	*out = NULL;
+	ota_oci_admit_opts none = {NULL, NULL};
+	const ota_oci_admit_opts *o = opts != NULL ? opts : &none;
+	const char *runtime_root = o->runtime_root;
 	if (plan == NULL || plan->argc == 0 || plan->argv == NULL || plan->argv[0] == NULL)
 		return ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, "argv", "no task argv");
 	if (plan->network != OTA_OCI_NET_LOOPBACK_ONLY && plan->network != OTA_OCI_NET_NONE)
@@ -608,10 +632,14 @@ ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root, ota_oc
 				                   "duplicate writable path");
 				goto out_fail;
 			}
+	if (admit_cancelled(o)) {
+		rc = ota_error_set(err, OTA_ERR_OCI_INTERRUPTED, "admission", "admission interrupted");
+		goto out_fail;
+	}
 	rc = check_host_mounts(a, err);
 	if (rc != OTA_OK)
 		goto out_fail;
-	scan_ctx c = {a, 0, false, err, NULL, 0, 0};
+	scan_ctx c = {a, 0, false, o->cancel, err, NULL, 0, 0};
 	int fd = open(a->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = ota_error_set(err, OTA_ERR_IO, a->repo, "open: %s", strerror(errno));

@@ -511,8 +511,14 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		out->terminal = OTA_OCI_NOT_STARTED;
 		goto out_record;
 	}
-	/* Admission before anything is prepared. */
-	rc = ota_oci_admit(plan, rt.root, &a, &e);
+	/* Admission before anything is prepared; its scan (up to
+	 * OTA_OCI_MAX_SCAN_ENTRIES entries) stops at the cancel flag. */
+	{
+		ota_oci_admit_opts ao = {rt.root, o.cancel};
+		rc = ota_oci_admit_with(plan, &ao, &a, &e);
+	}
+	if (rc == OTA_ERR_OCI_INTERRUPTED)
+		goto out_cancel; /* nothing prepared yet: not_started */
 	if (rc == OTA_OK)
 		rc = oci_admit_private(a, &o, &e);
 	if (rc != OTA_OK)

@@ -94,6 +94,27 @@ typedef struct ota_oci_admitted ota_oci_admitted;
  */
 OTA_API OTA_NODISCARD ota_err ota_oci_admit(const ota_oci_plan *plan, const char *runtime_root,
                                             ota_oci_admitted **out, ota_error *err);
+
+/* Options of ota_oci_admit_with. Zero-initialise; members are only ever
+ * added at the end. */
+typedef struct ota_oci_admit_opts {
+	const char *runtime_root; /* as ota_oci_admit's (may be NULL) */
+	/* Set (to non-zero) by the caller's SIGINT/SIGTERM handler; borrowed;
+	 * may be NULL. The scan of the repo and rootfs (up to
+	 * OTA_OCI_MAX_SCAN_ENTRIES entries) checks it at every entry. */
+	volatile sig_atomic_t *cancel;
+} ota_oci_admit_opts;
+
+/*
+ * ota_oci_admit with options (opts NULL: all zero). When *opts->cancel
+ * becomes non-zero, admission stops at the next scanned entry and returns
+ * oci_interrupted (*out NULL): nothing was admitted, nothing is prepared.
+ * ota_oci_run admits through this with its own cancel flag. Errors: those
+ * of ota_oci_admit and oci_interrupted.
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_admit_with(const ota_oci_plan *plan,
+                                                 const ota_oci_admit_opts *opts,
+                                                 ota_oci_admitted **out, ota_error *err);
 OTA_API void ota_oci_admitted_free(ota_oci_admitted *a);
 
 /* Canonical repo path of an admitted plan (points into a). */

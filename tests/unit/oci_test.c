@@ -1,15 +1,21 @@
 /*
  * oci_local without a runtime: admission (canonicalization and alias
- * refusals), rendering, mountinfo and network-namespace inspection, platforms.
+ * refusals, the cancel flag during its scan), rendering, mountinfo and
+ * network-namespace inspection, platforms.
  */
 #include "test_util.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -507,10 +513,164 @@ static void test_image_store_errors(void **state)
 	free(tmp);
 }
 
+/* ---- the cancel flag stops the admission scan ---- */
+
+/* dir/fNNNNNN, n empty files */
+static void many_files(const char *dir, unsigned n)
+{
+	assert_int_equal(mkdir(dir, 0755), 0);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "f%06u", i);
+		int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	close(dfd);
+}
+
+/* Stands in for the SIGINT handler: sets the flag as soon as the scan
+ * opens the directory `watch` (inotify IN_OPEN), i.e. once it is under way. */
+typedef struct canceller {
+	int ino_fd;
+	volatile sig_atomic_t *flag;
+} canceller;
+
+static void *cancel_on_open(void *arg)
+{
+	canceller *c = arg;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	(void)read(c->ino_fd, buf, sizeof buf); /* the first open of the directory */
+	*c->flag = 1;
+	return NULL;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_admit_cancel(void **state)
+{
+	(void)state;
+	fx *f = fx_new();
+	/* a big carve-out: every regular file under a writable path is
+	 * stat'ed (its link count), so the scan takes a while */
+	char big[600];
+	snprintf(big, sizeof big, "%s/out/big", f->repo);
+	enum { N = 150000 };
+	many_files(big, N);
+	const char *w[] = {"out"};
+	const char *p[] = {".git"};
+	ota_oci_plan pl = plan_of(f, w, 1, p, 1);
+	volatile sig_atomic_t cancel = 0;
+	ota_oci_admit_opts ao = {"/run/ota/test-none", &cancel};
+	ota_oci_admitted *a = NULL;
+	double t0 = mono_s();
+	assert_ota(ota_oci_admit_with(&pl, &ao, &a, NULL), OTA_OK);
+	double full = mono_s() - t0;
+	assert_non_null(a);
+	ota_oci_admitted_free(a);
+	a = NULL;
+	assert_ota(ota_oci_admit_with(&pl, NULL, &a, NULL), OTA_OK); /* opts NULL: none */
+	ota_oci_admitted_free(a);
+	a = NULL;
+
+	/* set before: nothing is scanned */
+	cancel = 1;
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_admit_with(&pl, &ao, &a, &e), OTA_ERR_OCI_INTERRUPTED);
+	assert_null(a);
+
+	/* set while the scan runs (as a SIGINT handler would): it stops at
+	 * the next entry, long before the whole scan would have ended */
+	cancel = 0;
+	int ifd = inotify_init1(IN_CLOEXEC);
+	assert_true(ifd >= 0);
+	assert_true(inotify_add_watch(ifd, big, IN_OPEN) >= 0);
+	canceller c = {ifd, &cancel};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, cancel_on_open, &c), 0);
+	ota_error_clear(&e);
+	t0 = mono_s();
+	ota_err rc = ota_oci_admit_with(&pl, &ao, &a, &e);
+	double cut = mono_s() - t0;
+	assert_int_equal(pthread_join(th, NULL), 0);
+	close(ifd);
+	assert_ota(rc, OTA_ERR_OCI_INTERRUPTED);
+	assert_null(a);
+	assert_non_null(strstr(e.what, "admission scan of the repository interrupted after"));
+	unsigned long seen = 0;
+	const char *after = strstr(e.what, "after ");
+	assert_non_null(after);
+	seen = strtoul(after + 6, NULL, 10);
+	assert_true(seen < N); /* stopped inside out/big */
+	fprintf(stderr, "admission scan: whole %.3f s, interrupted %.3f s after %lu of %u entries\n",
+	        full, cut, seen, (unsigned)N);
+
+	/* through ota_oci_run: the run ends interrupted and not_started,
+	 * before any lease, bundle or runtime command (the runtime is a
+	 * script that would leave a mark) */
+	char rtroot[600], state_dir[600], db[600], fakert[600], mark[600];
+	snprintf(rtroot, sizeof rtroot, "%s/rtroot", f->tmp);
+	snprintf(state_dir, sizeof state_dir, "%s/state", f->tmp);
+	snprintf(db, sizeof db, "%s/leases.db", f->tmp);
+	snprintf(fakert, sizeof fakert, "%s/fakert", f->tmp);
+	snprintf(mark, sizeof mark, "%s/runtime-ran", f->tmp);
+	FILE *sf = fopen(fakert, "w");
+	assert_non_null(sf);
+	fprintf(sf, "#!/bin/sh\necho \"$*\" >> '%s'\nexit 1\n", mark);
+	assert_int_equal(fclose(sf), 0);
+	assert_int_equal(chmod(fakert, 0755), 0);
+	ota_oci_run_opts o;
+	memset(&o, 0, sizeof o);
+	o.runtime.kind = OTA_OCI_RUNC;
+	o.runtime.binary = fakert;
+	o.runtime.root = rtroot;
+	o.runtime.version = "fake";
+	o.state_dir = state_dir;
+	o.lease_db = db;
+	o.cancel = &cancel;
+	cancel = 0;
+	ifd = inotify_init1(IN_CLOEXEC);
+	assert_true(ifd >= 0);
+	assert_true(inotify_add_watch(ifd, big, IN_OPEN) >= 0);
+	c.ino_fd = ifd;
+	assert_int_equal(pthread_create(&th, NULL, cancel_on_open, &c), 0);
+	ota_oci_result r;
+	ota_error_clear(&e);
+	rc = ota_oci_run(&pl, &o, &r, &e);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	close(ifd);
+	assert_ota(rc, OTA_ERR_OCI_INTERRUPTED);
+	assert_int_equal(r.terminal, OTA_OCI_NOT_STARTED);
+	assert_true(r.interrupted);
+	assert_false(r.started);
+	assert_int_equal(r.exit_status, -1);
+	json_t *err_rec = json_object_get(r.terminal_record, "error");
+	assert_string_equal(json_string_value(json_object_get(err_rec, "code")), "oci_interrupted");
+	assert_non_null(strstr(json_string_value(json_object_get(err_rec, "message")),
+	                       "admission scan"));
+	assert_string_equal(json_string_value(json_object_get(r.terminal_record, "state")),
+	                    "not_started");
+	ota_oci_result_clear(&r);
+	struct stat st;
+	assert_int_not_equal(stat(db, &st), 0);        /* no lease database, no lease */
+	assert_int_not_equal(stat(state_dir, &st), 0); /* no bundle */
+	assert_int_not_equal(stat(mark, &st), 0);      /* no runtime command */
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_admit_paths),
+		cmocka_unit_test(test_admit_cancel),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_mountinfo),
 		cmocka_unit_test(test_netns),
