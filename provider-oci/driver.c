@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,6 +24,8 @@
 #include <linux/openat2.h>
 
 #include "oci_internal.h"
+#include "ota/json.h"
+#include "ota/limits.h"
 
 static bool find_in_path(const char *name, char *out, size_t cap)
 {
@@ -87,10 +90,16 @@ ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int er
 	                      cap_err_len, status, err);
 }
 
-ota_err oci_rt_cmd_fds(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
-                       const int *extra, size_t n_extra, char *cap_out, size_t cap_out_len,
-                       char *cap_err, size_t cap_err_len, int *status, ota_error *err)
+/* oci_rt_cmd_fds; *out_len (may be NULL) is the number of bytes captured
+ * into cap_out (at most cap_out_len - 1: the rest of a longer output is
+ * read and dropped), NUL bytes included. */
+static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
+                      const int *extra, size_t n_extra, char *cap_out, size_t cap_out_len,
+                      size_t *out_len, char *cap_err, size_t cap_err_len, int *status,
+                      ota_error *err)
 {
+	if (out_len != NULL)
+		*out_len = 0;
 	if (n_extra > 8)
 		return ota_error_set(err, OTA_ERR_INTERNAL, "runtime", "too many preserved fds");
 	*status = -1;
@@ -222,6 +231,8 @@ ota_err oci_rt_cmd_fds(const oci_rt *rt, const char *const *args, int out_fd, in
 			}
 		}
 	}
+	if (out_len != NULL)
+		*out_len = lo;
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR)
@@ -229,6 +240,72 @@ ota_err oci_rt_cmd_fds(const oci_rt *rt, const char *const *args, int out_fd, in
 	}
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	return OTA_OK;
+}
+
+ota_err oci_rt_cmd_fds(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
+                       const int *extra, size_t n_extra, char *cap_out, size_t cap_out_len,
+                       char *cap_err, size_t cap_err_len, int *status, ota_error *err)
+{
+	return rt_cmd(rt, args, out_fd, err_fd, extra, n_extra, cap_out, cap_out_len, NULL, cap_err,
+	              cap_err_len, status, err);
+}
+
+/* The statuses runc and crun report (the OCI states, and runc's
+ * "pausing" / "paused"). */
+static bool state_status_known(const char *s)
+{
+	static const char *const known[] = {"creating", "created", "running",
+	                                    "pausing",  "paused",  "stopped"};
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (strcmp(s, known[i]) == 0)
+			return true;
+	return false;
+}
+
+ota_err oci_rt_state_parse(ota_bytes text, const char *id, char status_out[32], long *pid_out,
+                           ota_error *err)
+{
+	status_out[0] = '\0';
+	if (pid_out != NULL)
+		*pid_out = 0;
+	if (text.len > OTA_OCI_MAX_STATE_BYTES)
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_STATE_INVALID, id,
+		                     "state output exceeds %u bytes", OTA_OCI_MAX_STATE_BYTES);
+	json_t *v = NULL;
+	ota_error je;
+	ota_error_clear(&je);
+	if (ota_json_parse(text, &v, &je) != OTA_OK)
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_STATE_INVALID, id,
+		                     "state output is not strict JSON (%s at %s)",
+		                     ota_err_name(je.code), je.where);
+	ota_err rc = OTA_OK;
+	const char *sid = json_string_value(json_object_get(v, "id"));
+	const char *s = json_string_value(json_object_get(v, "status"));
+	json_t *jp = json_object_get(v, "pid");
+	json_int_t pid = json_is_integer(jp) ? json_integer_value(jp) : -1;
+	if (!json_is_object(v))
+		rc = ota_error_set(err, OTA_ERR_OCI_RUNTIME_STATE_INVALID, id,
+		                   "state output is not a JSON object");
+	else if (sid == NULL || strcmp(sid, id) != 0)
+		rc = ota_error_set(err, OTA_ERR_OCI_RUNTIME_STATE_INVALID, "state.id",
+		                   "state output is not about container %s", id);
+	else if (s == NULL || !state_status_known(s))
+		rc = ota_error_set(err, OTA_ERR_OCI_RUNTIME_STATE_INVALID, "state.status",
+		                   "unknown container status");
+	/* a live container's init pid is 1..INT_MAX (a pid_t); a stopped
+	 * one's is 0 (runc and crun) or its last pid */
+	else if (!json_is_integer(jp) || pid > INT_MAX ||
+	         pid < (strcmp(s, "stopped") == 0 ? 0 : 1))
+		rc = ota_error_set(err, OTA_ERR_OCI_RUNTIME_STATE_INVALID, "state.pid",
+		                   "pid is not an integer in %d..%d for status %s",
+		                   strcmp(s, "stopped") == 0 ? 0 : 1, INT_MAX, s);
+	else {
+		snprintf(status_out, 32, "%s", s);
+		if (pid_out != NULL)
+			*pid_out = (long)pid;
+	}
+	json_decref(v);
+	return rc;
 }
 
 ota_err oci_rt_state(const oci_rt *rt, const char *id, bool *exists, char status_out[32],
@@ -239,29 +316,35 @@ ota_err oci_rt_state(const oci_rt *rt, const char *id, bool *exists, char status
 	if (pid_out != NULL)
 		*pid_out = 0;
 	const char *args[] = {"state", id, NULL};
-	char out[8192], er[2048];
+	/* one byte past the limit proves "too large"; the runtime's further
+	 * output is read and dropped */
+	size_t cap = OTA_OCI_MAX_STATE_BYTES + 2;
+	char *out = malloc(cap);
+	if (out == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, id, NULL);
+	char er[2048];
 	int st = 0;
-	ota_err rc = oci_rt_cmd(rt, args, -1, -1, out, sizeof out, er, sizeof er, &st, err);
-	if (rc != OTA_OK)
-		return rc;
-	if (st != 0) {
+	size_t len = 0;
+	ota_err rc = rt_cmd(rt, args, -1, -1, NULL, 0, out, cap, &len, er, sizeof er, &st, err);
+	if (rc == OTA_OK && st != 0) {
 		/* runc: "container does not exist"; crun: "... No such file or directory" */
-		if (strstr(er, "does not exist") != NULL || strstr(er, "No such file") != NULL ||
-		    strstr(er, "not exist") != NULL)
-			return OTA_OK;
-		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_FAILED, id, "state failed: %.200s", er);
+		if (strstr(er, "does not exist") == NULL && strstr(er, "No such file") == NULL &&
+		    strstr(er, "not exist") == NULL)
+			rc = ota_error_set(err, OTA_ERR_OCI_RUNTIME_FAILED, id, "state failed: %.200s",
+			                   er);
+	} else if (rc == OTA_OK) {
+		char status[32];
+		long pid = 0;
+		rc = oci_rt_state_parse(ota_bytes_make(out, len), id, status, &pid, err);
+		if (rc == OTA_OK) {
+			*exists = true;
+			snprintf(status_out, 32, "%s", status);
+			if (pid_out != NULL)
+				*pid_out = pid;
+		}
 	}
-	json_error_t je;
-	json_t *v = json_loads(out, 0, &je);
-	if (v == NULL)
-		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_FAILED, id, "state output is not JSON");
-	*exists = true;
-	const char *s = json_string_value(json_object_get(v, "status"));
-	snprintf(status_out, 32, "%s", s != NULL ? s : "unknown");
-	if (pid_out != NULL)
-		*pid_out = (long)json_integer_value(json_object_get(v, "pid"));
-	json_decref(v);
-	return OTA_OK;
+	free(out);
+	return rc;
 }
 
 void oci_rt_version(const oci_rt *rt, char *out, size_t cap)

@@ -96,9 +96,28 @@ ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int er
 ota_err oci_rt_cmd_fds(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
                        const int *extra, size_t n_extra, char *cap_out, size_t cap_out_len,
                        char *cap_err, size_t cap_err_len, int *status, ota_error *err);
-/* `state ID`: *exists false when the runtime does not know the id. status_out holds the status. */
+/*
+ * `state ID`: *exists false when the runtime does not know the id (it
+ * exits non-zero saying so); otherwise its output is checked with
+ * oci_rt_state_parse and *exists is true, status_out the status, *pid_out
+ * (may be NULL) the pid. Errors: oci_runtime_failed (any other failure),
+ * oci_runtime_state_invalid; on error *exists is false, status_out "",
+ * *pid_out 0.
+ */
 ota_err oci_rt_state(const oci_rt *rt, const char *id, bool *exists, char status_out[32],
                      long *pid_out, ota_error *err);
+/*
+ * Checks the output of `state ID` (untrusted bytes): at most
+ * OTA_OCI_MAX_STATE_BYTES, strict JSON (ota_json_parse: one value, no
+ * duplicate member, valid UTF-8, nothing after it), an object whose "id"
+ * is id, whose "status" is one of creating, created, running, pausing,
+ * paused, stopped, and whose "pid" is an integer in 1..INT_MAX (0..INT_MAX
+ * when stopped). Other members are ignored. Error:
+ * oci_runtime_state_invalid (where: id, state.id, state.status or
+ * state.pid); status_out "" and *pid_out 0 then.
+ */
+ota_err oci_rt_state_parse(ota_bytes text, const char *id, char status_out[32], long *pid_out,
+                           ota_error *err);
 /* Version string (first line of --version). */
 void oci_rt_version(const oci_rt *rt, char *out, size_t cap);
 

@@ -80,6 +80,7 @@
 #define OTA_OCI_MAX_CANARY_BYTES     (64u * 1024u)        /* canary report */
 #define OTA_OCI_MAX_HASH_BYTES       (64u * 1024u * 1024u) /* a protected file hashed for fingerprints */
 #define OTA_OCI_MAX_IMAGE_JSON_BYTES (4u * 1024u * 1024u) /* index, manifest, config of an image */
+#define OTA_OCI_MAX_STATE_BYTES      (64u * 1024u)        /* `runc state` / `crun state` output */
 
 /* archives */
 #define OTA_MAX_ARCHIVE_BYTES     (256u * 1024u * 1024u)
