@@ -103,10 +103,11 @@ static void finding(doctor *d, const char *severity, const char *code, const cha
 /* ---- machine probes ---- */
 
 /*
- * Creates fresh mount, network, pid, ipc and uts namespaces in a child and
- * checks the new network namespace: it must list only "lo" in
- * /proc/self/net/dev. Child exit: 0 ok, 10 + errno-class on unshare
- * failure, 20 when other interfaces are visible, 21 when unreadable.
+ * Creates fresh mount, network, pid, ipc, uts and cgroup namespaces (those
+ * oci_local renders) in a child and checks the new network namespace: it
+ * must list only "lo" in /proc/self/net/dev. Child exit: 0 ok, 10 +
+ * errno-class on unshare failure, 20 when other interfaces are visible, 21
+ * when unreadable.
  */
 static void probe_namespaces(doctor *d)
 {
@@ -116,7 +117,8 @@ static void probe_namespaces(doctor *d)
 		return;
 	}
 	if (pid == 0) {
-		if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+		if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+		            CLONE_NEWCGROUP) != 0)
 			_exit(errno == EPERM ? 10 : errno == EINVAL ? 11 : 12);
 		FILE *f = fopen("/proc/self/net/dev", "re");
 		if (f == NULL)
@@ -148,7 +150,8 @@ static void probe_namespaces(doctor *d)
 		d->ns_ok = true;
 		d->netns_lo_only = true;
 		snprintf(d->ns_detail, sizeof d->ns_detail,
-		         "unshare(mnt, net, pid, ipc, uts) works; a new network namespace holds only lo");
+		         "unshare(mnt, net, pid, ipc, uts, cgroup) works; a new network namespace "
+		         "holds only lo");
 		break;
 	case 10:
 		snprintf(d->ns_detail, sizeof d->ns_detail, "unshare: operation not permitted");

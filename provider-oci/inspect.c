@@ -213,7 +213,12 @@ ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo, 
 		const char *bad = NULL;
 		if (strstr(x->optional, "shared:") != NULL || strstr(x->optional, "master:") != NULL)
 			bad = "mount propagates to or from the host (shared/master)";
-		else if (strcmp(x->point, "/") == 0) {
+		else if (strcmp(x->fstype, "cgroup") == 0 || strcmp(x->fstype, "cgroup2") == 0) {
+			/* none is rendered (the container has its own cgroup
+			 * namespace and no cgroup file system) */
+			role = "cgroup";
+			bad = "cgroup file system mounted, none is rendered";
+		} else if (strcmp(x->point, "/") == 0) {
 			role = "rootfs";
 			saw_root = true;
 			if (!ro)

@@ -178,9 +178,13 @@ ota_err ota_oci_render(const ota_oci_plan *plan, const ota_oci_admitted *a,
 	json_t *seccomp = seccomp_profile();
 	if (seccomp == NULL)
 		goto out_nomem;
+	/* Fresh namespaces, none joined: pid, network (only its own lo), ipc,
+	 * uts, mount, and cgroup (/proc/self/cgroup shows "/" instead of the
+	 * host's cgroup paths; there is no cgroup mount to scope). */
 	json_t *linux_ = json_pack(
-		"{s:[{s:s},{s:s},{s:s},{s:s},{s:s}], s:o, s:o, s:s, s:o}", "namespaces", "type", "pid",
-		"type", "network", "type", "ipc", "type", "uts", "type", "mount", "maskedPaths",
+		"{s:[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}], s:o, s:o, s:s, s:o}", "namespaces", "type",
+		"pid", "type", "network", "type", "ipc", "type", "uts", "type", "mount", "type", "cgroup",
+		"maskedPaths",
 		strs(masked, N(masked)), "readonlyPaths", strs(ro_paths, N(ro_paths)),
 		"rootfsPropagation", "rprivate", "seccomp", seccomp);
 	if (linux_ == NULL)

@@ -142,27 +142,65 @@ static ota_err check_process(long pid, json_t **out, ota_error *err)
 	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
 }
 
-static ota_err check_namespaces(long pid, json_t **out, ota_error *err)
+/* The /proc/PID/ns link of each namespace type a config can render. */
+static const char *ns_link(const char *type)
 {
-	char p[64], c[64] = "", h[64] = "", cm[64] = "", hm[64] = "";
-	snprintf(p, sizeof p, "/proc/%ld/ns/net", pid);
-	ssize_t n1 = readlink(p, c, sizeof c - 1);
-	ssize_t n2 = readlink("/proc/self/ns/net", h, sizeof h - 1);
-	snprintf(p, sizeof p, "/proc/%ld/ns/mnt", pid);
-	ssize_t n3 = readlink(p, cm, sizeof cm - 1);
-	ssize_t n4 = readlink("/proc/self/ns/mnt", hm, sizeof hm - 1);
-	if (n1 <= 0 || n2 <= 0 || n3 <= 0 || n4 <= 0)
-		return ota_error_set(err, OTA_ERR_OCI_NETWORK_UNEXPECTED, "ns",
-		                     "cannot read namespace links");
-	c[n1] = h[n2] = cm[n3] = hm[n4] = '\0';
-	*out = json_pack("{s:s, s:s}", "net", c, "mnt", cm);
-	if (strcmp(c, h) == 0)
-		return ota_error_set(err, OTA_ERR_OCI_NETWORK_UNEXPECTED, "ns",
-		                     "container shares the runner's network namespace");
-	if (strcmp(cm, hm) == 0)
-		return ota_error_set(err, OTA_ERR_OCI_MOUNT_UNEXPECTED, "ns",
-		                     "container shares the runner's mount namespace");
-	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
+	static const char *const map[][2] = {
+		{"pid", "pid"}, {"network", "net"}, {"ipc", "ipc"},   {"uts", "uts"},
+		{"mount", "mnt"}, {"cgroup", "cgroup"}, {"user", "user"}, {"time", "time"},
+	};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (strcmp(type, map[i][0]) == 0)
+			return map[i][1];
+	return NULL;
+}
+
+/*
+ * Every namespace the config renders (linux.namespaces, each fresh: no
+ * "path") is one the container's process does not share with the runner:
+ * /proc/PID/ns/X differs from /proc/self/ns/X. The network and mount
+ * namespaces must be among them. *out: {"net": "net:[...]", ...}.
+ */
+static ota_err check_namespaces(long pid, const json_t *cfg, json_t **out, ota_error *err)
+{
+	*out = json_object();
+	if (*out == NULL)
+		return OTA_ERR_NOMEM;
+	const json_t *list = json_object_get(json_object_get(cfg, "linux"), "namespaces");
+	bool net = false, mnt = false;
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const json_t *n = json_array_get(list, i);
+		const char *type = json_string_value(json_object_get(n, "type"));
+		const char *link = type != NULL ? ns_link(type) : NULL;
+		if (link == NULL || json_object_get(n, "path") != NULL)
+			return ota_error_set(err, OTA_ERR_OCI_PROCESS_UNEXPECTED, "ns",
+			                     "rendered namespace %zu is not a fresh known one", i);
+		char p[64], c[64] = "", h[64] = "";
+		snprintf(p, sizeof p, "/proc/%ld/ns/%s", pid, link);
+		ssize_t n1 = readlink(p, c, sizeof c - 1);
+		snprintf(p, sizeof p, "/proc/self/ns/%s", link);
+		ssize_t n2 = readlink(p, h, sizeof h - 1);
+		if (n1 <= 0 || n2 <= 0)
+			return ota_error_set(err, OTA_ERR_OCI_PROCESS_UNEXPECTED, "ns",
+			                     "cannot read the %s namespace links", link);
+		c[n1] = h[n2] = '\0';
+		if (json_object_set_new(*out, link, json_string(c)) != 0)
+			return OTA_ERR_NOMEM;
+		net = net || strcmp(link, "net") == 0;
+		mnt = mnt || strcmp(link, "mnt") == 0;
+		if (strcmp(c, h) == 0)
+			return ota_error_set(err,
+			                     strcmp(link, "net") == 0   ? OTA_ERR_OCI_NETWORK_UNEXPECTED
+			                     : strcmp(link, "mnt") == 0 ? OTA_ERR_OCI_MOUNT_UNEXPECTED
+			                                                : OTA_ERR_OCI_PROCESS_UNEXPECTED,
+			                     "ns", "container shares the runner's %s namespace (%s)", link,
+			                     c);
+	}
+	if (!net || !mnt)
+		return ota_error_set(err, !net ? OTA_ERR_OCI_NETWORK_UNEXPECTED
+		                               : OTA_ERR_OCI_MOUNT_UNEXPECTED,
+		                     "ns", "no fresh %s namespace rendered", !net ? "network" : "mount");
+	return OTA_OK;
 }
 
 /* (dev, ino) of each bound object, seen through the container's root with
@@ -691,7 +729,7 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		free(nr);
 		free(n6);
 		if (rc == OTA_OK)
-			rc = check_namespaces(pid, &ns, &e);
+			rc = check_namespaces(pid, cfg, &ns, &e);
 		if (rc == OTA_OK)
 			rc = check_process(pid, &procrep, &e);
 		if (rc == OTA_OK)

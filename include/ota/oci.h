@@ -129,9 +129,10 @@ OTA_API const char *ota_oci_admitted_repo(const ota_oci_admitted *a);
  * Renders the OCI runtime config (config.json) of an admitted plan for the
  * given runtime: read-only rootfs, repo at /workspace (rbind + rro), carve-outs
  * as rw binds above it, protected paths as ro binds over themselves (after the
- * carve-outs), a fresh network namespace, no capabilities, no_new_privs, a
- * seccomp deny-list (mount family, ptrace, namespaces, bpf, io_uring,
- * AF_VSOCK ...), masked and read-only /proc paths, rprivate propagation.
+ * carve-outs), fresh pid, network, ipc, uts, mount and cgroup namespaces
+ * (none joined), no capabilities, no_new_privs, a seccomp deny-list (mount
+ * family, ptrace, namespaces, bpf, io_uring, AF_VSOCK ...), masked and
+ * read-only /proc paths, rprivate propagation.
  * canary (may be NULL) is the host path of the static canary binary bound
  * read-only at OTA_OCI_CANARY_DEST. *config_out is new.
  */
@@ -156,9 +157,10 @@ OTA_API OTA_NODISCARD ota_err ota_oci_rendered_policy(const ota_oci_plan *plan, 
  * read-only except the declared carve-outs (which must be rw and present);
  * protected paths present and read-only; no mount carrying shared:/master:
  * propagation; every other writable mount is one of the container-private
- * kinds (tmpfs /dev, /dev/shm, /tmp; devpts; mqueue; masked /dev/null binds).
- * *report is new: {"mounts": [...], "ok": true}. Errors:
- * oci_mount_unexpected, oci_mount_missing, too_large.
+ * kinds (tmpfs /dev, /dev/shm, /tmp; devpts; mqueue; masked /dev/null binds);
+ * no cgroup or cgroup2 file system (none is rendered). *report is new:
+ * {"mounts": [...], "ok": true}. Errors: oci_mount_unexpected,
+ * oci_mount_missing, too_large.
  */
 OTA_API OTA_NODISCARD ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo,
                                                       json_t **report, ota_error *err);

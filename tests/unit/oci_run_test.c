@@ -247,6 +247,7 @@ static void basic_run(ota_oci_runtime_kind kind)
 	fx *f = fx_new(kind);
 	ota_oci_run_opts o = fx_opts(f);
 	ota_oci_plan p = fx_plan(f, "echo hello-out; echo hello-err >&2; "
+	                            "sed 's/^/cgroup-line /' /proc/self/cgroup; "
 	                            "printf verified > reports/result.txt; exit 3");
 	ota_oci_result r;
 	ota_error e;
@@ -296,6 +297,31 @@ static void basic_run(ota_oci_runtime_kind kind)
 	/* the network report is loopback only */
 	json_t *net = json_object_get(r.applied, "network");
 	assert_int_equal(json_array_size(json_object_get(net, "interfaces")), 1);
+	/* every rendered namespace is the container's own, the cgroup one
+	 * included, and the task sees its cgroups as "/", never the host's
+	 * paths (the runner's cgroup, runc's /ota-ID) */
+	json_t *ns = json_object_get(r.applied, "namespaces");
+	static const char *const links[] = {"pid", "net", "ipc", "uts", "mnt", "cgroup"};
+	assert_int_equal(json_object_size(ns), sizeof links / sizeof links[0]);
+	for (size_t k = 0; k < sizeof links / sizeof links[0]; k++) {
+		char self[64], mine[64] = "";
+		snprintf(self, sizeof self, "/proc/self/ns/%s", links[k]);
+		ssize_t n = readlink(self, mine, sizeof mine - 1);
+		assert_true(n > 0);
+		const char *theirs = json_string_value(json_object_get(ns, links[k]));
+		assert_non_null(theirs);
+		assert_true(strncmp(theirs, links[k], strlen(links[k])) == 0);
+		assert_string_not_equal(theirs, mine);
+	}
+	size_t cg_lines = 0;
+	for (const char *l = strstr(f->out, "cgroup-line "); l != NULL;
+	     l = strstr(l + 1, "cgroup-line ")) {
+		const char *eol = strchr(l, '\n');
+		assert_non_null(eol);
+		assert_true(eol - l >= 2 && eol[-1] == '/' && eol[-2] == ':');
+		cg_lines++;
+	}
+	assert_true(cg_lines >= 1);
 	assert_lease_terminal(f, r.container_id, "enforced_through_completion");
 	ota_oci_result_clear(&r);
 	fx_free(f);

@@ -298,6 +298,16 @@ static void test_render(void **state)
 		strcmp(json_string_value(json_object_get(v, "type")), "network") == 0 &&
 		json_object_get(v, "path") == NULL) netns = true;
 	assert_true(netns);
+	/* exactly these fresh namespaces, none joined: a cgroup namespace
+	 * among them (/proc/self/cgroup shows "/", not the host's paths) */
+	static const char *const ns_want[] = {"pid", "network", "ipc", "uts", "mount", "cgroup"};
+	json_t *nss = json_object_get(lin, "namespaces");
+	assert_int_equal(json_array_size(nss), sizeof ns_want / sizeof ns_want[0]);
+	for (size_t k = 0; k < sizeof ns_want / sizeof ns_want[0]; k++) {
+		json_t *n = json_array_get(nss, k);
+		assert_string_equal(json_string_value(json_object_get(n, "type")), ns_want[k]);
+		assert_int_equal(json_object_size(n), 1);
+	}
 	assert_non_null(json_object_get(json_object_get(lin, "seccomp"), "syscalls"));
 	/* the rendered-policy identity is deterministic */
 	json_t *r1 = NULL, *r2 = NULL, *cfg2 = NULL;
@@ -402,6 +412,13 @@ static void test_mountinfo(void **state)
 		{"/workspace/work/cfg ro", "/workspace/work/cfh ro", OTA_ERR_OCI_MOUNT_MISSING, "/workspace/work/cfg"},
 		/* kernel interface writable */
 		{"/proc/bus ro,", "/proc/bus rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/proc/bus"},
+		/* a cgroup file system, even read-only: none is rendered */
+		{"/ /proc/acpi ro,relatime - tmpfs tmpfs ro",
+		 "/ /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 ro",
+		 OTA_ERR_OCI_MOUNT_UNEXPECTED, "/sys/fs/cgroup"},
+		{"/ /proc/acpi ro,relatime - tmpfs tmpfs ro",
+		 "/ /sys/fs/cgroup/pids ro,nosuid,nodev,noexec,relatime - cgroup cgroup ro,pids",
+		 OTA_ERR_OCI_MOUNT_UNEXPECTED, "/sys/fs/cgroup/pids"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *t = replace(good_mountinfo(), cases[i].from, cases[i].to);
