@@ -76,9 +76,12 @@ json_t *ota_archive_report_json(const ota_archive_report *r)
 {
 	if (r == NULL)
 		return NULL;
-	return json_pack("{s:b, s:s, s:O, s:O, s:O, s:I}", "ok", r->nfail == 0, "status", r->status,
-	                 "failures", r->failures, "checks", r->checks, "identities", r->ids,
-	                 "signatures_verified", (json_int_t)r->sigs);
+	/* a refused archive has no status: what its evidence would give is no
+	 * answer a gate may read (the status_not_required message names it) */
+	return json_pack("{s:b, s:s?, s:O, s:O, s:O, s:I}", "ok", r->nfail == 0, "status",
+	                 r->nfail == 0 ? r->status : NULL, "failures", r->failures, "checks",
+	                 r->checks, "identities", r->ids, "signatures_verified",
+	                 (json_int_t)r->sigs);
 }
 
 OTA_PRINTF(4, 5)
@@ -925,6 +928,18 @@ static bool bound_to_segment(const att_info *ai, const char *sid, const json_t *
 	       seq(ai->claims.policy_effective, sget(seg, "effective_policy_identity"));
 }
 
+/* The five statuses a lane can have (--require-status takes only these). */
+static bool status_known(const char *s)
+{
+	static const char *const names[] = {"enforced_through_completion", "not_started",
+	                                    "enforcement_unknown_after_interruption",
+	                                    "enforcement_lost", "refused"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (seq(s, names[i]))
+			return true;
+	return false;
+}
+
 /* Rank of terminal states: refused > lost > unknown > not_started > enforced. */
 static int rank(const char *s)
 {
@@ -1709,11 +1724,69 @@ static void structure_checks(vctx *v)
 			     "acceptance of %s, which is not in the archive", v->acc[i].attestation);
 }
 
-/* Records every challenge against this archive; another archive's use is a replay. */
+/* The ledger's schema (PRAGMA user_version); a ledger of another version is refused. */
+#define LEDGER_VERSION 1
+
+/*
+ * Inside the write transaction: a new file (or a ledger written before the
+ * version stamp: user_version 0, only used_challenges) gets the table and
+ * the stamp; a ledger of another version, a stamped one without its table
+ * or a database holding anything else (another tool's sqlite file) is
+ * refused, so nothing is written into it.
+ */
+static bool ledger_schema(sqlite3 *db, char *why, size_t cap)
+{
+	sqlite3_stmt *st = NULL;
+	bool ok = sqlite3_prepare_v2(db,
+	                             "SELECT (SELECT user_version FROM pragma_user_version),"
+	                             " (SELECT count(*) FROM sqlite_master WHERE tbl_name <> 'used_challenges'),"
+	                             " (SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+	                             " AND name = 'used_challenges')",
+	                             -1, &st, NULL) == SQLITE_OK &&
+	          sqlite3_step(st) == SQLITE_ROW;
+	if (!ok) {
+		snprintf(why, cap, "%s", sqlite3_errmsg(db));
+		sqlite3_finalize(st);
+		return false;
+	}
+	sqlite3_int64 version = sqlite3_column_int64(st, 0);
+	sqlite3_int64 other = sqlite3_column_int64(st, 1), table = sqlite3_column_int64(st, 2);
+	sqlite3_finalize(st);
+	if (version != 0 && version != LEDGER_VERSION) {
+		snprintf(why, cap, "ledger schema version %lld; this ota-verify knows version %d",
+		         (long long)version, LEDGER_VERSION);
+		return false;
+	}
+	if (other != 0) {
+		snprintf(why, cap, "not an ota-verify ledger: it holds other tables");
+		return false;
+	}
+	if (version == LEDGER_VERSION) {
+		if (table == 0)
+			snprintf(why, cap, "the ledger's table is missing");
+		return table != 0;
+	}
+	if (sqlite3_exec(db,
+	                 "CREATE TABLE IF NOT EXISTS used_challenges(nonce BLOB PRIMARY KEY,"
+	                 " challenge TEXT NOT NULL, archive TEXT NOT NULL);"
+	                 "PRAGMA user_version = 1;",
+	                 NULL, NULL, NULL) != SQLITE_OK) {
+		snprintf(why, cap, "%s", sqlite3_errmsg(db));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Records every challenge against this archive; another archive's use is a
+ * replay. Nothing is recorded unless the COMMIT succeeds, and a failed COMMIT
+ * fails the verification (the next archive with these nonces would pass).
+ */
 static void ledger_check(vctx *v)
 {
 	sqlite3 *db = NULL;
 	ota_archive_report *r = v->r;
+	char why[256] = "";
 	if (sqlite3_open_v2(v->o->ledger, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		fail(r, OTA_ERR_DB, "ledger", "cannot open %s", v->o->ledger);
@@ -1721,19 +1794,30 @@ static void ledger_check(vctx *v)
 		return;
 	}
 	sqlite3_busy_timeout(db, 10000);
+	/* making a new file WAL takes a lock sqlite does not wait for while
+	 * another process holds the write lock: retry for the busy timeout */
+	int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+	for (int i = 0; rc == SQLITE_BUSY && i < 1000; i++) {
+		sqlite3_sleep(10);
+		rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+	}
 	sqlite3_stmt *ins = NULL, *sel = NULL;
-	bool ok = sqlite3_exec(db,
-	                       "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-	                       "CREATE TABLE IF NOT EXISTS used_challenges(nonce BLOB PRIMARY KEY,"
-	                       " challenge TEXT NOT NULL, archive TEXT NOT NULL);"
-	                       "BEGIN IMMEDIATE;",
-	                       NULL, NULL, NULL) == SQLITE_OK &&
-	          sqlite3_prepare_v2(db,
-	                             "INSERT OR IGNORE INTO used_challenges(nonce, challenge, archive)"
-	                             " VALUES(?1, ?2, ?3)",
-	                             -1, &ins, NULL) == SQLITE_OK &&
-	          sqlite3_prepare_v2(db, "SELECT archive FROM used_challenges WHERE nonce = ?1", -1,
-	                             &sel, NULL) == SQLITE_OK;
+	bool ok = rc == SQLITE_OK &&
+	          sqlite3_exec(db, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE;", NULL, NULL, NULL) ==
+	                  SQLITE_OK;
+	if (ok && !ledger_schema(db, why, sizeof why)) {
+		fail(r, OTA_ERR_DB, "ledger", "%s: %s", v->o->ledger, why);
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_close(db);
+		return;
+	}
+	ok = ok &&
+	     sqlite3_prepare_v2(db,
+	                        "INSERT OR IGNORE INTO used_challenges(nonce, challenge, archive)"
+	                        " VALUES(?1, ?2, ?3)",
+	                        -1, &ins, NULL) == SQLITE_OK &&
+	     sqlite3_prepare_v2(db, "SELECT archive FROM used_challenges WHERE nonce = ?1", -1, &sel,
+	                        NULL) == SQLITE_OK;
 	bool replay = false;
 	for (size_t i = 0; ok && i < v->a->nch; i++) {
 		const ota_challenge *c = &v->a->ch[i].c;
@@ -1741,7 +1825,6 @@ static void ledger_check(vctx *v)
 		sqlite3_bind_text(ins, 2, v->a->ch[i].id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(ins, 3, v->a->receipt_id, -1, SQLITE_STATIC);
 		ok = sqlite3_step(ins) == SQLITE_DONE;
-		sqlite3_reset(ins);
 		sqlite3_bind_blob(sel, 1, c->nonce, (int)c->nonce_len, SQLITE_STATIC);
 		if (ok && sqlite3_step(sel) == SQLITE_ROW) {
 			const char *who = (const char *)sqlite3_column_text(sel, 0);
@@ -1753,13 +1836,27 @@ static void ledger_check(vctx *v)
 		} else {
 			ok = false;
 		}
+		if (!ok)
+			snprintf(why, sizeof why, "%s", sqlite3_errmsg(db));
+		sqlite3_reset(ins);
 		sqlite3_reset(sel);
 	}
+	if (!ok && why[0] == '\0')
+		snprintf(why, sizeof why, "%s", sqlite3_errmsg(db));
 	sqlite3_finalize(ins);
 	sqlite3_finalize(sel);
+	bool committed = false;
+	if (ok && !replay && r->nfail == 0) {
+		committed = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+		if (!committed) {
+			ok = false;
+			snprintf(why, sizeof why, "cannot record the challenges: %s", sqlite3_errmsg(db));
+		}
+	}
 	if (!ok)
-		fail(r, OTA_ERR_DB, "ledger", "%s", sqlite3_errmsg(db));
-	sqlite3_exec(db, ok && !replay && r->nfail == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+		fail(r, OTA_ERR_DB, "ledger", "%s", why);
+	if (!committed)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_close(db);
 }
 
@@ -1782,6 +1879,12 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 	if (o == NULL || o->pinned.ptr == NULL) {
 		fail(r, OTA_ERR_USAGE, "trust", "a pinned trust root is required");
 		return ota_error_set(err, OTA_ERR_USAGE, "trust", "a pinned trust root is required");
+	}
+	if (o->require_status != NULL && !status_known(o->require_status)) {
+		fail(r, OTA_ERR_USAGE, "require_status", "\"%.64s\" is not a status",
+		     o->require_status);
+		return ota_error_set(err, OTA_ERR_USAGE, "require_status", "\"%.64s\" is not a status",
+		                     o->require_status);
 	}
 	vctx v;
 	memset(&v, 0, sizeof v);

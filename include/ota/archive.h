@@ -99,8 +99,14 @@ typedef struct ota_archive_verify_opts {
 	ota_bytes pinned;           /* the pinned trust-root snapshot (required) */
 	bool have_at;               /* judge the latest snapshot's expiry at `at` */
 	int64_t at;                 /* else at the receipt's signed_at */
-	const char *require_status; /* NULL: none */
-	const char *ledger;         /* sqlite file recording used challenges; NULL: none */
+	const char *require_status; /* NULL: none; else one of the five statuses (else usage) */
+	/*
+	 * sqlite file recording used challenges (NULL: none; created when
+	 * missing). Written only when everything else reconciles, and the
+	 * verification passes only when that COMMIT succeeded; a file that is not
+	 * a ledger of schema version 1 is database_error and left as it was.
+	 */
+	const char *ledger;
 	size_t max_failures;        /* 0: 64 */
 	/*
 	 * > 0: the receipt's signed_at must lie within max_age seconds before
@@ -136,7 +142,8 @@ OTA_API const char *ota_archive_report_status(const ota_archive_report *r);
 OTA_API size_t ota_archive_report_signatures(const ota_archive_report *r);
 /*
  * {"ok", "status", "failures": [{"code", "where", "message"}], "checks":
- * {...counts...}, "identities": {...}} as a new JSON object.
+ * {...counts...}, "identities": {...}} as a new JSON object; "status" is the
+ * derived status when ok, null when refused.
  */
 OTA_API json_t *ota_archive_report_json(const ota_archive_report *r);
 
