@@ -12,10 +12,42 @@
 #include "ota/archive.h"
 #include "ota/trust.h"
 
-static int usage(void)
+#define USAGE                                                                                   \
+	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
+	"[--ledger DB] [--json]"
+
+/*
+ * A refusal before any check ran (usage, an unreadable input): the message on
+ * standard error and, with --json, the one document of the report's shape,
+ * {"ok": false, "status": null, "code", "where", "message", "failures": [...]}.
+ */
+static int early_fail(bool json, const ota_error *e, int ret)
 {
-	return cli_usage("ota-verify", "archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] "
-	                               "[--require-status STATUS] [--ledger DB] [--json]");
+	if (json) {
+		json_t *j = cli_error_json(e);
+		json_t *f = cli_error_json(e);
+		if (j != NULL && f != NULL) {
+			json_object_del(f, "ok");
+			json_object_set_new(j, "status", json_null());
+			json_object_set_new(j, "failures", json_pack("[O]", f));
+		}
+		cli_print_json(j);
+		json_decref(f);
+		json_decref(j);
+	}
+	if (e->code == OTA_ERR_USAGE)
+		cli_usage("ota-verify", USAGE);
+	cli_fail("ota-verify", e);
+	return ret;
+}
+
+static int usage(bool json, const char *what, const char *arg)
+{
+	ota_error e;
+	ota_error_clear(&e);
+	ota_error_set(&e, OTA_ERR_USAGE, "archive", "%s%s%.200s", what, arg != NULL ? ": " : "",
+	              arg != NULL ? arg : "");
+	return early_fail(json, &e, CLI_USAGE);
 }
 
 int verify_archive(int argc, char **argv)
@@ -24,27 +56,42 @@ int verify_archive(int argc, char **argv)
 	const char *max_age = NULL;
 	bool json = false;
 	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: ota-verify %s\n", USAGE);
+			return CLI_OK;
+		}
+		json = json || strcmp(argv[i], "--json") == 0;
+	}
+	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		bool more = i + 1 < argc;
+		const char **opt = NULL;
 		if (strcmp(a, "--json") == 0)
-			json = true;
-		else if ((strcmp(a, "--trust") == 0 || strcmp(a, "--pinned") == 0) && more)
-			pinned = argv[++i];
-		else if (strcmp(a, "--at") == 0 && more)
-			at = argv[++i];
-		else if (strcmp(a, "--max-age") == 0 && more)
-			max_age = argv[++i];
-		else if (strcmp(a, "--require-status") == 0 && more)
-			status = argv[++i];
-		else if (strcmp(a, "--ledger") == 0 && more)
-			ledger = argv[++i];
+			continue;
+		if (strcmp(a, "--trust") == 0 || strcmp(a, "--pinned") == 0)
+			opt = &pinned;
+		else if (strcmp(a, "--at") == 0)
+			opt = &at;
+		else if (strcmp(a, "--max-age") == 0)
+			opt = &max_age;
+		else if (strcmp(a, "--require-status") == 0)
+			opt = &status;
+		else if (strcmp(a, "--ledger") == 0)
+			opt = &ledger;
 		else if (a[0] != '-' && path == NULL)
 			path = a;
 		else
-			return usage();
+			return usage(json, a[0] == '-' ? "unknown option" : "more than one archive", a);
+		if (opt == NULL)
+			continue;
+		/* a gate's own options are never overridden by a later copy */
+		if (i + 1 >= argc || argv[i + 1][0] == '-')
+			return usage(json, "an option without its value", a);
+		if (*opt != NULL)
+			return usage(json, "an option given twice", a);
+		*opt = argv[++i];
 	}
 	if (path == NULL || pinned == NULL)
-		return usage();
+		return usage(json, path == NULL ? "no ARCHIVE" : "no --trust PINNED", NULL);
 	ota_archive_verify_opts o;
 	memset(&o, 0, sizeof o);
 	o.require_status = status;
@@ -53,12 +100,12 @@ int verify_archive(int argc, char **argv)
 		char *end = NULL;
 		long long v = strtoll(max_age, &end, 10);
 		if (end == max_age || *end != '\0' || v <= 0 || v > 100LL * 366 * 86400)
-			return usage();
+			return usage(json, "--max-age takes seconds, 1 to 100 years", max_age);
 		o.max_age = (int64_t)v;
 	}
 	if (at != NULL) {
 		if (ota_trust_time_parse(at, &o.at) != OTA_OK)
-			return usage();
+			return usage(json, "--at takes integer seconds or RFC 3339", at);
 		o.have_at = true;
 	}
 	ota_error e;
@@ -79,13 +126,12 @@ int verify_archive(int argc, char **argv)
 	}
 	if (rc != OTA_OK) {
 		free(pb);
-		if (json) {
-			json_t *j = cli_error_json(&e);
-			cli_print_json(j);
-			json_decref(j);
-		}
-		int ret = cli_fail("ota-verify", &e);
-		return archive_too_large ? CLI_REFUSED : ret;
+		/* a file that cannot be read (missing, a directory, a FIFO or device,
+		 * too large a pinned root) is exit 2, out of memory 3 */
+		return early_fail(json, &e,
+		                  archive_too_large           ? CLI_REFUSED
+		                  : rc == OTA_ERR_NOMEM       ? CLI_INTERNAL
+		                                              : CLI_USAGE);
 	}
 	o.pinned = ota_bytes_make(pb, pl);
 	ota_archive_report *rep = NULL;
@@ -93,8 +139,9 @@ int verify_archive(int argc, char **argv)
 	free(ab);
 	free(pb);
 	if (rep == NULL) {
+		ota_error_clear(&e);
 		ota_error_set(&e, OTA_ERR_NOMEM, "archive", "out of memory");
-		return cli_fail("ota-verify", &e);
+		return early_fail(json, &e, CLI_INTERNAL);
 	}
 	if (json) {
 		json_t *j = ota_archive_report_json(rep);
