@@ -404,8 +404,9 @@ static void finish_job(ota_attestd *d, req *r);
 
 /*
  * Hands r (its op filled) to the committer and suspends its connection;
- * the committer fills r->ans and resumes it. Called on the request's pool
- * thread, which must not touch r afterwards.
+ * the committer commits r's operation and resumes it (its pool thread then
+ * renders the answer). Called on the request's pool thread, which must not
+ * touch r until then.
  */
 static void enqueue(ota_attestd *d, struct MHD_Connection *c, req *r)
 {
