@@ -1,6 +1,6 @@
 /*
  * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
- *                    [--require-status S] [--ledger DB] [--json]
+ *                    [--require-status S] [--require-revision SHA] [--ledger DB] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
  * 2 on usage or unreadable input; 3 on internal errors.
  */
@@ -14,7 +14,7 @@
 
 #define USAGE                                                                                   \
 	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
-	"[--ledger DB] [--json]"
+	"[--require-revision SHA] [--ledger DB] [--json]"
 
 /*
  * A refusal before any check ran (usage, an unreadable input): the message on
@@ -53,7 +53,7 @@ static int usage(bool json, const char *what, const char *arg)
 int verify_archive(int argc, char **argv)
 {
 	const char *path = NULL, *pinned = NULL, *at = NULL, *status = NULL, *ledger = NULL;
-	const char *max_age = NULL;
+	const char *max_age = NULL, *revision = NULL;
 	bool json = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -77,6 +77,8 @@ int verify_archive(int argc, char **argv)
 			opt = &status;
 		else if (strcmp(a, "--ledger") == 0)
 			opt = &ledger;
+		else if (strcmp(a, "--require-revision") == 0)
+			opt = &revision;
 		else if (a[0] != '-' && path == NULL)
 			path = a;
 		else
@@ -96,6 +98,17 @@ int verify_archive(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.require_status = status;
 	o.ledger = ledger;
+	if (revision != NULL) {
+		size_t n = strlen(revision);
+		bool hex = n == 40 || n == 64;
+		for (size_t i = 0; hex && i < n; i++)
+			hex = (revision[i] >= '0' && revision[i] <= '9') ||
+			      (revision[i] >= 'a' && revision[i] <= 'f');
+		if (!hex)
+			return usage(json, "--require-revision takes a commit id, 40 or 64 lowercase hex",
+			             revision);
+		o.require_revision = revision;
+	}
 	if (max_age != NULL) {
 		char *end = NULL;
 		long long v = strtoll(max_age, &end, 10);

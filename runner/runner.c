@@ -935,6 +935,16 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	ota_err arc = check_admission(p, admission, err);
 	if (arc != OTA_OK)
 		return arc;
+	/* The revision checked out when the run was admitted, read before the
+	 * task could touch .git (it is under the read-only root unless a
+	 * carve-out names it); null when none resolves, never a guess. */
+	char revision[OTA_RUNNER_REVISION_MAX + 1];
+	{
+		ota_error re;
+		ota_error_clear(&re);
+		if (ota_runner_repo_revision(o->repo, revision, &re) != OTA_OK)
+			revision[0] = '\0';
+	}
 	const json_t *eff = ota_policy_effective_json(p);
 	const json_t *can = ota_policy_canonical_json(p);
 	const json_t *esegs = json_object_get(eff, "segments");
@@ -1216,8 +1226,12 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	                            any_started, "all_segments_ran", all_ran, "exit_status",
 	                            (json_int_t)*exit_status, "sandbox_policy", sp, "evidence",
 	                            evidence, "attestations", sg.atts);
-	if (receipt == NULL)
+	if (receipt == NULL ||
+	    json_object_set_new(receipt, "revision",
+	                        revision[0] != '\0' ? json_string(revision) : json_null()) != 0) {
+		json_decref(receipt);
 		return OTA_ERR_NOMEM;
+	}
 	if (rc != OTA_OK)
 		json_object_set_new(receipt, "error",
 		                    json_pack("{s:s, s:s, s:s}", "code", ota_err_name(e.code), "where",

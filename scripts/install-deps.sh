@@ -9,7 +9,7 @@ PKGS=(
   libsqlite3-dev sqlite3 libcmocka-dev libmicrohttpd-dev
   mandoc jq curl python3 python3-cryptography python3-jsonschema nodejs
   runc crun busybox-static skopeo umoci iproute2 util-linux debootstrap openssl
-  strace
+  strace git
 )
 missing=()
 for p in "${PKGS[@]}"; do

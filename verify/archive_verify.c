@@ -346,6 +346,20 @@ static ota_err trust_setup(vctx *v)
 	return rc;
 }
 
+/* A commit id as the runner records it: 40 (SHA-1) or 64 (SHA-256) lowercase hex. */
+static bool revision_ok(const char *s)
+{
+	if (s == NULL)
+		return false;
+	size_t n = strlen(s);
+	if (n != 40 && n != 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
 /* Exactly these members, of these JSON types (s string, o object, a array,
  * b boolean, i integer, n null, ? any); a name prefixed with '-' is optional. */
 static bool shape_ok(ota_archive_report *r, const json_t *o, const char *where,
@@ -391,7 +405,7 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 	                                  "contract_snapshot_identity", "selection",
 	                                  "attestations_digest", "challenges_digest",
 	                                  "evidence_digest", "signed_at", "acceptances_digest",
-	                                  "trust_chain_identities", "-error"};
+	                                  "trust_chain_identities", "-error", "-revision"};
 	static const char *const sp[] = {
 		"canonical_identity", "restriction_overlay_identities", "effective_identity",
 		"target_platform", "provider_target", "provider_adapter_identity",
@@ -404,10 +418,18 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 		"-timed_out", "-rendered_policy_identity", "-applied_policy_identity",
 		"-initial_application_identity", "-terminal_application_identity",
 		"-boundary_lease_identity", "-boundary_identity", "-error"};
-	if (!shape_ok(r, rc, "receipt", top, "ssbbiossosssisao") ||
+	if (!shape_ok(r, rc, "receipt", top, "ssbbiossosssisao?") ||
 	    !shape_ok(r, json_object_get(rc, "sandbox_policy"), "receipt.sandbox_policy", sp,
 	              "sasossssaaaao"))
 		return false;
+	/* the revision the runner read at admission: a commit id or null (none
+	 * resolved); absent in archives written before the member existed */
+	const json_t *rev = json_object_get(rc, "revision");
+	if (rev != NULL && !json_is_null(rev) && !revision_ok(json_string_value(rev))) {
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, "receipt.revision",
+		     "neither null nor a commit id (40 or 64 lowercase hex digits)");
+		return false;
+	}
 	const json_t *segs = json_object_get(json_object_get(rc, "sandbox_policy"), "segments");
 	for (size_t i = 0; i < json_array_size(segs); i++) {
 		const json_t *s = json_array_get(segs, i);
@@ -1886,6 +1908,14 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 		return ota_error_set(err, OTA_ERR_USAGE, "require_status", "\"%.64s\" is not a status",
 		                     o->require_status);
 	}
+	if (o->require_revision != NULL && !revision_ok(o->require_revision)) {
+		fail(r, OTA_ERR_USAGE, "require_revision",
+		     "\"%.80s\" is not a commit id (40 or 64 lowercase hex digits)",
+		     o->require_revision);
+		return ota_error_set(err, OTA_ERR_USAGE, "require_revision",
+		                     "\"%.80s\" is not a commit id (40 or 64 lowercase hex digits)",
+		                     o->require_revision);
+	}
 	vctx v;
 	memset(&v, 0, sizeof v);
 	v.r = r;
@@ -1923,6 +1953,15 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 	if (o->require_status != NULL && !seq(r->status, o->require_status))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_NOT_REQUIRED, "status", "derived %s, required %s",
 		     r->status, o->require_status);
+	const json_t *rev = json_object_get(v.receipt, "revision");
+	if (o->require_revision != NULL && !seq(json_string_value(rev), o->require_revision))
+		fail(r, OTA_ERR_ARCHIVE_REVISION_MISMATCH, "receipt.revision",
+		     "the receipt records %s%s, required %s",
+		     json_is_string(rev) ? "revision " : "",
+		     json_is_string(rev) ? json_string_value(rev)
+		     : rev != NULL     ? "no revision (null: none resolved when the run was admitted)"
+		                       : "no revision (an archive written before the member existed)",
+		     o->require_revision);
 	if (o->ledger != NULL && r->nfail == 0)
 		ledger_check(&v);
 	json_object_set_new(r->ids, "receipt", json_string(v.a->receipt_id));
@@ -1932,6 +1971,7 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 	json_object_set_new(r->ids, "effective", json_string(ota_policy_effective_identity(v.policy)));
 	json_object_set_new(r->ids, "runner", json_string(v.runner));
 	json_object_set_new(r->ids, "txn", json_string(v.txn));
+	json_object_set_new(r->ids, "revision", json_is_string(rev) ? json_deep_copy(rev) : json_null());
 	json_object_set_new(r->checks, "attestations", json_integer((json_int_t)v.a->natt));
 	json_object_set_new(r->checks, "acceptances", json_integer((json_int_t)v.a->nacc));
 	json_object_set_new(r->checks, "challenges", json_integer((json_int_t)v.a->nch));

@@ -117,6 +117,12 @@ typedef struct ota_archive_verify_opts {
 	 * only takes fresh archives closes that window.
 	 */
 	int64_t max_age;
+	/*
+	 * NULL: none. Else a commit id (40 or 64 lowercase hex; else usage) the
+	 * receipt's "revision" must equal: one that records another, none (null)
+	 * or predates the member is archive_revision_mismatch.
+	 */
+	const char *require_revision;
 } ota_archive_verify_opts;
 
 /* The verdict: every failed check by its error name, the derived status. */

@@ -85,4 +85,10 @@
 /* archives */
 #define OTA_MAX_ARCHIVE_BYTES     (256u * 1024u * 1024u)
 
+/* runner: the repository revision read from REPO/.git (runner/revision.c) */
+#define OTA_MAX_GIT_REF_FILE_BYTES    4096u                 /* .git/HEAD or one loose ref */
+#define OTA_MAX_GIT_PACKED_REFS_BYTES (64u * 1024u * 1024u) /* .git/packed-refs */
+#define OTA_MAX_GIT_REFNAME_BYTES     1024u                 /* one ref name, with its NUL */
+#define OTA_MAX_GIT_SYMREF_DEPTH      5u                    /* symbolic refs in a row (git: 5) */
+
 #endif

@@ -83,6 +83,26 @@ OTA_API const ota_oci_plan *ota_runner_plan_oci(const ota_runner_plan *p);
 /* The platform check record (borrowed), or NULL. */
 OTA_API const json_t *ota_runner_plan_platform_check(const ota_runner_plan *p);
 
+/* Hex digits of the longest commit id (SHA-256 repositories; SHA-1: 40). */
+#define OTA_RUNNER_REVISION_MAX 64
+
+/*
+ * The commit id the repository's HEAD resolves to (runner/revision.c), read
+ * without running git: REPO/.git/HEAD, the loose ref it names (symbolic refs
+ * followed at most OTA_MAX_GIT_SYMREF_DEPTH times) or .git/packed-refs, each
+ * opened beneath REPO/.git without following any symlink, each within its
+ * cap (ota/limits.h). out: 40 or 64 lowercase hex digits and a NUL, "" on
+ * failure. Errors: not_found (no REPO/.git; where ".git/HEAD" or a ref name:
+ * no HEAD or an unborn branch), path_symlink (.git or a ref is a symlink),
+ * not_a_directory (.git is a file: a linked worktree or submodule, whose
+ * "gitdir:" points outside the repository), unsupported (malformed content,
+ * a ref name git does not write, the reftable backend, too many symbolic
+ * refs), too_large, not_regular_file, io_error, usage (repo NULL).
+ */
+OTA_API OTA_NODISCARD ota_err ota_runner_repo_revision(const char *repo,
+                                                       char out[OTA_RUNNER_REVISION_MAX + 1],
+                                                       ota_error *err);
+
 /*
  * Runs every segment of p in order under oci_local. admission is the
  * admitted sandbox_admission object of ota_policy_admit (borrowed; its
@@ -93,6 +113,8 @@ OTA_API const json_t *ota_runner_plan_platform_check(const ota_runner_plan *p);
  * that does not end enforced with exit status 0. *receipt_out (new, also on
  * failure once execution was attempted) is an ota.receipt/v1 object whose
  * sandbox_policy.status is derived from the segments' terminal evidence;
+ * its "revision" is the commit id of REPO/.git's HEAD read before anything
+ * is prepared (ota_runner_repo_revision), or null when none resolves;
  * *exit_status is the first non-zero task exit status (or 0).
  * Returns OTA_OK when every segment ran enforced (whatever the exit status).
  */

@@ -28,6 +28,9 @@ typedef struct fixture {
 	uint8_t *pin_a, *pin_b;
 	size_t pin_a_len, pin_b_len;
 	ota_key *runner_a;
+	/* the revision fx.ra records, required of every verification (NULL:
+	 * none required: archives written before the member existed) */
+	char revision[72];
 } fixture;
 
 static fixture fx;
@@ -68,6 +71,7 @@ static inline ota_err verify_doc(const json_t *doc, const uint8_t *pin, size_t p
 	memset(&o, 0, sizeof o);
 	o.pinned = ota_bytes_make(pin, pin_len);
 	o.ledger = ledger;
+	o.require_revision = fx.revision[0] != '\0' ? fx.revision : NULL;
 	ota_archive_report *r = NULL;
 	ota_err rc = ota_archive_verify(ota_bytes_make(text, strlen(text)), &o, &r, NULL);
 	if (first != NULL)
@@ -449,6 +453,39 @@ static inline void resign_consistent(json_t *doc)
 	json_object_set_new(r, "signed_at", json_integer(last));
 	resign(doc, r);
 	json_decref(r);
+}
+
+/*
+ * doc with one hex digit of the receipt's revision changed inside the signed
+ * COSE bytes, not re-signed (its identity recomputed): the signature breaks.
+ */
+static inline ota_err revision_edited_unsigned(const json_t *doc, ota_err *first)
+{
+	json_t *d = json_deep_copy(doc);
+	json_t *rm = json_object_get(d, "receipt");
+	const char *b64 = json_string_value(json_object_get(rm, "cose_sign1"));
+	uint8_t *m = NULL;
+	size_t ml = 0;
+	assert_ota(ota_base64_decode(b64, strlen(b64), &m, &ml), OTA_OK);
+	char needle[96];
+	snprintf(needle, sizeof needle, "\"revision\":\"%s\"", fx.revision);
+	size_t nl = strlen(needle);
+	uint8_t *hit = NULL;
+	for (size_t i = 0; hit == NULL && i + nl <= ml; i++)
+		if (memcmp(m + i, needle, nl) == 0)
+			hit = m + i;
+	assert_non_null(hit);
+	hit[12] = (uint8_t)flip_char((char)hit[12]);
+	char id[OTA_ID_LEN + 1], *enc = NULL;
+	assert_ota(ota_sha256_id(ota_bytes_make(m, ml), id), OTA_OK);
+	assert_ota(ota_base64_encode(ota_bytes_make(m, ml), &enc), OTA_OK);
+	json_object_set_new(rm, "identity", json_string(id));
+	json_object_set_new(rm, "cose_sign1", json_string(enc));
+	free(enc);
+	free(m);
+	ota_err rc = verify_doc(d, fx.pin_a, fx.pin_a_len, NULL, first);
+	json_decref(d);
+	return rc;
 }
 
 static inline void expect_refused(const char *name, ota_err rc, ota_err first)

@@ -103,6 +103,13 @@ static int setup(void **state)
 	       "    network: {default: deny}\nEOF\n",
 	       w, w, w, os, arch, w) != 0)
 		return -1;
+	/* a git repository: the runs record its commit in the receipt */
+	if (sh("cd %s && export HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t "
+	       "GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t && unset GIT_DIR && "
+	       "git -c init.defaultBranch=main init -q . && git add ota.yaml .ota/org-policy.yaml && "
+	       "git -c safe.directory='*' commit -qm tamper",
+	       w) != 0)
+		return -1;
 	char ta[2048], tb[2048];
 	snprintf(ta, sizeof ta, "%s/ta", d);
 	snprintf(tb, sizeof tb, "%s/tb", d);
@@ -191,6 +198,13 @@ static int setup(void **state)
 	if (fx.a == NULL || fx.b == NULL || fx.ra == NULL || fx.rb == NULL || fx.broken == NULL ||
 	    fx.refused == NULL)
 		return -1;
+	/* every verification below requires the revision the runs recorded */
+	const char *rev = json_string_value(json_object_get(fx.ra, "revision"));
+	if (rev == NULL || strlen(rev) != 40) {
+		fprintf(stderr, "the receipt records no revision of the git repository\n");
+		return -1;
+	}
+	snprintf(fx.revision, sizeof fx.revision, "%s", rev);
 	have_fixture = true;
 	return 0;
 }
@@ -251,6 +265,31 @@ static void test_named(void **state)
 		const char *k2[] = {"sandbox_policy", "segments", "1", "status"};
 		rc = receipt_edit(k2, 4, json_string(st[i]), &first);
 		expect_refused("edited segment status", rc, first);
+	}
+	/* the revision: edited without re-signing breaks the signature; edited,
+	 * nulled or dropped and re-signed, it is not the one the gate requires */
+	rc = revision_edited_unsigned(fx.a, &first);
+	expect_refused("revision edited, not re-signed", rc, first);
+	assert_int_equal(first, OTA_ERR_SIG_INVALID);
+	{
+		const char *k[] = {"revision"};
+		char other[sizeof fx.revision];
+		snprintf(other, sizeof other, "%s", fx.revision);
+		other[0] = flip_char(other[0]);
+		rc = receipt_edit(k, 1, json_string(other), &first);
+		expect_refused("revision edited (re-signed)", rc, first);
+		assert_int_equal(first, OTA_ERR_ARCHIVE_REVISION_MISMATCH);
+		rc = receipt_edit(k, 1, json_null(), &first);
+		expect_refused("revision null (re-signed)", rc, first);
+		assert_int_equal(first, OTA_ERR_ARCHIVE_REVISION_MISMATCH);
+		json_t *r = json_deep_copy(fx.ra), *doc = json_deep_copy(fx.a);
+		json_object_del(r, "revision");
+		resign(doc, r);
+		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
+		expect_refused("revision dropped (re-signed)", rc, first);
+		assert_int_equal(first, OTA_ERR_ARCHIVE_REVISION_MISMATCH);
+		json_decref(r);
+		json_decref(doc);
 	}
 	/* every identity of the receipt replaced with the other archive's */
 	static const char *const ids[] = {"capability_identity", "effective_identity",
@@ -416,6 +455,7 @@ static void verifies_as(json_t *doc, const char *status)
 	ota_archive_verify_opts o;
 	memset(&o, 0, sizeof o);
 	o.pinned = ota_bytes_make(fx.pin_a, fx.pin_a_len);
+	o.require_revision = fx.revision; /* the same repository, the same commit */
 	ota_archive_report *r = NULL;
 	ota_err rc = ota_archive_verify(ota_bytes_make(text, strlen(text)), &o, &r, NULL);
 	for (size_t i = 0; i < ota_archive_report_failure_count(r); i++) {

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The repository revision in the signed receipt, end to end (root, runc):
+# `ota run` in a git repository (git init + a commit) records the commit id
+# HEAD resolved to when the run was admitted, also after a second commit and
+# packed refs; a repository without .git records "revision": null. Receipt
+# and archive validate against their schemas. `ota-verify archive
+# --require-revision SHA` passes only on that revision: another, a null one
+# and the committed vector (written before the member existed, which still
+# reconciles without the option) are archive_revision_mismatch (exit 1,
+# named in --json, identities.revision shown); a malformed SHA or a second
+# --require-revision is usage (exit 2, one JSON document).
+set -euo pipefail
+: "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
+command -v git >/dev/null || { echo "SKIP: git missing"; exit 0; }
+command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
+tmp=$(mktemp -d /tmp/ota-archive-rev-XXXXXX)
+root=/run/ota/test-rev-$$
+cleanup() {
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
+  rm -rf "$tmp" "$root"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export OTA_CACHE=$tmp/cache
+schema() { /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+  "$OTA_SOURCE_DIR/docs/schemas/$1" "$2" || fail "$2 against $1"; }
+g() { env -u GIT_DIR -u GIT_WORK_TREE HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 \
+  GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t \
+  git -c init.defaultBranch=main -c safe.directory='*' "$@"; }
+
+T=$tmp/trust
+"$OTA" trust init --domain rev.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
+"$OTA" trust add-principal --dir "$T" --id ci-runner --role runner --repo '*' --lane '*' \
+  --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
+"$OTA" trust add-key --dir "$T" --principal ci-runner --generate "$T/keys/runner.pem" \
+  --sign "$T/keys/root-1.pem" >/dev/null
+PIN=$T/versions/1.root.json
+img=$tmp/img
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+
+make_repo() { # make_repo DIR
+  mkdir -p "$1/reports"
+  {
+    contract_head rev-test bb:1
+    cat <<YAML
+tasks:
+  build:
+    context: box
+    run: "echo built > reports/out.txt"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+agent:
+  safe_tasks: [build]
+YAML
+  } >"$1/ota.yaml"
+}
+run() { # run DIR NAME: ota run build, archive and receipt under $tmp/NAME.*
+  ( cd "$1" && "$OTA" run build --agent --runtime-root "$root" --lease-db "$tmp/leases.db" \
+      --state-dir "$tmp/state" --image-store "$img" --key "$T/keys/runner.pem" \
+      --nonce-db "$tmp/nonces.db" --trust "$T" --archive "$tmp/$2.json" \
+      --receipt "$tmp/$2.receipt.json" >/dev/null 2>"$tmp/$2.err" ) \
+    || fail "run $2: $(cat "$tmp/$2.err")"
+}
+verify() { # verify WANT_RC NAME [options...] -- jq filter last
+  local want=$1 name=$2
+  shift 2
+  local filter=${*: -1}
+  set -- "${@:1:$#-1}"
+  set +e
+  "$OTA_VERIFY" archive "$name" --trust "$PIN" --json "$@" >"$tmp/out" 2>"$tmp/verr"
+  local rc=$?
+  set -e
+  [ "$rc" -eq "$want" ] || fail "verify $name $*: exit $rc, want $want: $(cat "$tmp/out" "$tmp/verr")"
+  jq -e "$filter" "$tmp/out" >/dev/null || fail "verify $name $*: $(cat "$tmp/out")"
+  echo "ok: verify $(basename "$name") $* -> exit $rc"
+}
+
+# ---- a git repository ----
+w=$tmp/repo
+make_repo "$w"
+( cd "$w" && g init -q . && printf 'reports/\n' >.gitignore && g add ota.yaml .gitignore && g commit -qm one )
+rev1=$(g -C "$w" rev-parse HEAD)
+run "$w" a
+jq -e --arg r "$rev1" '.revision == $r' "$tmp/a.receipt.json" >/dev/null \
+  || fail "receipt revision $(jq -c .revision "$tmp/a.receipt.json"), want $rev1"
+schema receipt.schema.json "$tmp/a.receipt.json"
+schema archive.schema.json "$tmp/a.json"
+verify 0 "$tmp/a.json" --require-revision "$rev1" \
+  ".ok == true and .identities.revision == \"$rev1\" and .status == \"enforced_through_completion\""
+verify 0 "$tmp/a.json" ".ok == true and .identities.revision == \"$rev1\""
+
+# a second commit, then packed refs: the run records the new HEAD
+( cd "$w" && echo two >notes && g add notes && g commit -qm two && g pack-refs --all )
+[ ! -e "$w/.git/refs/heads/main" ] || fail "pack-refs left the loose ref"
+rev2=$(g -C "$w" rev-parse HEAD)
+[ "$rev2" != "$rev1" ] || fail "no new commit"
+run "$w" b
+verify 0 "$tmp/b.json" --require-revision "$rev2" ".identities.revision == \"$rev2\""
+# the gate handed the older archive for the newer commit refuses it
+verify 1 "$tmp/a.json" --require-revision "$rev2" \
+  '.ok == false and .status == null and .code == "archive_revision_mismatch" and (.failures | map(.code) == ["archive_revision_mismatch"])'
+# a SHA-256-length id that is not the revision
+verify 1 "$tmp/a.json" --require-revision "$(printf 'a%.0s' $(seq 64))" '.code == "archive_revision_mismatch"'
+set +e
+"$OTA_VERIFY" archive "$tmp/a.json" --trust "$PIN" --require-revision "$rev2" >/dev/null 2>"$tmp/verr"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] && grep -q "^ota-verify: archive_revision_mismatch: receipt.revision: " "$tmp/verr" \
+  || fail "text refusal: exit $rc: $(cat "$tmp/verr")"
+
+# ---- no .git: null, never a guess ----
+p=$tmp/plain
+make_repo "$p"
+run "$p" c
+jq -e 'has("revision") and .revision == null' "$tmp/c.receipt.json" >/dev/null \
+  || fail "no .git: revision $(jq -c .revision "$tmp/c.receipt.json")"
+schema receipt.schema.json "$tmp/c.receipt.json"
+schema archive.schema.json "$tmp/c.json"
+verify 0 "$tmp/c.json" '.ok == true and .identities.revision == null'
+verify 1 "$tmp/c.json" --require-revision "$rev1" '.code == "archive_revision_mismatch"'
+
+# ---- an archive written before the member existed ----
+V=$OTA_SOURCE_DIR/vectors/archive/a.json
+VP=$OTA_SOURCE_DIR/vectors/archive/a.json.root.json
+"$OTA_VERIFY" archive "$V" --trust "$VP" --json >"$tmp/out" || fail "old vector: $(cat "$tmp/out")"
+jq -e '.ok == true and .identities.revision == null' "$tmp/out" >/dev/null || fail "old vector: $(cat "$tmp/out")"
+set +e
+"$OTA_VERIFY" archive "$V" --trust "$VP" --require-revision "$rev1" --json >"$tmp/out"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] && jq -e '.code == "archive_revision_mismatch"' "$tmp/out" >/dev/null \
+  || fail "old vector with --require-revision: exit $rc: $(cat "$tmp/out")"
+
+# ---- usage ----
+for bad in "${rev1^^}" "${rev1:0:39}" "${rev1}0" "g${rev1:1}" "" "$rev1 "; do
+  set +e
+  "$OTA_VERIFY" archive "$tmp/a.json" --trust "$PIN" --require-revision "$bad" --json >"$tmp/out" 2>/dev/null
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || fail "--require-revision '$bad': exit $rc, want 2"
+  jq -e '.ok == false and .code == "usage" and .status == null and (.failures | length == 1)' "$tmp/out" >/dev/null \
+    || fail "--require-revision '$bad': $(cat "$tmp/out")"
+done
+set +e
+"$OTA_VERIFY" archive "$tmp/a.json" --trust "$PIN" --require-revision "$rev1" --require-revision "$rev2" --json >"$tmp/out" 2>/dev/null
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && jq -e '.code == "usage"' "$tmp/out" >/dev/null || fail "repeated --require-revision: exit $rc"
+echo "archive_revision: ok"

@@ -1,0 +1,281 @@
+/*
+ * runner/revision.c: the commit id REPO/.git's HEAD resolves to, read without
+ * running git, compared with `git rev-parse HEAD` on real repositories
+ * (a branch, detached, packed refs, SHA-256), and every case that records
+ * no revision by its error name: no .git, a .git symlink or file (a linked
+ * worktree), an unborn branch, a symlinked ref, malformed HEAD, loose refs
+ * and packed-refs, the reftable placeholder, a symbolic-ref loop, too large.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#include "ota/runner.h"
+
+static char *tmp;
+
+static int sh(const char *fmt, ...) OTA_PRINTF(1, 2);
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* A clean git environment: no user config, fixed identity. */
+#define GIT                                                                                  \
+	"env -u GIT_DIR -u GIT_WORK_TREE HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 "            \
+	"GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t " \
+	"git -c init.defaultBranch=main -c safe.directory=*"
+
+static bool have_git;
+
+static int setup(void **state)
+{
+	(void)state;
+	tmp = test_tmpdir();
+	have_git = sh("command -v git >/dev/null") == 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	test_rmtree(tmp);
+	free(tmp);
+	return 0;
+}
+
+/* A fresh repository tmp/NAME with one commit (extra: git init options). */
+static void repo(char *out, size_t cap, const char *name, const char *extra)
+{
+	snprintf(out, cap, "%s/%s", tmp, name);
+	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q %s . && echo x > f && " GIT
+	                    " add f && " GIT " commit -qm one",
+	                    out, out, extra),
+	                 0);
+}
+
+static void rev_parse(const char *dir, const char *what, char *out, size_t cap)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "cd %s && " GIT " rev-parse %s", dir, what);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(out, (int)cap, p));
+	pclose(p);
+	out[strcspn(out, "\n")] = '\0';
+}
+
+static void expect(const char *dir, ota_err want, const char *want_rev)
+{
+	char rev[OTA_RUNNER_REVISION_MAX + 1] = "junk";
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_runner_repo_revision(dir, rev, &e);
+	if (rc != want)
+		fprintf(stderr, "%s: %s (%s: %s), want %s\n", dir, ota_err_name(rc), e.where, e.what,
+		        ota_err_name(want));
+	assert_int_equal(rc, want);
+	if (want_rev != NULL)
+		assert_string_equal(rev, want_rev);
+	else
+		assert_string_equal(rev, "");
+}
+
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+	char p[8192];
+	snprintf(p, sizeof p, "%s/%s", dir, rel);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_branch_detached_packed(void **state)
+{
+	(void)state;
+	if (!have_git)
+		skip();
+	char d[4096], head[128], first[128];
+	repo(d, sizeof d, "r1", "");
+	rev_parse(d, "HEAD", first, sizeof first);
+	assert_int_equal(strlen(first), 40);
+	expect(d, OTA_OK, first);
+	/* a second commit on the branch (loose ref) */
+	assert_int_equal(sh("cd %s && echo y > f && " GIT " commit -qam two", d), 0);
+	rev_parse(d, "HEAD", head, sizeof head);
+	assert_string_not_equal(head, first);
+	expect(d, OTA_OK, head);
+	/* packed: the loose ref is gone, packed-refs has it (with a tag and its peel) */
+	assert_int_equal(sh("cd %s && " GIT " tag -a -m t v1 HEAD~1 && " GIT " pack-refs --all && "
+	                    "test ! -e .git/refs/heads/main && grep -q '^\\^' .git/packed-refs",
+	                    d),
+	                 0);
+	expect(d, OTA_OK, head);
+	/* a loose ref wins over the packed one, as in git */
+	assert_int_equal(sh("cd %s && " GIT " update-ref refs/heads/main %s", d, first), 0);
+	expect(d, OTA_OK, first);
+	/* detached */
+	assert_int_equal(sh("cd %s && " GIT " checkout -q --detach %s", d, head), 0);
+	expect(d, OTA_OK, head);
+	/* a symbolic ref to a symbolic ref */
+	assert_int_equal(sh("cd %s && " GIT " symbolic-ref refs/heads/alias refs/heads/main && "
+	                    GIT " symbolic-ref HEAD refs/heads/alias", d),
+	                 0);
+	rev_parse(d, "HEAD", head, sizeof head);
+	assert_string_equal(head, first);
+	expect(d, OTA_OK, first);
+}
+
+static void test_sha256(void **state)
+{
+	(void)state;
+	if (!have_git)
+		skip();
+	char d[4096], head[128];
+	snprintf(d, sizeof d, "%s/r256", tmp);
+	if (sh("mkdir -p %s && cd %s && " GIT " init -q --object-format=sha256 . 2>/dev/null", d, d) !=
+	    0)
+		skip(); /* a git without SHA-256 repositories */
+	assert_int_equal(sh("cd %s && echo x > f && " GIT " add f && " GIT " commit -qm one", d), 0);
+	rev_parse(d, "HEAD", head, sizeof head);
+	assert_int_equal(strlen(head), 64);
+	expect(d, OTA_OK, head);
+}
+
+static void test_none(void **state)
+{
+	(void)state;
+	char d[4096];
+	/* no .git at all */
+	test_mkdir_in(tmp, "plain", d, sizeof d);
+	expect(d, OTA_ERR_NOT_FOUND, NULL);
+	/* a missing repository */
+	expect("/nonexistent/ota-repo", OTA_ERR_NOT_FOUND, NULL);
+	if (!have_git)
+		return;
+	/* unborn branch: HEAD names refs/heads/main, which does not exist */
+	snprintf(d, sizeof d, "%s/unborn", tmp);
+	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q .", d, d), 0);
+	expect(d, OTA_ERR_NOT_FOUND, NULL);
+	/* .git a symlink to a real repository elsewhere: not followed */
+	char r[4096], l[4096];
+	repo(r, sizeof r, "target", "");
+	test_mkdir_in(tmp, "linked", l, sizeof l);
+	assert_int_equal(sh("ln -s %s/.git %s/.git", r, l), 0);
+	expect(l, OTA_ERR_PATH_SYMLINK, NULL);
+	/* a linked worktree: .git is a file ("gitdir: ...") */
+	assert_int_equal(sh("cd %s && " GIT " worktree add -q %s/wt 2>/dev/null", r, tmp), 0);
+	snprintf(l, sizeof l, "%s/wt", tmp);
+	expect(l, OTA_ERR_NOT_DIRECTORY, NULL);
+}
+
+static void test_hostile(void **state)
+{
+	(void)state;
+	if (!have_git)
+		skip();
+	char d[4096], head[128];
+	repo(d, sizeof d, "h", "");
+	rev_parse(d, "HEAD", head, sizeof head);
+	/* the branch ref a symlink to a file holding a commit id elsewhere */
+	char other[4096];
+	snprintf(other, sizeof other, "%s/other-ref", tmp);
+	write_file(tmp, "other-ref", "0123456789012345678901234567890123456789\n");
+	assert_int_equal(sh("rm %s/.git/refs/heads/main && ln -s %s %s/.git/refs/heads/main", d,
+	                    other, d),
+	                 0);
+	expect(d, OTA_ERR_PATH_SYMLINK, NULL);
+	/* a refs/heads a symlink */
+	assert_int_equal(sh("rm -r %s/.git/refs/heads && ln -s %s %s/.git/refs/heads", d, tmp, d), 0);
+	expect(d, OTA_ERR_PATH_SYMLINK, NULL);
+	assert_int_equal(sh("rm %s/.git/refs/heads && mkdir %s/.git/refs/heads", d, d), 0);
+	write_file(d, ".git/refs/heads/main", "");
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	/* no trailing newline is fine, uppercase, short, long, two lines are not */
+	write_file(d, ".git/refs/heads/main", head);
+	expect(d, OTA_OK, head);
+	static const char *const bad[] = {
+		"0123456789ABCDEF0123456789abcdef01234567\n", "0123456789abcdef\n",
+		"0123456789abcdef0123456789abcdef012345678\n",
+		"0123456789abcdef0123456789abcdef01234567\n\n",
+		"0123456789abcdef0123456789abcdef01234567 x\n", "ref: refs/heads/../../x\n",
+		"ref: HEAD\n", "ref: refs/heads/.invalid\n", "ref: refs/heads/a b\n",
+		"ref: refs/heads/x.lock\n", "ref: refs/heads/x@{1}\n", "ref: refs//x\n"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		write_file(d, ".git/refs/heads/main", bad[i]);
+		expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	}
+	write_file(d, ".git/refs/heads/main", head);
+	/* a NUL inside HEAD */
+	{
+		char p[8192];
+		snprintf(p, sizeof p, "%s/.git/HEAD", d);
+		FILE *f = fopen(p, "w");
+		assert_non_null(f);
+		fwrite("ref: refs/heads/main\0x\n", 1, 23, f);
+		fclose(f);
+		expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	}
+	/* the reftable backend's placeholder HEAD */
+	write_file(d, ".git/HEAD", "ref: refs/heads/.invalid\n");
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	/* a loop of symbolic refs */
+	write_file(d, ".git/HEAD", "ref: refs/heads/a\n");
+	write_file(d, ".git/refs/heads/a", "ref: refs/heads/b\n");
+	write_file(d, ".git/refs/heads/b", "ref: refs/heads/a\n");
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	/* HEAD too large */
+	assert_int_equal(sh("head -c 5000 /dev/zero | tr '\\0' a > %s/.git/HEAD", d), 0);
+	expect(d, OTA_ERR_TOO_LARGE, NULL);
+	/* HEAD a FIFO is never read */
+	assert_int_equal(sh("rm %s/.git/HEAD && mkfifo %s/.git/HEAD", d, d), 0);
+	expect(d, OTA_ERR_NOT_REGULAR, NULL);
+	assert_int_equal(sh("rm %s/.git/HEAD", d), 0);
+	write_file(d, ".git/HEAD", "ref: refs/heads/p\n");
+	/* packed-refs: found, unterminated, malformed, listed twice */
+	char pk[512];
+	snprintf(pk, sizeof pk, "# pack-refs with: peeled fully-peeled sorted \n%s refs/heads/p\n",
+	         head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_OK, head);
+	snprintf(pk, sizeof pk, "%s refs/heads/p", head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	snprintf(pk, sizeof pk, "%s refs/heads/p\n%s refs/heads/p\n", head, head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	snprintf(pk, sizeof pk, "%s refs/heads/q\n# late header\n%s refs/heads/p\n", head, head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	snprintf(pk, sizeof pk, "^%s\n%s refs/heads/p\n", head, head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	snprintf(pk, sizeof pk, "%s refs/heads/q\n", head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_NOT_FOUND, NULL);
+	/* packed-refs a symlink */
+	assert_int_equal(sh("rm %s/.git/packed-refs && ln -s %s/other-ref %s/.git/packed-refs", d,
+	                    tmp, d),
+	                 0);
+	expect(d, OTA_ERR_PATH_SYMLINK, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_branch_detached_packed),
+		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_none),
+		cmocka_unit_test(test_hostile),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
