@@ -503,11 +503,110 @@ static bool pid_exited(long pid)
 }
 
 /*
- * A creation the runtime never finished (the runner killed during `runc
- * run`: runc dies with it before it writes state.json) leaves ROOT/ID
- * holding only exec.fifo. The runtime does not know that container, so it
- * will never delete it; removes exactly that (nothing else in it, id a
- * plain name). True when it removed it.
+ * What a creation the runtime never finished leaves in ROOT/ID when runc
+ * is SIGKILLed (with the runner: PR_SET_PDEATHSIG) before it has renamed
+ * state.json into place, i.e. while the runtime does not know the id yet.
+ * runc 1.1 (seen by killing it after each step of `run --detach`, see
+ * docs/oci-local.md): mkdir ROOT/ID; mknod exec.fifo; `runc init`
+ * makes and unlinks runc.XXXXXX (mkstemp, the cloned binary's bind-mount
+ * target); os.CreateTemp "state-" + digits, written, renamed to
+ * state.json. These are the only names taken, each only as the file type
+ * runc makes: anything else (a directory, a symlink, another name, a mount
+ * point) keeps the whole directory.
+ */
+enum half_entry { HALF_NONE, HALF_FIFO, HALF_STATE_TMP, HALF_BIND_TMP };
+
+static bool all_of(const char *s, size_t min, size_t max, bool alnum)
+{
+	size_t n = 0;
+	for (; s[n] != '\0'; n++) {
+		char c = s[n];
+		bool ok = (c >= '0' && c <= '9') ||
+		          (alnum && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')));
+		if (!ok || n >= max)
+			return false;
+	}
+	return n >= min;
+}
+
+static enum half_entry half_entry_kind(int dfd, const char *name, struct stat *fs)
+{
+	enum half_entry k = HALF_NONE;
+	if (strcmp(name, "exec.fifo") == 0)
+		k = HALF_FIFO;
+	else if (strncmp(name, "state-", 6) == 0 && all_of(name + 6, 1, 20, false))
+		k = HALF_STATE_TMP; /* Go's CreateTemp: a decimal random number */
+	else if (strncmp(name, "runc.", 5) == 0 && all_of(name + 5, 6, 6, true))
+		k = HALF_BIND_TMP; /* mkstemp's six letters and digits */
+	if (k == HALF_NONE)
+		return HALF_NONE;
+	struct statx sx;
+	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO, &sx) != 0)
+		return HALF_NONE;
+	/*
+	 * A mount point (runc.XXXXXX with runc's binary still bound on it, the
+	 * `runc init` killed between its mount and umount) is not a file to
+	 * unlink: the directory stays, unconfirmed.
+	 */
+	if ((sx.stx_attributes_mask & sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0)
+		return HALF_NONE; /* (a kernel before 5.8 does not say: unlinkat gives EBUSY) */
+	if (fstatat(dfd, name, fs, AT_SYMLINK_NOFOLLOW) != 0)
+		return HALF_NONE;
+	if (k == HALF_FIFO ? !S_ISFIFO(fs->st_mode) : !S_ISREG(fs->st_mode))
+		return HALF_NONE;
+	return k;
+}
+
+/* true when some process holds a descriptor of (dev, ino): the runtime
+ * still creating (runc keeps exec.fifo open O_PATH) or a `runc init`
+ * (given it as _LIBCONTAINER_FIFOFD, held until it execs the process). Also
+ * true when /proc or a process's descriptor table cannot be read (fails
+ * closed); a process that exits meanwhile is skipped. */
+static bool inode_held(dev_t dev, ino_t ino)
+{
+	DIR *pd = opendir("/proc");
+	if (pd == NULL)
+		return true;
+	bool held = false;
+	struct dirent *pe;
+	while (!held && (pe = readdir(pd)) != NULL) {
+		if (pe->d_name[0] < '1' || pe->d_name[0] > '9')
+			continue;
+		char p[300];
+		snprintf(p, sizeof p, "%s/fd", pe->d_name);
+		int ffd = openat(dirfd(pd), p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (ffd < 0) {
+			held = errno != ENOENT && errno != ESRCH;
+			continue;
+		}
+		DIR *fd_dir = fdopendir(ffd);
+		if (fd_dir == NULL) {
+			close(ffd);
+			held = true;
+			break;
+		}
+		struct dirent *fe;
+		while (!held && (fe = readdir(fd_dir)) != NULL) {
+			struct stat st;
+			if (fe->d_name[0] != '.' &&
+			    fstatat(dirfd(fd_dir), fe->d_name, &st, 0) == 0 && st.st_dev == dev &&
+			    st.st_ino == ino)
+				held = true;
+		}
+		closedir(fd_dir);
+	}
+	closedir(pd);
+	return held;
+}
+
+/*
+ * Removes ROOT/ID when it holds nothing but what a killed runc leaves
+ * before state.json (above: exec.fifo, state-DIGITS, runc.XXXXXX, or
+ * nothing), the runtime has just answered that it does not know the id,
+ * and no process holds its exec.fifo. Every entry is checked first and
+ * unlinked by name beneath the directory's descriptor (never followed),
+ * then the directory itself: an entry that appears meanwhile makes the
+ * rmdir fail. id must be a plain name. True when it removed it.
  */
 static bool remove_half_built(const char *root, const char *id)
 {
@@ -518,22 +617,34 @@ static bool remove_half_built(const char *root, const char *id)
 		return false;
 	int dfd = openat(rfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	bool only_fifo = d != NULL, fifo = false;
 	if (d == NULL && dfd >= 0)
 		close(dfd);
+	bool ok = d != NULL, fifo = false;
+	struct stat fifo_st = {0};
+	char names[8][32];
+	size_t n = 0;
 	struct dirent *de;
-	while (only_fifo && (de = readdir(d)) != NULL) {
+	while (ok && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		struct stat fs;
-		if (strcmp(de->d_name, "exec.fifo") == 0 &&
-		    fstatat(dirfd(d), de->d_name, &fs, AT_SYMLINK_NOFOLLOW) == 0 && S_ISFIFO(fs.st_mode))
+		enum half_entry k = half_entry_kind(dirfd(d), de->d_name, &fs);
+		if (k == HALF_NONE || n == sizeof names / sizeof names[0] ||
+		    strlen(de->d_name) >= sizeof names[0] || (k == HALF_FIFO && fifo)) {
+			ok = false;
+			break;
+		}
+		if (k == HALF_FIFO) {
 			fifo = true;
-		else
-			only_fifo = false;
+			fifo_st = fs;
+		}
+		memcpy(names[n++], de->d_name, strlen(de->d_name) + 1); /* length checked */
 	}
-	bool removed = only_fifo && (!fifo || unlinkat(dirfd(d), "exec.fifo", 0) == 0) &&
-	               unlinkat(rfd, id, AT_REMOVEDIR) == 0;
+	if (ok && fifo && inode_held(fifo_st.st_dev, fifo_st.st_ino))
+		ok = false;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = unlinkat(dirfd(d), names[i], 0) == 0 || errno == ENOENT;
+	bool removed = ok && unlinkat(rfd, id, AT_REMOVEDIR) == 0;
 	if (d != NULL)
 		closedir(d);
 	close(rfd);
