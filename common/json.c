@@ -158,8 +158,7 @@ static inline void sb_putc(sbuf *b, char c)
 
 /* ---- UTF-8 ---- */
 
-/* Decodes one scalar value; returns bytes used or 0 when malformed. */
-static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+size_t ota_utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
 {
 	if (n == 0)
 		return 0;
@@ -227,7 +226,8 @@ static int member_cmp(const void *a, const void *b)
 	while (i > 0 && (p[i] & 0xc0) == 0x80) /* back to the start of the character */
 		i--;
 	uint32_t cx, cy;
-	if (utf8_next(p + i, x->key_len - i, &cx) == 0 || utf8_next(q + i, y->key_len - i, &cy) == 0)
+	if (ota_utf8_next(p + i, x->key_len - i, &cx) == 0 ||
+	    ota_utf8_next(q + i, y->key_len - i, &cy) == 0)
 		return p[i] < q[i] ? -1 : (p[i] > q[i] ? 1 : 0);
 	if ((cx >= 0x10000) != (cy >= 0x10000)) {
 		/* one surrogate pair: its high surrogate against the BMP unit */
@@ -263,7 +263,7 @@ static ota_err put_string(sbuf *b, const char *s, size_t n, ota_error *err)
 		unsigned char c = u[i];
 		if (c >= 0x80) {
 			uint32_t cp;
-			size_t k = utf8_next(u + i, n - i, &cp);
+			size_t k = ota_utf8_next(u + i, n - i, &cp);
 			if (k == 0)
 				return ota_error_set(err, OTA_ERR_JSON_INVALID_UTF8, "json",
 				                     "string is not valid UTF-8");

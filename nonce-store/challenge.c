@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ota/json.h"
 #include "ota/nonce.h"
 
 typedef struct jbuf {
@@ -29,40 +30,6 @@ static void put_lit(jbuf *b, const char *s)
 	put(b, s, strlen(s));
 }
 
-/* One UTF-8 sequence at s (n bytes left): its length, 0 if it is not a
- * shortest-form scalar value (the rule ota_jcs_serialize applies). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned long v, min;
-	if ((c & 0xe0) == 0xc0) {
-		len = 2;
-		v = c & 0x1f;
-		min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		len = 3;
-		v = c & 0x0f;
-		min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		len = 4;
-		v = c & 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /* A JCS string (RFC 8785 section 3.2.2.2); false if s is not UTF-8. */
 static bool put_str(jbuf *b, const char *s)
 {
@@ -73,7 +40,8 @@ static bool put_str(jbuf *b, const char *s)
 	for (size_t i = 0; i < n;) {
 		unsigned char c = u[i];
 		if (c >= 0x80) {
-			size_t k = utf8_len(u + i, n - i);
+			uint32_t cp;
+			size_t k = ota_utf8_next(u + i, n - i, &cp);
 			if (k == 0)
 				return false;
 			put(b, s + i, k);

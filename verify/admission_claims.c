@@ -10,6 +10,7 @@
 
 #include "ota/admission.h"
 #include "ota/cbor.h"
+#include "ota/json.h"
 #include "admission_cbor.h"
 
 
@@ -68,37 +69,12 @@ ota_err rd_span(rd *r, uint64_t n, ota_bytes *out, ota_error *err)
 
 bool utf8_ok(ota_bytes s)
 {
-	size_t i = 0;
-	while (i < s.len) {
-		uint8_t c = s.ptr[i];
-		size_t n;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			n = 1;
-			cp = c & 0x1fu;
-		} else if ((c & 0xf0) == 0xe0) {
-			n = 2;
-			cp = c & 0x0fu;
-		} else if ((c & 0xf8) == 0xf0) {
-			n = 3;
-			cp = c & 0x07u;
-		} else {
+	uint32_t cp;
+	for (size_t i = 0; i < s.len;) {
+		size_t k = ota_utf8_next(s.ptr + i, s.len - i, &cp);
+		if (k == 0)
 			return false;
-		}
-		if (s.len - i - 1 < n)
-			return false;
-		for (size_t k = 1; k <= n; k++) {
-			if ((s.ptr[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (s.ptr[i + k] & 0x3fu);
-		}
-		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += n + 1;
+		i += k;
 	}
 	return true;
 }

@@ -47,6 +47,14 @@ OTA_API OTA_NODISCARD ota_err ota_jcs_identity(const json_t *v, char out[OTA_ID_
 OTA_API OTA_NODISCARD ota_err ota_json_identity(const json_t *v, char out[OTA_ID_LEN + 1],
                                                 ota_error *err);
 
+/*
+ * Decodes one UTF-8 scalar value at s (n bytes left) into *cp: the bytes it
+ * uses, or 0 when it is not a shortest-form scalar value (overlong forms,
+ * surrogates, beyond U+10FFFF, truncated or n == 0). The one UTF-8 rule of
+ * the project (JCS, challenges, attestation claims).
+ */
+OTA_API size_t ota_utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
+
 /* Compact JSON text for humans/CLIs (not canonical). *out new; NULL on OOM. */
 OTA_API char *ota_json_dumps(const json_t *v, bool pretty);
 

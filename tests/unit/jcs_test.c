@@ -380,6 +380,40 @@ static void test_python_check(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* The one UTF-8 decoder (JCS, challenges, attestation claims). */
+static void test_utf8_next(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *b;
+		size_t n, used;
+		uint32_t cp;
+	} v[] = {
+		{"A", 1, 1, 0x41},
+		{"\xc3\xa9", 2, 2, 0xe9},
+		{"\xe2\x82\xac", 3, 3, 0x20ac},
+		{"\xf0\x9f\x98\x80", 4, 4, 0x1f600},
+		{"\xf4\x8f\xbf\xbf", 4, 4, 0x10ffff},
+		{"\xc0\xaf", 2, 0, 0},         /* overlong '/' */
+		{"\xe0\x80\xaf", 3, 0, 0},     /* overlong, three bytes */
+		{"\xf0\x80\x80\xaf", 4, 0, 0}, /* overlong, four bytes */
+		{"\xed\xa0\x80", 3, 0, 0},     /* a surrogate */
+		{"\xf4\x90\x80\x80", 4, 0, 0}, /* beyond U+10FFFF */
+		{"\xe2\x82", 2, 0, 0},         /* truncated */
+		{"\xe2\x28\xac", 3, 0, 0},     /* bad continuation */
+		{"\x80", 1, 0, 0},             /* a lone continuation byte */
+		{"\xf8\x88\x80\x80\x80", 5, 0, 0}, /* five-byte form */
+		{"", 0, 0, 0},                 /* nothing left */
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		uint32_t cp = 0;
+		size_t used = ota_utf8_next((const unsigned char *)v[i].b, v[i].n, &cp);
+		assert_int_equal(used, v[i].used);
+		if (used != 0)
+			assert_int_equal(cp, v[i].cp);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_member_order_differential),
 		cmocka_unit_test(test_identity_large),
 		cmocka_unit_test(test_python_check),
+		cmocka_unit_test(test_utf8_next),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
