@@ -195,6 +195,21 @@ static void sb_lit(sbuf *b, const char *s)
 	sb_raw(b, s, strlen(s));
 }
 
+/* A JSON string of characters that never need escaping (base64, base64url,
+ * sha256: identities): quoted as is, without sb_str's scan. */
+static void sb_plain(sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	sb_reserve(b, n + 3);
+	if (b->oom)
+		return;
+	b->p[b->len] = '"';
+	memcpy(b->p + b->len + 1, s, n);
+	b->p[b->len + 1 + n] = '"';
+	b->len += n + 2;
+	b->p[b->len] = '\0';
+}
+
 /* A JSON string: quotes, backslashes and control characters escaped (as
  * jansson does; UTF-8 passes through). */
 static void sb_str(sbuf *b, const char *s)
@@ -203,14 +218,7 @@ static void sb_str(sbuf *b, const char *s)
 	while (plain < n && (unsigned char)s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\')
 		plain++;
 	if (plain == n) { /* nothing to escape (base64, identities, most text) */
-		sb_reserve(b, n + 3);
-		if (b->oom)
-			return;
-		b->p[b->len] = '"';
-		memcpy(b->p + b->len + 1, s, n);
-		b->p[b->len + 1 + n] = '"';
-		b->len += n + 2;
-		b->p[b->len] = '\0';
+		sb_plain(b, s);
 		return;
 	}
 	sb_reserve(b, 6 * n + 3);
@@ -245,20 +253,6 @@ static void sb_str(sbuf *b, const char *s)
 	b->len = (size_t)(w - b->p);
 }
 
-/* A JSON string of characters that never need escaping (base64, base64url,
- * sha256: identities): quoted as is, without sb_str's scan. */
-static void sb_plain(sbuf *b, const char *s)
-{
-	size_t n = strlen(s);
-	sb_reserve(b, n + 3);
-	if (b->oom)
-		return;
-	b->p[b->len] = '"';
-	memcpy(b->p + b->len + 1, s, n);
-	b->p[b->len + 1 + n] = '"';
-	b->len += n + 2;
-	b->p[b->len] = '\0';
-}
 
 static void sb_int(sbuf *b, long long v)
 {
