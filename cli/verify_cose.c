@@ -122,6 +122,26 @@ static ota_err load_keys(const char *path, ota_key **key, jwk_set *set, ota_erro
 	return rc;
 }
 
+/*
+ * A usage error: the message on standard error and, with --json, the one
+ * document {"ok": false, "valid": false, "code": "usage", "where", "message"}.
+ */
+static int usage(bool json, const char *what, const char *arg)
+{
+	ota_error e;
+	ota_error_clear(&e);
+	ota_error_set(&e, OTA_ERR_USAGE, "cose", "%s%s%.200s", what, arg != NULL ? ": " : "",
+	              arg != NULL ? arg : "");
+	if (json) {
+		json_t *o = json_pack("{s:b, s:b, s:s, s:s, s:s}", "ok", 0, "valid", 0, "code",
+		                      ota_err_name(e.code), "where", e.where, "message", e.what);
+		cli_print_json(o); /* NULL prints {"code":"out_of_memory"} */
+		json_decref(o);
+	}
+	(void)cli_usage(PROG, USAGE);
+	return cli_fail(PROG, &e);
+}
+
 static ota_err read_input(const char *path, uint8_t **out, size_t *len, ota_error *err)
 {
 	if (strcmp(path, "-") == 0)
@@ -134,31 +154,47 @@ int verify_cose(int argc, char **argv)
 	const char *key_path = NULL, *aad_hex = NULL, *payload_path = NULL, *msg_path = NULL;
 	bool json = false, allow_untagged = false;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--key") == 0 && i + 1 < argc) {
-			key_path = argv[++i];
-		} else if (strcmp(a, "--external-aad") == 0 && i + 1 < argc) {
-			aad_hex = argv[++i];
-		} else if (strcmp(a, "--payload") == 0 && i + 1 < argc) {
-			payload_path = argv[++i];
-		} else if (strcmp(a, "--allow-untagged") == 0) {
-			allow_untagged = true;
-		} else if (strcmp(a, "--json") == 0) {
-			json = true;
-		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: %s\n", USAGE);
 			return CLI_OK;
+		}
+		json = json || strcmp(argv[i], "--json") == 0;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char **opt = NULL;
+		bool stdin_ok = false; /* "-" is a legitimate value (standard input) */
+		if (strcmp(a, "--json") == 0)
+			continue;
+		if (strcmp(a, "--allow-untagged") == 0) {
+			allow_untagged = true;
+			continue;
+		}
+		if (strcmp(a, "--key") == 0) {
+			opt = &key_path;
+		} else if (strcmp(a, "--external-aad") == 0) {
+			opt = &aad_hex;
+		} else if (strcmp(a, "--payload") == 0) {
+			opt = &payload_path;
+			stdin_ok = true;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "%s: usage: unknown or incomplete option %s\n", PROG, a);
-			return cli_usage(PROG, USAGE);
+			return usage(json, "unknown option", a);
 		} else if (msg_path == NULL) {
 			msg_path = a;
+			continue;
 		} else {
-			return cli_usage(PROG, USAGE);
+			return usage(json, "more than one MSG", a);
 		}
+		/* a key path or hex never starts with '-'; a payload only as "-" */
+		if (i + 1 >= argc ||
+		    (argv[i + 1][0] == '-' && !(stdin_ok && argv[i + 1][1] == '\0')))
+			return usage(json, "an option without its value", a);
+		if (*opt != NULL)
+			return usage(json, "an option given twice", a);
+		*opt = argv[++i];
 	}
 	if (key_path == NULL || msg_path == NULL)
-		return cli_usage(PROG, USAGE);
+		return usage(json, key_path == NULL ? "no --key KEY" : "no MSG", NULL);
 
 	ota_error err;
 	ota_error_clear(&err);
@@ -219,6 +255,7 @@ int verify_cose(int argc, char **argv)
 		err.code = rc;
 	if (json) {
 		json_t *o = json_object();
+		json_object_set_new(o, "ok", json_boolean(rc == OTA_OK));
 		json_object_set_new(o, "valid", json_boolean(rc == OTA_OK));
 		json_object_set_new(o, "code", json_string(ota_err_name(rc)));
 		if (rc != OTA_OK) {

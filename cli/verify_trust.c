@@ -17,17 +17,39 @@
 #include "ota/trust.h"
 
 #define PROG "ota-verify trust"
+#define USAGE "--pinned FIRST.json [CHAIN.json...] [--at TIME] [--state FILE] [--json]"
 
+/*
+ * Every outcome but success: the message on standard error and, with --json,
+ * the one document {"ok": false, "code", "where", "message"}.
+ */
 static int report(bool json, const ota_error *e)
 {
 	if (json) {
 		json_t *o = cli_error_json(e);
-		if (o != NULL) {
-			cli_print_json(o);
-			json_decref(o);
-		}
+		cli_print_json(o); /* NULL prints {"code":"out_of_memory"} */
+		json_decref(o);
 	}
+	if (e->code == OTA_ERR_USAGE)
+		(void)cli_usage(PROG, USAGE);
 	return cli_fail(PROG, e);
+}
+
+static int usage(bool json, const char *what, const char *arg)
+{
+	ota_error e;
+	ota_error_clear(&e);
+	ota_error_set(&e, OTA_ERR_USAGE, "trust", "%s%s%.200s", what, arg != NULL ? ": " : "",
+	              arg != NULL ? arg : "");
+	return report(json, &e);
+}
+
+static int out_of_memory(bool json)
+{
+	ota_error e;
+	ota_error_clear(&e);
+	ota_error_set(&e, OTA_ERR_NOMEM, "trust", "out of memory");
+	return report(json, &e);
 }
 
 /* Reads one snapshot file; an oversized one is a refusal, not an input error. */
@@ -51,42 +73,57 @@ int verify_trust(int argc, char **argv)
 {
 	const char *pinned = NULL, *at_s = NULL, *state_path = NULL;
 	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: ota-verify trust %s\n", USAGE);
+			return CLI_OK;
+		}
+		json = json || strcmp(argv[i], "--json") == 0;
+	}
 	const char **files = calloc((size_t)argc + 1, sizeof *files);
 	size_t n = 0;
 	if (files == NULL)
-		return CLI_INTERNAL;
+		return out_of_memory(json);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--pinned") == 0 && i + 1 < argc)
-			pinned = argv[++i];
-		else if (strcmp(a, "--at") == 0 && i + 1 < argc)
-			at_s = argv[++i];
-		else if (strcmp(a, "--state") == 0 && i + 1 < argc)
-			state_path = argv[++i];
-		else if (strcmp(a, "--json") == 0)
-			json = true;
-		else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			printf("usage: ota-verify trust --pinned FIRST.json [CHAIN.json...] [--at TIME] "
-			       "[--state FILE] [--json]\n");
+		const char **opt = NULL;
+		if (strcmp(a, "--json") == 0)
+			continue;
+		if (strcmp(a, "--pinned") == 0)
+			opt = &pinned;
+		else if (strcmp(a, "--at") == 0)
+			opt = &at_s;
+		else if (strcmp(a, "--state") == 0)
+			opt = &state_path;
+		else if (a[0] == '-' && a[1] != '\0') {
 			free(files);
-			return CLI_OK;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			free(files);
-			return cli_usage(PROG, "unknown option (see --help)");
-		} else
+			return usage(json, "unknown option", a);
+		} else {
 			files[n++] = a;
+			continue;
+		}
+		/* a path or a time never starts with '-' here (no stdin, no
+		 * negative times): a missing value is not taken from the next option */
+		if (i + 1 >= argc || argv[i + 1][0] == '-') {
+			free(files);
+			return usage(json, "an option without its value", a);
+		}
+		if (*opt != NULL) {
+			free(files);
+			return usage(json, "an option given twice", a);
+		}
+		*opt = argv[++i];
 	}
 	if (pinned == NULL) {
 		free(files);
-		return cli_usage(PROG, "--pinned FIRST.json [CHAIN.json...] [--at TIME] [--state FILE] "
-		                       "[--json]");
+		return usage(json, "no --pinned FIRST.json", NULL);
 	}
 	ota_error err;
 	ota_error_clear(&err);
 	int64_t at = ota_clock_now(NULL);
 	if (at_s != NULL && ota_trust_time_parse(at_s, &at) != OTA_OK) {
 		free(files);
-		return cli_usage(PROG, "--at takes integer seconds or RFC 3339 (2026-01-01T00:00:00Z)");
+		return usage(json, "--at takes integer seconds or RFC 3339 (2026-01-01T00:00:00Z)", at_s);
 	}
 	int ret = CLI_INTERNAL;
 	uint8_t *pbuf = NULL;
@@ -95,8 +132,10 @@ int verify_trust(int argc, char **argv)
 	ota_bytes *spans = calloc(n + 1, sizeof *spans);
 	ota_trust_state *st = NULL;
 	ota_trust_root *latest = NULL;
-	if (bufs == NULL || spans == NULL)
+	if (bufs == NULL || spans == NULL) {
+		ret = out_of_memory(json);
 		goto out;
+	}
 	/* the chain length is refused before any file is read or parsed */
 	if (n > OTA_MAX_TRUST_CHAIN) {
 		ota_error_set(&err, OTA_ERR_TRUST_CHAIN_TOO_LONG, "chain",
@@ -130,8 +169,10 @@ int verify_trust(int argc, char **argv)
 	if (json) {
 		json_t *s = ota_trust_root_summary(latest, at);
 		json_t *out = s != NULL ? json_pack("{s:b, s:o}", "ok", 1, "trusted", s) : NULL;
-		if (out == NULL)
+		if (out == NULL) {
+			ret = out_of_memory(json);
 			goto out;
+		}
 		cli_print_json(out);
 		json_decref(out);
 	} else {

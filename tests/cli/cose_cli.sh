@@ -159,6 +159,44 @@ expect 2 "verify with garbage key" -- "$OTA_VERIFY" cose --key "$T/garbage.pem" 
 stderr_has key_format "garbage key"
 expect 2 "unknown ota cose verb" -- "$OTA" cose frobnicate
 
+# --json: one document for every outcome, usage and unreadable input too
+# json_fail CODE EXIT DESCRIPTION -- ARGS... (ota-verify cose ARGS --json)
+json_fail() {
+	local code=$1 want=$2 what=$3
+	shift 4
+	expect "$want" "$what (--json)" -- "$OTA_VERIFY" cose "$@" --json
+	checks=$((checks + 1))
+	if ! jq -e --arg c "$code" '.ok == false and .valid == false and .code == $c and
+		(.where | type) == "string" and (.message | type) == "string" and (has("payload") | not)' \
+		"$T/out" >/dev/null || [ "$(jq -s length "$T/out")" != 1 ]; then
+		echo "FAIL: $what: not one JSON document naming $code: $(cat "$T/out")" >&2
+		fails=$((fails + 1))
+	fi
+}
+json_fail usage 2 "no --key" -- "$T/ES256.cose"
+json_fail usage 2 "no MSG" -- --key "$T/ES256.pub"
+json_fail usage 2 "unknown option" -- --key "$T/ES256.pub" --frobnicate "$T/ES256.cose"
+json_fail usage 2 "two messages" -- --key "$T/ES256.pub" "$T/ES256.cose" "$T/ES384.cose"
+json_fail usage 2 "--key without its value" -- "$T/ES256.cose" --key
+json_fail usage 2 "--key followed by an option" -- --key --allow-untagged "$T/ES256.cose"
+json_fail usage 2 "--external-aad followed by an option" -- --key "$T/EdDSA.pub" --external-aad --allow-untagged "$T/aad.cose"
+json_fail usage 2 "--payload followed by an option" -- --key "$T/ES384.pub" --payload --allow-untagged "$T/det.cose"
+json_fail usage 2 "--key twice" -- --key "$T/ES256.pub" --key "$T/other.pub" "$T/ES256.cose"
+json_fail usage 2 "--external-aad twice" -- --key "$T/EdDSA.pub" --external-aad 11AA22BB --external-aad 11aa22bc "$T/aad.cose"
+json_fail usage 2 "--payload twice" -- --key "$T/ES384.pub" --payload "$T/payload" --payload "$T/other-payload" "$T/det.cose"
+json_fail io_error 2 "unreadable message" -- --key "$T/ES256.pub" "$T/missing.cose"
+json_fail io_error 2 "unreadable key" -- --key "$T/missing.pub" "$T/ES256.cose"
+json_fail io_error 2 "unreadable payload" -- --key "$T/ES384.pub" --payload "$T/nope" "$T/det.cose"
+json_fail key_format 2 "garbage key" -- --key "$T/garbage.pem" "$T/ES256.cose"
+json_fail bad_hex 2 "bad AAD hex" -- --key "$T/EdDSA.pub" --external-aad 1 "$T/aad.cose"
+json_fail signature_invalid 1 "tampered payload" -- --key "$T/ES256.pub" "$T/tampered.cose"
+expect 0 "a valid message (--json)" -- "$OTA_VERIFY" cose --key "$T/ES256.pub" --json "$T/ES256.cose"
+check_eq "$(jq -c '[.ok, .valid, .code]' "$T/out")" '[true,true,"ok"]' "valid --json: ok, valid, code"
+# "-" is standard input, for --payload as for MSG
+expect 0 "--payload - reads standard input" -- bash -c "\"\$0\" cose --key \"\$1\" --payload - --json \"\$2\" <\"\$3\"" \
+	"$OTA_VERIFY" "$T/ES384.pub" "$T/det.cose" "$T/payload"
+check_eq "$(jq -r .detached "$T/out")" true "--payload - verifies the detached payload"
+
 # the data-driven vectors through the CLI: a sample of each class
 for c in ok_eddsa ok_ps256 ok_high_s ok_noncanonical_label_order ok_unknown_unprotected_labels \
 	alg_unprotected crit_unknown duplicate_label_across signature_der key_point_invalid key_too_weak; do

@@ -18,7 +18,11 @@ printf 'hello' >"$tmp/p"
 printf '\x00' | dd of="$tmp/m.cose" bs=1 seek=20 conv=notrunc status=none
 set +e; "$OTA_VERIFY" cose --key "$tmp/k.pub" --json "$tmp/m.cose" >"$tmp/bad.json"; rc=$?; set -e
 [ "$rc" -eq 1 ] || fail "tampered message exit $rc"
-v cose-verify.schema.json "$tmp/ok.json" "$tmp/bad.json" || fail "cose-verify schema"
+set +e; "$OTA_VERIFY" cose --key "$tmp/k.pub" --frobnicate --json "$tmp/m.cose" >"$tmp/usage.json" 2>/dev/null; rc=$?
+"$OTA_VERIFY" cose --key "$tmp/none.pub" --json "$tmp/m.cose" >"$tmp/io.json" 2>/dev/null; rc2=$?; set -e
+[ "$rc" -eq 2 ] && [ "$rc2" -eq 2 ] || fail "usage/unreadable exit $rc/$rc2"
+v cose-verify.schema.json "$tmp/ok.json" "$tmp/bad.json" "$tmp/usage.json" "$tmp/io.json" || fail "cose-verify schema"
+jq -e '.ok == false and .code == "usage"' "$tmp/usage.json" >/dev/null || fail "usage shape"
 jq -e '.valid == false and .code != "ok" and (has("payload") | not)' "$tmp/bad.json" >/dev/null || fail "refusal shape"
 # the signed receipts of the archive vectors
 n=0

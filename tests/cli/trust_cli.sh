@@ -116,6 +116,36 @@ run 2 "$OTA_VERIFY" trust --pinned "$work/missing.json"
 head -c $((8 * 1024 * 1024 + 1)) /dev/zero >"$work/huge.json"
 run 1 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$work/huge.json"
 grep -q trust_snapshot_too_large "$work/stderr" && pass "oversized file refused before parsing" || bad "oversize"
+# --json: one document for every outcome, usage and unreadable input too
+json_fail() { # CODE EXIT ARGS... (ota-verify trust ARGS --json)
+  local code=$1 want=$2; shift 2
+  run "$want" "$OTA_VERIFY" trust "$@" --json
+  if jq -e --arg c "$code" '.ok == false and .code == $c and (.where | type) == "string" and (.message | type) == "string"' \
+      "$work/stdout" >/dev/null && [ "$(jq -s length "$work/stdout")" = 1 ]; then
+    pass "--json $code: $*"; else bad "--json $code: $*: $(cat "$work/stdout")"; fi
+}
+V1="$D/versions/1.root.json"
+json_fail usage 2 "$D/root.json"
+json_fail usage 2 --pinned "$V1" --frobnicate
+json_fail usage 2 --pinned
+json_fail usage 2 "$D/versions/2.root.json" --pinned
+json_fail usage 2 --pinned --at 1800000000 "$V1"
+json_fail usage 2 --pinned "$V1" --at -5
+json_fail usage 2 --pinned "$V1" --at soon
+json_fail usage 2 --pinned "$V1" --state --at 1800000000
+# a gate's own options are not overridden by a later copy
+json_fail usage 2 --pinned "$V1" "$D/versions/2.root.json" --pinned "$D/versions/2.root.json"
+json_fail usage 2 --pinned "$V1" --at 1800000000 --at 2099-01-01T00:00:00Z
+json_fail usage 2 --pinned "$V1" --state "$work/s1.json" --state "$work/s2.json"
+[ ! -e "$work/s1.json" ] && [ ! -e "$work/s2.json" ] && pass "a usage error wrote no state" || bad "usage error wrote state"
+json_fail io_error 2 --pinned "$work/missing.json"
+json_fail io_error 2 --pinned "$V1" "$work/missing.json"
+json_fail trust_snapshot_too_large 1 --pinned "$V1" "$work/huge.json"
+json_fail trust_version_skip 1 --pinned "$V1" "$D/versions/3.root.json"
+run 0 "$OTA_VERIFY" trust --pinned "$V1" "$D/versions/2.root.json" --json
+jq -e '.ok == true and .trusted.version == 2' "$work/stdout" >/dev/null && pass "--json success shape" || bad "--json success: $(cat "$work/stdout")"
+run 0 "$OTA_VERIFY" trust --help
+grep -q "usage: ota-verify trust" "$work/stdout" && pass "--help" || bad "--help"
 run 2 "$OTA" trust frobnicate
 run 2 "$OTA" trust add-key --dir "$D"
 
