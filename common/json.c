@@ -244,9 +244,62 @@ static bool plain(unsigned char c)
 	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
-static ota_err put_string(sbuf *b, const char *s, size_t n, ota_error *err)
+size_t ota_jcs_escape(unsigned char c, char e[6])
 {
 	static const char hex[] = "0123456789abcdef";
+	char x;
+	switch (c) {
+	case '"':
+		x = '"';
+		break;
+	case '\\':
+		x = '\\';
+		break;
+	case '\b':
+		x = 'b';
+		break;
+	case '\t':
+		x = 't';
+		break;
+	case '\n':
+		x = 'n';
+		break;
+	case '\f':
+		x = 'f';
+		break;
+	case '\r':
+		x = 'r';
+		break;
+	default:
+		if (c >= 0x20)
+			return 0;
+		memcpy(e, "\\u00", 4);
+		e[4] = hex[c >> 4];
+		e[5] = hex[c & 15];
+		return 6;
+	}
+	e[0] = '\\';
+	e[1] = x;
+	return 2;
+}
+
+size_t ota_jcs_integer(long long v, char out[24])
+{
+	char num[24];
+	size_t k = sizeof num;
+	unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do {
+		num[--k] = (char)('0' + m % 10);
+		m /= 10;
+	} while (m != 0);
+	if (v < 0)
+		num[--k] = '-';
+	memcpy(out, num + k, sizeof num - k);
+	return sizeof num - k;
+}
+
+static ota_err put_string(sbuf *b, const char *s, size_t n, ota_error *err)
+{
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
 	sb_putc(b, '"');
@@ -271,33 +324,8 @@ static ota_err put_string(sbuf *b, const char *s, size_t n, ota_error *err)
 			i += k;
 			continue;
 		}
-		switch (c) {
-		case '"':
-			sb_put(b, "\\\"", 2);
-			break;
-		case '\\':
-			sb_put(b, "\\\\", 2);
-			break;
-		case '\b':
-			sb_put(b, "\\b", 2);
-			break;
-		case '\t':
-			sb_put(b, "\\t", 2);
-			break;
-		case '\n':
-			sb_put(b, "\\n", 2);
-			break;
-		case '\f':
-			sb_put(b, "\\f", 2);
-			break;
-		case '\r':
-			sb_put(b, "\\r", 2);
-			break;
-		default: {
-			char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-			sb_put(b, e, 6);
-		}
-		}
+		char e[6];
+		sb_put(b, e, ota_jcs_escape(c, e));
 		i++;
 	}
 	sb_putc(b, '"');
@@ -307,15 +335,7 @@ static ota_err put_string(sbuf *b, const char *s, size_t n, ota_error *err)
 static void put_int(sbuf *b, long long v)
 {
 	char num[24];
-	size_t k = sizeof num;
-	unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-	do {
-		num[--k] = (char)('0' + m % 10);
-		m /= 10;
-	} while (m != 0);
-	if (v < 0)
-		num[--k] = '-';
-	sb_put(b, num + k, sizeof num - k);
+	sb_put(b, num, ota_jcs_integer(v, num));
 }
 
 /* Members sorted in m (n of them); insertion sort for the small objects

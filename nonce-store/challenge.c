@@ -33,7 +33,6 @@ static void put_lit(jbuf *b, const char *s)
 /* A JCS string (RFC 8785 section 3.2.2.2); false if s is not UTF-8. */
 static bool put_str(jbuf *b, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n = strlen(s);
 	b->p[b->len++] = '"';
@@ -48,17 +47,12 @@ static bool put_str(jbuf *b, const char *s)
 			i += k;
 			continue;
 		}
-		const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b"
-		                : c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\f' ? "\\f"
-		                : c == '\r' ? "\\r" : NULL;
-		if (esc != NULL) {
-			put(b, esc, 2);
-		} else if (c < 0x20) {
-			char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-			put(b, e, 6);
-		} else {
+		char e[6];
+		size_t k = ota_jcs_escape(c, e);
+		if (k != 0)
+			put(b, e, k);
+		else
 			b->p[b->len++] = (char)c;
-		}
 		i++;
 	}
 	b->p[b->len++] = '"';
@@ -72,15 +66,7 @@ static bool put_int(jbuf *b, int64_t v)
 	if (v > OTA_JSON_MAX_SAFE_INT || v < -OTA_JSON_MAX_SAFE_INT)
 		return false;
 	char num[24];
-	size_t k = sizeof num;
-	unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-	do {
-		num[--k] = (char)('0' + m % 10);
-		m /= 10;
-	} while (m != 0);
-	if (v < 0)
-		num[--k] = '-';
-	put(b, num + k, sizeof num - k);
+	put(b, num, ota_jcs_integer(v, num));
 	return true;
 }
 

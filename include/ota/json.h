@@ -55,6 +55,16 @@ OTA_API OTA_NODISCARD ota_err ota_json_identity(const json_t *v, char out[OTA_ID
  */
 OTA_API size_t ota_utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
 
+/*
+ * RFC 8785 pieces for writers that build JCS text without a json_t (the
+ * challenge identity): ota_jcs_escape writes the escape of an ASCII byte
+ * that needs one ('"', '\\', below 0x20) into e and returns its length (2
+ * or 6), 0 when c stands as is; ota_jcs_integer writes v in decimal into out
+ * and returns its length (the caller keeps v within +-(2^53-1)).
+ */
+OTA_API size_t ota_jcs_escape(unsigned char c, char e[6]);
+OTA_API size_t ota_jcs_integer(long long v, char out[24]);
+
 /* Compact JSON text for humans/CLIs (not canonical). *out new; NULL on OOM. */
 OTA_API char *ota_json_dumps(const json_t *v, bool pretty);
 
