@@ -212,9 +212,18 @@ else
       fail "ota run --key --trust: $(cat "$tmp/run2.out")"
     a2=$(sed -n 's/^ota: archive //p' "$tmp/run2.out")
     case $a2 in "$repo"/.ota/archives/txn-*.json) ;; *) fail "archive path '$a2'" ;; esac
+    # a verifier that makes a ledger only when asked (--ledger-init) needs
+    # the example to ask for it, the first time
+    ledger=(--ledger "$tmp/audit.db")
+    if usage_options "$OTA_VERIFY" archive --help | grep -qx -- --ledger-init; then
+      ledger+=(--ledger-init)
+      mandoc -T utf8 "$man_dir/ota-verify.1" | col -bx | awk '/^EXAMPLES/ { on = 1 } on' |
+        grep -q -- '--ledger-init' ||
+        fail "ota-verify.1 EXAMPLES: --ledger on a new ledger without --ledger-init"
+    fi
     ( cd "$repo" && "$OTA_VERIFY" archive "$a2" --trust "$T/versions/1.root.json" \
         --require-status enforced_through_completion \
-        --require-revision "$(git rev-parse HEAD)" --ledger "$tmp/audit.db" ) >"$tmp/v.out" 2>&1 ||
+        --require-revision "$(git rev-parse HEAD)" "${ledger[@]}" ) >"$tmp/v.out" 2>&1 ||
       fail "ota-verify archive: $(cat "$tmp/v.out")"
     grep -qE '^ok: archive reconciles: status enforced_through_completion, [0-9]+ signatures verified$' \
       "$tmp/v.out" || fail "ota-verify archive output: $(cat "$tmp/v.out")"
