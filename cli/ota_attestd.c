@@ -20,6 +20,8 @@ static const char usage_text[] =
 	"  --port-file FILE     write the bound port to FILE once listening\n"
 	"  --max-connections N  concurrent connections, one thread each (default 256)\n"
 	"  --timeout S          idle connection timeout in seconds (default 10)\n"
+	"  --request-timeout S  deadline to read one request and write its answer, however\n"
+	"                       slowly bytes arrive (default 30)\n"
 	"  --max-body BYTES     request body cap (default 262144)\n"
 	"  --batch N            group-commit batch size (default 256)\n"
 	"  --sync full|normal   sqlite synchronous mode (default full)\n"
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
 		{"port-file", required_argument, NULL, 'P'},
 		{"max-connections", required_argument, NULL, 'c'},
 		{"timeout", required_argument, NULL, 'o'},
+		{"request-timeout", required_argument, NULL, 'T'},
 		{"max-body", required_argument, NULL, 'b'},
 		{"batch", required_argument, NULL, 'B'},
 		{"sync", required_argument, NULL, 's'},
@@ -96,13 +99,14 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return CLI_OK;
-		case 'p': case 'c': case 'o': case 'b': case 'B': case 'C': case 'a': case 'S':
-		case 'L':
+		case 'p': case 'c': case 'o': case 'T': case 'b': case 'B': case 'C': case 'a':
+		case 'S': case 'L':
 			if (!parse_num(optarg, ch == 'p' ? 0 : 1, ch == 'p' ? 65535 : 100000000, &v))
 				return cli_usage("ota-attestd", "numeric option out of range");
 			if (ch == 'p') o.port = (uint16_t)v;
 			else if (ch == 'c') o.max_connections = (unsigned)v;
 			else if (ch == 'o') o.timeout_s = (unsigned)v;
+			else if (ch == 'T') o.request_timeout_s = (unsigned)v;
 			else if (ch == 'b') o.max_body = (size_t)v;
 			else if (ch == 'B') o.max_batch = (size_t)v;
 			else if (ch == 'C') o.challenge_ttl = v;

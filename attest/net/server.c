@@ -53,6 +53,27 @@ typedef struct answer {
 enum { RQ_READING = 0, RQ_QUEUED, RQ_COMMITTED, RQ_READY, RQ_DONE };
 enum { JOB_NONE = 0, JOB_ISSUE, JOB_ADMIT };
 
+/*
+ * One connection, as the request-deadline watchdog sees it (MHD's socket
+ * context; linked under ota_attestd.wmu). MHD's own timeout is an idle
+ * timeout: a client sending a byte now and then holds its connection, and
+ * --max-connections of them lock every other client out for as long as
+ * they keep dribbling. The watchdog shuts down (never closes: the fd is
+ * MHD's) a connection whose request has not been read, or whose answer
+ * not written, within request_timeout_s of since; MHD then sees the end of
+ * the stream and closes it. since restarts at the connection's start, when
+ * a request is complete (its answer begins), when a suspended request is
+ * resumed, and when a request ends (the next one begins); a connection
+ * suspended for its group commit is never shut down.
+ */
+typedef struct conn_watch {
+	int fd;
+	struct timespec since; /* CLOCK_MONOTONIC */
+	bool paused;           /* suspended for the group commit */
+	bool killed;           /* shut down by the watchdog */
+	struct conn_watch *prev, *next;
+} conn_watch;
+
 typedef struct req {
 	uint8_t *buf;
 	size_t len, cap;
@@ -109,6 +130,14 @@ struct ota_attestd {
 	ota_error *berrs;      /* the detail of each operation of the batch */
 	atomic_ullong batches, batch_ops;
 	atomic_uint inflight; /* requests queued, not yet completed */
+	/* the request-deadline watchdog (conn_watch) */
+	pthread_t watchdog;
+	bool watchdog_started;
+	pthread_mutex_t wmu;
+	pthread_cond_t wcond;
+	bool wstop;
+	conn_watch *watch;
+	atomic_ullong request_timeouts;
 	uint64_t issued_since_purge; /* committer thread only */
 };
 
@@ -120,6 +149,7 @@ void ota_attestd_opts_init(ota_attestd_opts *o)
 	o->bind_addr = "127.0.0.1";
 	o->max_connections = OTA_MAX_HTTP_CONNECTIONS;
 	o->timeout_s = OTA_HTTP_TIMEOUT_SECONDS;
+	o->request_timeout_s = OTA_HTTP_REQUEST_SECONDS;
 	o->max_body = OTA_MAX_HTTP_BODY_BYTES;
 	o->threads = 0;
 	o->max_batch = 256;
@@ -929,6 +959,9 @@ static void route_metrics(ota_attestd *d, answer *a)
 		 atomic_load(&d->http_errors)},
 		{"ota_attestd_bodies_too_large_total", "counter", "request bodies over the cap",
 		 atomic_load(&d->too_large)},
+		{"ota_attestd_request_timeouts_total", "counter",
+		 "connections shut down past the request deadline (http_request_timeout)",
+		 atomic_load(&d->request_timeouts)},
 		{"ota_attestd_commit_batches_total", "counter", "group-commit transactions",
 		 (unsigned long long)batches},
 		{"ota_attestd_commit_ops_total", "counter", "operations committed in batches",
@@ -1041,6 +1074,76 @@ static unsigned header_count_of(struct MHD_Connection *c, const char *name)
 	return h.n;
 }
 
+/* ---- the request deadline (conn_watch) ---- */
+
+static conn_watch *watch_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* The connection's deadline starts again (paused: suspended, none). Returns
+ * false when the watchdog has already shut the connection down. */
+static bool watch_restart(ota_attestd *d, struct MHD_Connection *c, bool paused)
+{
+	conn_watch *w = watch_of(c);
+	if (w == NULL)
+		return true;
+	pthread_mutex_lock(&d->wmu);
+	bool alive = !w->killed;
+	w->paused = paused;
+	clock_gettime(CLOCK_MONOTONIC, &w->since);
+	pthread_mutex_unlock(&d->wmu);
+	return alive;
+}
+
+static void *watchdog_main(void *arg)
+{
+	ota_attestd *d = arg;
+	pthread_mutex_lock(&d->wmu);
+	while (!d->wstop) {
+		struct timespec wake;
+		clock_gettime(CLOCK_REALTIME, &wake);
+		wake.tv_nsec += 250 * 1000000L;
+		if (wake.tv_nsec >= 1000000000L) {
+			wake.tv_sec++;
+			wake.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&d->wcond, &d->wmu, &wake);
+		if (d->wstop)
+			break;
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		unsigned shut = 0;
+		for (conn_watch *w = d->watch; w != NULL; w = w->next) {
+			if (w->paused || w->killed)
+				continue;
+			int64_t ms = ((int64_t)now.tv_sec - (int64_t)w->since.tv_sec) * 1000 +
+			             ((int64_t)now.tv_nsec - (int64_t)w->since.tv_nsec) / 1000000;
+			if (ms < (int64_t)d->opts.request_timeout_s * 1000)
+				continue;
+			/* under wmu: MHD reports the connection closed (and
+			 * unlinks w) before it closes fd, so fd is still this
+			 * connection's */
+			shutdown(w->fd, SHUT_RDWR);
+			w->killed = true;
+			shut++;
+		}
+		if (shut > 0) {
+			atomic_fetch_add(&d->request_timeouts, shut);
+			pthread_mutex_unlock(&d->wmu);
+			log_json(d, json_pack("{s:s, s:s, s:s, s:i, s:i}", "level", "warn", "event",
+			                      "request_timeout", "code",
+			                      ota_err_name(OTA_ERR_HTTP_REQUEST_TIMEOUT), "connections",
+			                      (int)shut, "deadline_s", (int)d->opts.request_timeout_s));
+			pthread_mutex_lock(&d->wmu);
+		}
+	}
+	pthread_mutex_unlock(&d->wmu);
+	return NULL;
+}
+
 /* Answers r now, before reading its body (MHD closes the connection after
  * this response). */
 static enum MHD_Result refuse_early(ota_attestd *d, struct MHD_Connection *c, req *r,
@@ -1132,18 +1235,28 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	case RQ_COMMITTED: /* resumed by the committer: its COMMIT has returned */
 		finish_job(d, r);
 		r->state = RQ_DONE;
+		(void)watch_restart(d, c, false); /* the answer's own deadline */
 		return answer_send(c, &r->ans);
 	case RQ_READY: /* answered without a commit (shutting down) */
 		r->state = RQ_DONE;
+		(void)watch_restart(d, c, false);
 		return answer_send(c, &r->ans);
 	default:
 		return MHD_YES;
+	}
+	/* the request is read: paused while it is judged (and, queued, while
+	 * its group commit runs); a connection the watchdog has shut down is
+	 * not judged, so nothing is admitted whose answer cannot be sent */
+	if (!watch_restart(d, c, true)) {
+		r->state = RQ_DONE;
+		return MHD_NO;
 	}
 	atomic_fetch_add(&d->requests, 1);
 	answer a = {0, NULL, NULL, 0};
 	if (dispatch(d, c, r, &a))
 		return MHD_YES; /* suspended; r belongs to the committer until resumed */
 	r->state = RQ_DONE;
+	(void)watch_restart(d, c, false);
 	return answer_send(c, &a);
 }
 
@@ -1151,9 +1264,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
 	ota_attestd *d = cls;
-	(void)c;
 	(void)toe;
 	req *r = *con_cls;
+	if (c != NULL)
+		(void)watch_restart(d, c, false); /* the next request's deadline */
 	if (r != NULL) {
 		if (r->counted)
 			atomic_fetch_sub(&d->inflight, 1);
@@ -1171,16 +1285,45 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-	(void)cls;
-	(void)socket_context;
+	ota_attestd *d = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		conn_watch *w = *socket_context;
+		if (w == NULL)
+			return;
+		pthread_mutex_lock(&d->wmu);
+		if (w->prev != NULL)
+			w->prev->next = w->next;
+		else
+			d->watch = w->next;
+		if (w->next != NULL)
+			w->next->prev = w->prev;
+		pthread_mutex_unlock(&d->wmu);
+		free(w);
+		*socket_context = NULL;
+		return;
+	}
 	if (toe != MHD_CONNECTION_NOTIFY_STARTED)
 		return;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (ci != NULL) {
-		int one = 1;
-		setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	}
+	if (ci == NULL)
+		return;
+	int one = 1;
+	setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	/* without a watch (out of memory) the connection has only the idle
+	 * timeout */
+	conn_watch *w = calloc(1, sizeof *w);
+	if (w == NULL)
+		return;
+	w->fd = ci->connect_fd;
+	clock_gettime(CLOCK_MONOTONIC, &w->since);
+	pthread_mutex_lock(&d->wmu);
+	w->next = d->watch;
+	if (d->watch != NULL)
+		d->watch->prev = w;
+	d->watch = w;
+	pthread_mutex_unlock(&d->wmu);
+	*socket_context = w;
 }
 
 /* ---- lifecycle ---- */
@@ -1272,6 +1415,8 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		d->opts.max_connections = OTA_MAX_HTTP_CONNECTIONS;
 	if (d->opts.timeout_s == 0)
 		d->opts.timeout_s = OTA_HTTP_TIMEOUT_SECONDS;
+	if (d->opts.request_timeout_s == 0)
+		d->opts.request_timeout_s = OTA_HTTP_REQUEST_SECONDS;
 	if (d->opts.max_body == 0 || d->opts.max_body > OTA_MAX_HTTP_BODY_BYTES)
 		d->opts.max_body = OTA_MAX_HTTP_BODY_BYTES;
 	if (d->opts.threads == 0) {
@@ -1290,6 +1435,8 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->work, NULL);
 	pthread_cond_init(&d->idle, NULL);
+	pthread_mutex_init(&d->wmu, NULL);
+	pthread_cond_init(&d->wcond, NULL);
 	int64_t now = now_of(d);
 	if ((e = load_root(d, now, err)) != OTA_OK || (e = load_verifier(d, now, err)) != OTA_OK)
 		goto out_stop;
@@ -1352,6 +1499,12 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		goto out_stop;
 	}
 	d->listen_fd = -1; /* MHD's now */
+	if (pthread_create(&d->watchdog, NULL, watchdog_main, d) != 0) {
+		e = ota_error_set(err, OTA_ERR_INTERNAL, "attestd", "request deadline thread");
+		goto out_stop;
+	}
+	d->watchdog_started = true;
+	pthread_setname_np(d->watchdog, "ota-deadline");
 	log_json(d, json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:s, s:i}", "level", "info",
 	                      "event", "listening", "addr", d->opts.bind_addr, "port", (int)d->port,
 	                      "epoch", (json_int_t)ota_nonce_store_epoch(d->store), "verifier",
@@ -1390,9 +1543,17 @@ void ota_attestd_stop(ota_attestd *d)
 		for (unsigned i = 0; atomic_load(&d->inflight) > 0 && i < d->opts.timeout_s * 1000u; i++)
 			nanosleep(&ms, NULL);
 		MHD_stop_daemon(d->mhd); /* closes the listening socket */
+		d->mhd = NULL;
 		log_json(d, json_pack("{s:s, s:s, s:I, s:I}", "level", "info", "event", "stopped",
 		                      "accepted", (json_int_t)atomic_load(&d->accepted), "refused",
 		                      (json_int_t)atomic_load(&d->refused)));
+	}
+	if (d->watchdog_started) {
+		pthread_mutex_lock(&d->wmu);
+		d->wstop = true;
+		pthread_cond_broadcast(&d->wcond);
+		pthread_mutex_unlock(&d->wmu);
+		pthread_join(d->watchdog, NULL);
 	}
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
@@ -1407,6 +1568,8 @@ void ota_attestd_stop(ota_attestd *d)
 	pthread_cond_destroy(&d->idle);
 	pthread_cond_destroy(&d->work);
 	pthread_mutex_destroy(&d->mu);
+	pthread_cond_destroy(&d->wcond);
+	pthread_mutex_destroy(&d->wmu);
 	free(d->bops);
 	free(d->breqs);
 	free(d->badm);

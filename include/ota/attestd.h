@@ -31,6 +31,10 @@ typedef struct ota_attestd_opts {
 	                                 must name a verifier principal of the root */
 	unsigned max_connections;     /* default OTA_MAX_HTTP_CONNECTIONS */
 	unsigned timeout_s;           /* idle connection timeout; default OTA_HTTP_TIMEOUT_SECONDS */
+	unsigned request_timeout_s;   /* deadline for reading one request (from the connection's
+	                                 start or the previous answer) and for writing its
+	                                 answer, however often bytes arrive; a connection past it
+	                                 is shut down. Default OTA_HTTP_REQUEST_SECONDS */
 	size_t max_body;              /* default OTA_MAX_HTTP_BODY_BYTES */
 	unsigned threads;             /* HTTP event loops (MHD thread pool); default (0): one
 	                                 per online CPU. A request waiting for its group
