@@ -68,10 +68,14 @@ static bool refname_ok(const char *r, size_t n)
 }
 
 /* One line of HEAD or a loose ref: "OID" or "ref: NAME", then at most "\n". */
-static ota_err parse_ref_file(const uint8_t *b, size_t n, const char *where, char *oid,
-                              char *target, ota_error *err)
+ota_err ota_git_ref_parse(const uint8_t *b, size_t n, const char *where,
+                          char oid[OTA_RUNNER_REVISION_MAX + 1],
+                          char target[OTA_MAX_GIT_REFNAME_BYTES], ota_error *err)
 {
 	oid[0] = target[0] = '\0';
+	if (n > OTA_MAX_GIT_REF_FILE_BYTES)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, where, "over %u bytes",
+		                     OTA_MAX_GIT_REF_FILE_BYTES);
 	if (n > 0 && b[n - 1] == '\n')
 		n--;
 	const char *s = (const char *)b;
@@ -97,24 +101,21 @@ static ota_err parse_ref_file(const uint8_t *b, size_t n, const char *where, cha
 
 /*
  * refname in packed-refs: "# pack-refs with: ..." on the first line only,
- * "OID NAME" lines and "^OID" peel lines after an entry; anything else is
- * unsupported. not_found when it is not listed (or there is no packed-refs).
+ * "OID NAME" lines and "^OID" peel lines after an entry, every object id of
+ * one length (one hash algorithm); anything else is unsupported. not_found
+ * when it is not listed.
  */
-static ota_err packed_lookup(int gitfd, const char *refname, char *oid, ota_error *err)
+ota_err ota_git_packed_refs_find(const uint8_t *b, size_t n, const char *refname,
+                                 char oid[OTA_RUNNER_REVISION_MAX + 1], ota_error *err)
 {
-	uint8_t *b = NULL;
-	size_t n = 0;
-	ota_err rc = ota_file_read_beneath(gitfd, ".git", "packed-refs", OTA_MAX_GIT_PACKED_REFS_BYTES,
-	                                   &b, &n, err);
-	if (rc == OTA_ERR_NOT_FOUND)
-		return ota_error_set(err, OTA_ERR_NOT_FOUND, refname,
-		                     "the ref does not exist (an unborn branch)");
-	if (rc != OTA_OK)
-		return rc;
+	oid[0] = '\0';
+	if (n > OTA_MAX_GIT_PACKED_REFS_BYTES)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, ".git/packed-refs", "over %u bytes",
+		                     OTA_MAX_GIT_PACKED_REFS_BYTES);
 	const char *s = (const char *)b, *end = s + n;
-	size_t rl = strlen(refname);
+	size_t rl = strlen(refname), hexlen = 0;
 	bool found = false, prev_entry = false;
-	rc = OTA_OK;
+	ota_err rc = OTA_OK;
 	for (size_t line = 0; s < end; line++) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		if (nl == NULL) {
@@ -124,11 +125,14 @@ static ota_err packed_lookup(int gitfd, const char *refname, char *oid, ota_erro
 		}
 		size_t len = (size_t)(nl - s);
 		size_t l = oid_len(s, len);
+		size_t pl = len >= 1 && s[0] == '^' ? oid_len(s + 1, len - 1) : 0;
 		if (line == 0 && len >= 1 && s[0] == '#') {
 			prev_entry = false;
-		} else if (len >= 1 && s[0] == '^' && prev_entry && oid_len(s + 1, len - 1) == len - 1) {
+		} else if (pl != 0 && pl == len - 1 && prev_entry && pl == hexlen) {
 			prev_entry = false;
-		} else if (l != 0 && len > l + 1 && s[l] == ' ' && refname_ok(s + l + 1, len - l - 1)) {
+		} else if (l != 0 && (hexlen == 0 || l == hexlen) && len > l + 1 && s[l] == ' ' &&
+		           refname_ok(s + l + 1, len - l - 1)) {
+			hexlen = l;
 			if (len - l - 1 == rl && memcmp(s + l + 1, refname, rl) == 0) {
 				if (found) {
 					rc = ota_error_set(err, OTA_ERR_UNSUPPORTED, ".git/packed-refs",
@@ -142,17 +146,36 @@ static ota_err packed_lookup(int gitfd, const char *refname, char *oid, ota_erro
 			prev_entry = true;
 		} else {
 			rc = ota_error_set(err, OTA_ERR_UNSUPPORTED, ".git/packed-refs",
-			                   "line %zu is not \"OID REF\", \"^OID\" or a header", line + 1);
+			                   "line %zu is not \"OID REF\", \"^OID\" (object ids of one "
+			                   "length) or a header",
+			                   line + 1);
 			break;
 		}
 		s = nl + 1;
 	}
-	free(b);
 	if (rc == OTA_OK && !found)
 		rc = ota_error_set(err, OTA_ERR_NOT_FOUND, refname,
 		                   "the ref does not exist (an unborn branch)");
 	if (rc != OTA_OK)
 		oid[0] = '\0';
+	return rc;
+}
+
+/* refname in .git/packed-refs; not_found when there is none. */
+static ota_err packed_lookup(int gitfd, const char *refname, char *oid, ota_error *err)
+{
+	uint8_t *b = NULL;
+	size_t n = 0;
+	oid[0] = '\0';
+	ota_err rc = ota_file_read_beneath(gitfd, ".git", "packed-refs", OTA_MAX_GIT_PACKED_REFS_BYTES,
+	                                   &b, &n, err);
+	if (rc == OTA_ERR_NOT_FOUND)
+		return ota_error_set(err, OTA_ERR_NOT_FOUND, refname,
+		                     "the ref does not exist (an unborn branch)");
+	if (rc != OTA_OK)
+		return rc;
+	rc = ota_git_packed_refs_find(b, n, refname, oid, err);
+	free(b);
 	return rc;
 }
 
@@ -173,7 +196,7 @@ static ota_err resolve(int gitfd, char out[OTA_RUNNER_REVISION_MAX + 1], ota_err
 		}
 		if (rc != OTA_OK)
 			return rc;
-		rc = parse_ref_file(b, n, where, oid, target, err);
+		rc = ota_git_ref_parse(b, n, where, oid, target, err);
 		free(b);
 		if (rc != OTA_OK)
 			return rc;

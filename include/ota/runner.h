@@ -14,6 +14,7 @@
 
 #include "ota/common.h"
 #include "ota/key.h"
+#include "ota/limits.h"
 #include "ota/nonce.h"
 #include "ota/oci.h"
 #include "ota/policy.h"
@@ -101,6 +102,32 @@ OTA_API const json_t *ota_runner_plan_platform_check(const ota_runner_plan *p);
  */
 OTA_API OTA_NODISCARD ota_err ota_runner_repo_revision(const char *repo,
                                                        char out[OTA_RUNNER_REVISION_MAX + 1],
+                                                       ota_error *err);
+
+/*
+ * The two parsers of ota_runner_repo_revision, on bytes (the file access
+ * stays in it; fuzz_git_revision fuzzes these and the whole resolver).
+ *
+ * ota_git_ref_parse: one HEAD or loose ref file (at most
+ * OTA_MAX_GIT_REF_FILE_BYTES, else too_large): "OID" (40 or 64 lowercase
+ * hex) or "ref: NAME" (a ref name git writes, under refs/), then at most one
+ * "\n". Sets exactly one of oid (the commit id) and target (the ref named);
+ * the other is "". unsupported otherwise (where: the caller's file name).
+ *
+ * ota_git_packed_refs_find: the object id of refname in a packed-refs file
+ * (at most OTA_MAX_GIT_PACKED_REFS_BYTES): a "# ..." header on the first
+ * line only, "OID NAME" entries, each optionally followed by one "^OID" peel
+ * line, every line terminated, every object id of one length, refname listed
+ * once. not_found when it is not listed, unsupported when anything is
+ * malformed (even after the entry), too_large. oid is "" on failure.
+ */
+OTA_API OTA_NODISCARD ota_err ota_git_ref_parse(const uint8_t *b, size_t n, const char *where,
+                                                char oid[OTA_RUNNER_REVISION_MAX + 1],
+                                                char target[OTA_MAX_GIT_REFNAME_BYTES],
+                                                ota_error *err);
+OTA_API OTA_NODISCARD ota_err ota_git_packed_refs_find(const uint8_t *b, size_t n,
+                                                       const char *refname,
+                                                       char oid[OTA_RUNNER_REVISION_MAX + 1],
                                                        ota_error *err);
 
 /*

@@ -13,6 +13,7 @@
 
 #include "test_util.h"
 
+#include "ota/limits.h"
 #include "ota/runner.h"
 
 static char *tmp;
@@ -262,11 +263,96 @@ static void test_hostile(void **state)
 	snprintf(pk, sizeof pk, "%s refs/heads/q\n", head);
 	write_file(d, ".git/packed-refs", pk);
 	expect(d, OTA_ERR_NOT_FOUND, NULL);
+	/* a peel line without its object id (was taken as a peel line) */
+	snprintf(pk, sizeof pk, "%s refs/tags/t\n^\n%s refs/heads/p\n", head, head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	/* object ids of two lengths: not one repository's (each was taken) */
+	static const char s256[] =
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	snprintf(pk, sizeof pk, "%s refs/tags/t\n%s refs/heads/p\n", s256, head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
+	snprintf(pk, sizeof pk, "%s refs/tags/t\n^%s\n%s refs/heads/p\n", head, s256, head);
+	write_file(d, ".git/packed-refs", pk);
+	expect(d, OTA_ERR_UNSUPPORTED, NULL);
 	/* packed-refs a symlink */
 	assert_int_equal(sh("rm %s/.git/packed-refs && ln -s %s/other-ref %s/.git/packed-refs", d,
 	                    tmp, d),
 	                 0);
 	expect(d, OTA_ERR_PATH_SYMLINK, NULL);
+}
+
+/* The two parsers on bytes (ota_git_ref_parse, ota_git_packed_refs_find):
+ * no repository, no git needed. */
+static void test_parsers_on_bytes(void **state)
+{
+	(void)state;
+	static const char A[] = "0123456789abcdef0123456789abcdef01234567";
+	char oid[OTA_RUNNER_REVISION_MAX + 1], target[OTA_MAX_GIT_REFNAME_BYTES];
+	ota_error e;
+	char b[8192];
+	/* a ref file: an id, a ref, nothing else */
+	snprintf(b, sizeof b, "%s\n", A);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_ref_parse((const uint8_t *)b, strlen(b), "HEAD", oid, target, &e),
+	                 OTA_OK);
+	assert_string_equal(oid, A);
+	assert_string_equal(target, "");
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_ref_parse((const uint8_t *)"ref: refs/heads/m", 17, "HEAD", oid,
+	                                   target, &e),
+	                 OTA_OK);
+	assert_string_equal(oid, "");
+	assert_string_equal(target, "refs/heads/m");
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_ref_parse((const uint8_t *)"ref: refs/heads/m\n\n", 19, "HEAD",
+	                                   oid, target, &e),
+	                 OTA_ERR_UNSUPPORTED);
+	assert_string_equal(e.where, "HEAD");
+	assert_string_equal(oid, "");
+	assert_string_equal(target, "");
+	/* the cap holds on bytes too: one byte over is too_large */
+	memset(b, 'a', sizeof b);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_ref_parse((const uint8_t *)b, OTA_MAX_GIT_REF_FILE_BYTES + 1, "HEAD",
+	                                   oid, target, &e),
+	                 OTA_ERR_TOO_LARGE);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_ref_parse((const uint8_t *)b, OTA_MAX_GIT_REF_FILE_BYTES, "HEAD",
+	                                   oid, target, &e),
+	                 OTA_ERR_UNSUPPORTED);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_packed_refs_find((const uint8_t *)b,
+	                                          (size_t)OTA_MAX_GIT_PACKED_REFS_BYTES + 1,
+	                                          "refs/heads/m", oid, &e),
+	                 OTA_ERR_TOO_LARGE);
+	/* packed-refs: found with a peel, not listed, malformed after the entry */
+	snprintf(b, sizeof b, "# pack-refs with: peeled\n%s refs/heads/m\n^%s\n", A, A);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_packed_refs_find((const uint8_t *)b, strlen(b), "refs/heads/m",
+	                                          oid, &e),
+	                 OTA_OK);
+	assert_string_equal(oid, A);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_packed_refs_find((const uint8_t *)b, strlen(b), "refs/heads/x",
+	                                          oid, &e),
+	                 OTA_ERR_NOT_FOUND);
+	assert_string_equal(oid, "");
+	snprintf(b, sizeof b, "%s refs/heads/m\n^\n", A);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_packed_refs_find((const uint8_t *)b, strlen(b), "refs/heads/m",
+	                                          oid, &e),
+	                 OTA_ERR_UNSUPPORTED);
+	assert_string_equal(oid, "");
+	snprintf(b, sizeof b, "%s refs/heads/m\n^%s\n^%s\n", A, A, A);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_packed_refs_find((const uint8_t *)b, strlen(b), "refs/heads/m",
+	                                          oid, &e),
+	                 OTA_ERR_UNSUPPORTED);
+	ota_error_clear(&e);
+	assert_int_equal(ota_git_packed_refs_find((const uint8_t *)"", 0, "refs/heads/m", oid, &e),
+	                 OTA_ERR_NOT_FOUND);
 }
 
 int main(void)
@@ -276,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_sha256),
 		cmocka_unit_test(test_none),
 		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_parsers_on_bytes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
