@@ -613,6 +613,19 @@ static ota_err parse_principals(ota_trust_root *r, const json_t *arr, const ota_
 			if (rc != OTA_OK)
 				return rc;
 			tk->owner = p;
+			/* one key, one role: a root key that is also an issuer,
+			 * runner or verifier key puts root authority on an online
+			 * signer (a stolen runner key would sign rotations) */
+			for (size_t k = 0; k < r->n_rk; k++)
+				if (memcmp(r->rk[k].kid, tk->kid, 32) == 0 ||
+				    memcmp(r->rk[k].kr->fp, tk->kr->fp, 32) == 0) {
+					r->index[r->n_keys] = tk;
+					r->n_keys++; /* freed with the root */
+					return ota_error_set(err, OTA_ERR_TRUST_DUPLICATE_KEY, where,
+					                     "key %s of principal %s is root key %zu: "
+					                     "a root key holds no other role",
+					                     tk->kid_hex, p->id, k);
+				}
 			r->index[r->n_keys] = tk;
 			r->n_keys++;
 		}
