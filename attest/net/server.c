@@ -35,6 +35,7 @@
 
 #include "ota/acceptance.h"
 #include "ota/attestd.h"
+#include "ota/http.h"
 #include "ota/json.h"
 #include "ota/key.h"
 #include "ota/trust.h"
@@ -566,88 +567,14 @@ static void *committer_main(void *arg)
 
 /* ---- routes ---- */
 
-static bool is_ows(char ch)
-{
-	return ch == ' ' || ch == '\t';
-}
-
-/* An RFC 9110 token character. */
-static bool is_tchar(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
-}
-
-/*
- * Whether the media type ct is exactly `want` (type/subtype compared
- * case-insensitively), optionally followed by parameters (RFC 9110 section
- * 8.3.1: *( OWS ";" OWS [ name "=" ( token / quoted-string ) ] )), each one
- * of `allowed` ("name=value", both compared case-insensitively; NULL-
- * terminated) and none twice. Anything else after the subtype, such as
- * "application/cose ,text/plain" or "application/cosex", is refused.
- */
-static bool media_type_is(const char *ct, const char *want, const char *const *allowed)
-{
-	size_t n = strlen(want);
-	if (strncasecmp(ct, want, n) != 0)
-		return false;
-	const char *p = ct + n;
-	unsigned seen = 0;
-	for (;;) {
-		while (is_ows(*p))
-			p++;
-		if (*p == '\0')
-			return true;
-		if (*p++ != ';')
-			return false;
-		while (is_ows(*p))
-			p++;
-		if (*p == '\0' || *p == ';')
-			continue; /* an empty parameter */
-		const char *name = p;
-		while (is_tchar(*p))
-			p++;
-		size_t nl = (size_t)(p - name);
-		if (nl == 0 || *p++ != '=')
-			return false;
-		const char *val = p;
-		size_t vl = 0;
-		if (*p == '"') { /* a quoted-string without escapes */
-			val = ++p;
-			while (*p != '\0' && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-				p++;
-			if (*p != '"')
-				return false;
-			vl = (size_t)(p - val);
-			p++;
-		} else {
-			while (is_tchar(*p))
-				p++;
-			vl = (size_t)(p - val);
-		}
-		if (vl == 0)
-			return false;
-		size_t i = 0;
-		for (; allowed != NULL && allowed[i] != NULL; i++) {
-			const char *eq = strchr(allowed[i], '=');
-			if (eq != NULL && (size_t)(eq - allowed[i]) == nl &&
-			    strncasecmp(allowed[i], name, nl) == 0 && strlen(eq + 1) == vl &&
-			    strncasecmp(eq + 1, val, vl) == 0)
-				break;
-		}
-		if (allowed == NULL || allowed[i] == NULL || i >= 32 || (seen & (1u << i)))
-			return false;
-		seen |= 1u << i;
-	}
-}
-
 /* The request's one Content-Type header is the media type want (the
  * handler has refused a request with more than one). */
 static bool content_type_is(struct MHD_Connection *c, const char *want,
                             const char *const *allowed)
 {
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-	return ct != NULL && media_type_is(ct, want, allowed);
+	/* ota_http_media_type_is (common/http.c; fuzz_media_type) */
+	return ct != NULL && ota_http_media_type_is(ct, strlen(ct), want, allowed);
 }
 
 /* Parameters allowed with the endpoint's media types (docs/attestation.md). */
