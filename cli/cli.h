@@ -24,6 +24,14 @@ typedef struct cli_command {
 
 /* Maps an error to the exit code class (usage/io -> 2, internal -> 3, else 1). */
 int cli_exit_for(ota_err e);
+/*
+ * ota-verify's mapping: cli_exit_for, but not_regular_file is 2 as an
+ * unreadable input is (a FIFO, socket, device or directory given as the
+ * archive, a snapshot, a key, a ledger or a state file), the same in every
+ * subcommand. `ota` keeps 1 for it: there the file is the repository's
+ * (a task's), a refusal, not the operator's argument.
+ */
+int cli_verify_exit_for(ota_err e);
 /* Prints "ota: <code>: <where>: <what>" to stderr; returns cli_exit_for(code). */
 int cli_fail(const char *prog, const ota_error *e);
 /* Prints "prog: usage: msg" to stderr and returns CLI_USAGE. */

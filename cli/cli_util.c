@@ -21,6 +21,8 @@ int cli_exit_for(ota_err e)
 	case OTA_ERR_KEY_FORMAT:
 	case OTA_ERR_BAD_HEX:
 	case OTA_ERR_TOO_LARGE:
+	case OTA_ERR_ARCHIVE_LEDGER_MISSING:
+	case OTA_ERR_TRUST_STATE_MISSING:
 		return CLI_USAGE;
 	case OTA_ERR_NOMEM:
 	case OTA_ERR_INTERNAL:
@@ -30,6 +32,11 @@ int cli_exit_for(ota_err e)
 	default:
 		return CLI_REFUSED;
 	}
+}
+
+int cli_verify_exit_for(ota_err e)
+{
+	return e == OTA_ERR_NOT_REGULAR ? CLI_USAGE : cli_exit_for(e);
 }
 
 int cli_fail(const char *prog, const ota_error *e)

@@ -1,8 +1,10 @@
 /*
  * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
- *                    [--require-status S] [--require-revision SHA] [--ledger DB] [--json]
+ *                    [--require-status S] [--require-revision SHA]
+ *                    [--ledger DB [--ledger-init]] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
- * 2 on usage or unreadable input; 3 on internal errors.
+ * 2 on usage or an input that cannot be used (unreadable, not a regular
+ * file, a ledger that is not there); 3 on internal errors.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 
 #define USAGE                                                                                   \
 	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
-	"[--require-revision SHA] [--ledger DB] [--json]"
+	"[--require-revision SHA] [--ledger DB [--ledger-init]] [--json]"
 
 /*
  * A refusal before any check ran (usage, an unreadable input): the message on
@@ -54,7 +56,7 @@ int verify_archive(int argc, char **argv)
 {
 	const char *path = NULL, *pinned = NULL, *at = NULL, *status = NULL, *ledger = NULL;
 	const char *max_age = NULL, *revision = NULL;
-	bool json = false;
+	bool json = false, ledger_init = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: ota-verify %s\n", USAGE);
@@ -67,6 +69,12 @@ int verify_archive(int argc, char **argv)
 		const char **opt = NULL;
 		if (strcmp(a, "--json") == 0)
 			continue;
+		if (strcmp(a, "--ledger-init") == 0) {
+			if (ledger_init)
+				return usage(json, "an option given twice", a);
+			ledger_init = true;
+			continue;
+		}
 		if (strcmp(a, "--trust") == 0 || strcmp(a, "--pinned") == 0)
 			opt = &pinned;
 		else if (strcmp(a, "--at") == 0)
@@ -94,10 +102,15 @@ int verify_archive(int argc, char **argv)
 	}
 	if (path == NULL || pinned == NULL)
 		return usage(json, path == NULL ? "no ARCHIVE" : "no --trust PINNED", NULL);
+	if (ledger_init && ledger == NULL)
+		return usage(json, "--ledger-init without --ledger DB", NULL);
+	if (ledger != NULL && ledger[0] == '\0')
+		return usage(json, "--ledger takes a file name, not an empty string", NULL);
 	ota_archive_verify_opts o;
 	memset(&o, 0, sizeof o);
 	o.require_status = status;
 	o.ledger = ledger;
+	o.ledger_init = ledger_init;
 	if (revision != NULL) {
 		size_t n = strlen(revision);
 		bool hex = n == 40 || n == 64;
@@ -111,8 +124,9 @@ int verify_archive(int argc, char **argv)
 	}
 	if (max_age != NULL) {
 		char *end = NULL;
-		long long v = strtoll(max_age, &end, 10);
-		if (end == max_age || *end != '\0' || v <= 0 || v > 100LL * 366 * 86400)
+		/* digits only: strtoll would take leading blanks and a sign */
+		long long v = max_age[0] >= '0' && max_age[0] <= '9' ? strtoll(max_age, &end, 10) : 0;
+		if (end == max_age || end == NULL || *end != '\0' || v <= 0 || v > 100LL * 366 * 86400)
 			return usage(json, "--max-age takes seconds, 1 to 100 years", max_age);
 		o.max_age = (int64_t)v;
 	}
@@ -123,9 +137,20 @@ int verify_archive(int argc, char **argv)
 	}
 	ota_error e;
 	ota_error_clear(&e);
+	/* the ledger before any input is read: a mistyped --ledger is exit 2 at
+	 * once, not after the archive was verified (and never a new ledger) */
+	ota_err rc = ledger != NULL ? ota_archive_ledger_prepare(ledger, ledger_init, &e) : OTA_OK;
+	if (rc != OTA_OK)
+		return early_fail(json, &e, cli_verify_exit_for(rc));
 	uint8_t *ab = NULL, *pb = NULL;
 	size_t al = 0, pl = 0;
-	ota_err rc = ota_file_read(pinned, OTA_MAX_TRUST_ROOT_BYTES, &pb, &pl, &e);
+	rc = ota_file_read(pinned, OTA_MAX_TRUST_ROOT_BYTES, &pb, &pl, &e);
+	/* an empty pinned root is the gate's input gone missing (a failed copy,
+	 * a truncated file), as a file that is not there: exit 2, not the
+	 * archive's refusal */
+	if (rc == OTA_OK && pl == 0)
+		rc = ota_error_set(&e, OTA_ERR_IO, pinned,
+		                   "the pinned trust root is empty (0 bytes): nothing to read");
 	bool archive_too_large = false;
 	if (rc == OTA_OK) {
 		rc = ota_file_read(path, OTA_MAX_ARCHIVE_BYTES, &ab, &al, &e);
@@ -178,5 +203,20 @@ int verify_archive(int argc, char **argv)
 	ota_archive_report_free(rep);
 	if (rc == OTA_OK)
 		return CLI_OK;
-	return rc == OTA_ERR_USAGE ? CLI_USAGE : rc == OTA_ERR_NOMEM || rc == OTA_ERR_INTERNAL || rc == OTA_ERR_DB ? CLI_INTERNAL : CLI_REFUSED;
+	/* a ledger removed or emptied after it was checked is an input
+	 * problem as before the verification; any other failure is the
+	 * archive's, or internal */
+	switch (rc) {
+	case OTA_ERR_USAGE:
+	case OTA_ERR_ARCHIVE_LEDGER_MISSING:
+	case OTA_ERR_NOT_REGULAR:
+	case OTA_ERR_IO:
+		return CLI_USAGE;
+	case OTA_ERR_NOMEM:
+	case OTA_ERR_INTERNAL:
+	case OTA_ERR_DB:
+		return CLI_INTERNAL;
+	default:
+		return CLI_REFUSED;
+	}
 }

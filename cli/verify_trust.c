@@ -1,10 +1,12 @@
 /*
  * ota-verify trust --pinned FIRST.json CHAIN.json... [--at TIME]
- *                  [--state FILE] [--json]
+ *                  [--state FILE [--state-init]] [--json]
  * Verifies the chain from the pinned snapshot (TUF rotation rules plus the
  * prev link) and prints the trusted latest. Exit 0 trusted, 1 refused,
- * 2 usage or unreadable input, 3 internal error.
+ * 2 usage or an input that cannot be used (unreadable, not a regular file,
+ * a --state that is not there without --state-init), 3 internal error.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +19,8 @@
 #include "ota/trust.h"
 
 #define PROG "ota-verify trust"
-#define USAGE "--pinned FIRST.json [CHAIN.json...] [--at TIME] [--state FILE] [--json]"
+#define USAGE \
+	"--pinned FIRST.json [CHAIN.json...] [--at TIME] [--state FILE [--state-init]] [--json]"
 
 /*
  * Every outcome but success: the message on standard error and, with --json,
@@ -32,7 +35,8 @@ static int report(bool json, const ota_error *e)
 	}
 	if (e->code == OTA_ERR_USAGE)
 		(void)cli_usage(PROG, USAGE);
-	return cli_fail(PROG, e);
+	(void)cli_fail(PROG, e);
+	return cli_verify_exit_for(e->code);
 }
 
 static int usage(bool json, const char *what, const char *arg)
@@ -72,7 +76,7 @@ static ota_err read_snapshot(const char *path, uint8_t **buf, size_t *len, ota_e
 int verify_trust(int argc, char **argv)
 {
 	const char *pinned = NULL, *at_s = NULL, *state_path = NULL;
-	bool json = false;
+	bool json = false, state_init = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: ota-verify trust %s\n", USAGE);
@@ -89,6 +93,14 @@ int verify_trust(int argc, char **argv)
 		const char **opt = NULL;
 		if (strcmp(a, "--json") == 0)
 			continue;
+		if (strcmp(a, "--state-init") == 0) {
+			if (state_init) {
+				free(files);
+				return usage(json, "an option given twice", a);
+			}
+			state_init = true;
+			continue;
+		}
 		if (strcmp(a, "--pinned") == 0)
 			opt = &pinned;
 		else if (strcmp(a, "--at") == 0)
@@ -117,6 +129,10 @@ int verify_trust(int argc, char **argv)
 	if (pinned == NULL) {
 		free(files);
 		return usage(json, "no --pinned FIRST.json", NULL);
+	}
+	if (state_init && state_path == NULL) {
+		free(files);
+		return usage(json, "--state-init without --state FILE", NULL);
 	}
 	ota_error err;
 	ota_error_clear(&err);
@@ -148,6 +164,14 @@ int verify_trust(int argc, char **argv)
 		ret = report(json, &err);
 		goto out;
 	}
+	/* an empty pinned snapshot is the gate's input gone missing (a failed
+	 * copy, a truncated file), as one that is not there: exit 2 */
+	if (plen == 0) {
+		ota_error_set(&err, OTA_ERR_IO, pinned,
+		              "the pinned snapshot is empty (0 bytes): nothing to read");
+		ret = report(json, &err);
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		size_t l = 0;
 		if (read_snapshot(files[i], &bufs[i], &l, &err) != OTA_OK) {
@@ -155,6 +179,27 @@ int verify_trust(int argc, char **argv)
 			goto out;
 		}
 		spans[i] = ota_bytes_make(bufs[i], l);
+	}
+	/* a --state that is not there is refused, not started afresh: a
+	 * mistyped path would forget every version accepted before (rollback
+	 * protection gone) unless --state-init asks for a new one */
+	if (state_path != NULL) {
+		struct stat sst;
+		bool there = state_path[0] != '\0' && stat(state_path, &sst) == 0;
+		if (!there && (state_path[0] == '\0' || (errno == ENOENT && !state_init)))
+			ota_error_set(&err, OTA_ERR_TRUST_STATE_MISSING, state_path,
+			              "no state file there (or a symlink to nothing): a mistyped path would"
+			              " forget every version accepted before; --state-init starts a new one");
+		/* a directory, FIFO or device: refused before its lock file is made */
+		else if (there && S_ISDIR(sst.st_mode))
+			ota_error_set(&err, OTA_ERR_IO, state_path, "the state is a directory; not read");
+		else if (there && !S_ISREG(sst.st_mode))
+			ota_error_set(&err, OTA_ERR_NOT_REGULAR, state_path,
+			              "the state is not a regular file (a FIFO, socket or device); not read");
+		if (err.code != OTA_OK) {
+			ret = report(json, &err);
+			goto out;
+		}
 	}
 	if (state_path != NULL && ota_trust_state_open(state_path, &st, &err) != OTA_OK) {
 		ret = report(json, &err);

@@ -209,10 +209,12 @@ archive_checks() { # RUN-STDERR DRY-RUN-JSON RECEIPT LANE-ARGS...
     "$(jq -r .sandbox_admission.canonical_policy_identity "$dry")"
   check "ota version $version recorded in the archive" jqv '[.evidence[] |
     select(.kind == "ota.capability_descriptor/v1") | .adapter_version == $v] | length > 0 and all' "$a"
-  check "ledger: first verification records the archive's challenges (exit 0)" rc_is 0 "$OTA_VERIFY" archive "$a" \
-    --trust "$pinned" --ledger "$work/ledger.db"
+  check "ledger: a ledger that is not there is refused, not started (exit 2)" rc_is 2 "$OTA_VERIFY" archive "$a" \
+    --trust "$pinned" --ledger "$work/ledger.$name.db"
+  check "ledger: first verification makes the ledger (--ledger-init) and records the challenges (exit 0)" \
+    rc_is 0 "$OTA_VERIFY" archive "$a" --trust "$pinned" --ledger "$work/ledger.$name.db" --ledger-init
   check "ledger: re-verifying the same archive is idempotent (exit 0)" rc_is 0 "$OTA_VERIFY" archive "$a" \
-    --trust "$pinned" --ledger "$work/ledger.db"
+    --trust "$pinned" --ledger "$work/ledger.$name.db"
   # a second, validly signed archive built later from the same receipt reuses its challenges
   sleep 1
   "$OTA" archive build --receipt "$receipt" --contract ota.yaml "${lane_args[@]}" --agent --trust "$trust" \
@@ -220,7 +222,7 @@ archive_checks() { # RUN-STDERR DRY-RUN-JSON RECEIPT LANE-ARGS...
   check "ledger: a second archive reusing the challenges verifies alone (exit 0)" rc_is 0 "$OTA_VERIFY" archive \
     "$evid/archive.second.json" --trust "$pinned"
   check "ledger: ... and is refused as a replay across archives (exit 1)" rc_is 1 "$OTA_VERIFY" archive \
-    "$evid/archive.second.json" --trust "$pinned" --ledger "$work/ledger.db"
+    "$evid/archive.second.json" --trust "$pinned" --ledger "$work/ledger.$name.db"
   # tampering: each variant must be refused
   jq 'del(.attestations[1])' "$a" >"$evid/archive.t-drop.json"
   check "tampered archive (an attestation dropped) refused (exit 1)" rc_is 1 "$OTA_VERIFY" archive \

@@ -43,7 +43,10 @@ gives the status an error leads to when a command fails with it (the
 `cli_exit_for` mapping); a few commands say more in their man page:
 `ota run`/`ota up` exit with the task's own status when it ran under
 enforcement and 130 when interrupted, `ota doctor` exits 1 when it found a
-problem (its finding codes are in [doctor.md](doctor.md)).
+problem (its finding codes are in [doctor.md](doctor.md)), and every
+`ota-verify` subcommand exits 2 for `not_regular_file`, as for every input
+its operator named that it cannot use (in `ota` the file is the
+repository's: a refusal).
 
 EOF
   local f title

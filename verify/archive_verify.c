@@ -4,10 +4,15 @@
  * acceptance time, check challenges, reconcile every identity and derive
  * the status from the evidence (docs/archive.md lists every check).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -1748,15 +1753,177 @@ static void structure_checks(vctx *v)
 
 /* The ledger's schema (PRAGMA user_version); a ledger of another version is refused. */
 #define LEDGER_VERSION 1
+#define LEDGER_TABLE                                                                    \
+	"CREATE TABLE IF NOT EXISTS used_challenges(nonce BLOB PRIMARY KEY,"               \
+	" challenge TEXT NOT NULL, archive TEXT NOT NULL);"                                 \
+	"PRAGMA user_version = 1;"
 
 /*
- * Inside the write transaction: a new file (or a ledger written before the
- * version stamp: user_version 0, only used_challenges) gets the table and
- * the stamp; a ledger of another version, a stamped one without its table
- * or a database holding anything else (another tool's sqlite file) is
- * refused, so nothing is written into it.
+ * The name sqlite is given for a ledger path: a relative path gets "./" in
+ * front, so ":memory:" or "" is never sqlite's in-memory or temporary
+ * database and "file:..." never a URI (a ledger that would forget).
  */
-static bool ledger_schema(sqlite3 *db, char *why, size_t cap)
+static bool ledger_sqlite_name(const char *path, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s%s", path[0] == '/' ? "" : "./", path);
+	return n > 0 && (size_t)n < cap;
+}
+
+/* The file at path is a ledger to open: a regular file of at least one byte. */
+static ota_err ledger_stat(const char *path, ota_error *err)
+{
+	struct stat st, ls;
+	if (stat(path, &st) != 0) {
+		int e = errno;
+		if (e == ENOENT && lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode))
+			return ota_error_set(err, OTA_ERR_ARCHIVE_LEDGER_MISSING, path,
+			                     "a symlink to nothing: no ledger there, and none is made"
+			                     " through it");
+		if (e == ENOENT)
+			return ota_error_set(err, OTA_ERR_ARCHIVE_LEDGER_MISSING, path,
+			                     "no ledger there (no such file or directory): a mistyped"
+			                     " path would start a ledger that knows no earlier archive;"
+			                     " --ledger-init makes a new one");
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot stat the ledger: %s", strerror(e));
+	}
+	if (!S_ISREG(st.st_mode))
+		return ota_error_set(err, OTA_ERR_NOT_REGULAR, path,
+		                     "the ledger is not a regular file (%s); not opened",
+		                     S_ISDIR(st.st_mode)    ? "a directory"
+		                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+		                     : S_ISSOCK(st.st_mode) ? "a socket"
+		                     : S_ISCHR(st.st_mode)  ? "a character device"
+		                     : S_ISBLK(st.st_mode)  ? "a block device"
+		                                            : "not a file");
+	if (st.st_size == 0)
+		return ota_error_set(err, OTA_ERR_ARCHIVE_LEDGER_MISSING, path,
+		                     "the file is empty (0 bytes): not a ledger (a ledger is never"
+		                     " empty); remove it, or name the ledger");
+	return OTA_OK;
+}
+
+/* The directory part of path, fsync()ed after a new name is linked in it. */
+static void sync_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+/*
+ * A new ledger at path, only if no file is there: written complete under a
+ * temporary name beside it, then linked in place without replacing
+ * anything. *made: this call's ledger is the one at path.
+ */
+static ota_err ledger_create(const char *path, bool *made, ota_error *err)
+{
+	static unsigned counter;
+	*made = false;
+	char tmp[PATH_MAX], name[PATH_MAX + 2], side[PATH_MAX + 8];
+	unsigned k = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+	int n = snprintf(tmp, sizeof tmp, "%s.init-%ld-%u", path, (long)getpid(), k);
+	if (n < 0 || (size_t)n >= sizeof tmp || !ledger_sqlite_name(tmp, name, sizeof name))
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot create the ledger: path too long");
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot create the ledger (%s): %s", tmp,
+		                     strerror(errno));
+	close(fd);
+	sqlite3 *db = NULL;
+	char why[256] = "";
+	bool ok = sqlite3_open_v2(name, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+	          sqlite3_exec(db,
+	                       "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+	                       "BEGIN IMMEDIATE;" LEDGER_TABLE "COMMIT;",
+	                       NULL, NULL, NULL) == SQLITE_OK;
+	if (!ok)
+		snprintf(why, sizeof why, "%s", db != NULL ? sqlite3_errmsg(db) : "out of memory");
+	/* the last connection's close checkpoints the WAL into the file and
+	 * removes it: what is linked in place is the whole ledger */
+	if (sqlite3_close(db) != SQLITE_OK && ok) {
+		ok = false;
+		snprintf(why, sizeof why, "cannot close the new ledger");
+	}
+	if (ok) {
+		fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		ok = fd >= 0 && fsync(fd) == 0;
+		if (!ok)
+			snprintf(why, sizeof why, "cannot sync the new ledger: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	ota_err rc = OTA_OK;
+	if (!ok) {
+		rc = ota_error_set(err, OTA_ERR_DB, path, "cannot create the ledger: %s", why);
+	} else if (link(tmp, path) == 0) {
+		*made = true;
+	} else if (errno != EEXIST) {
+		/* a file system without hard links: a rename that never replaces */
+		int e = errno;
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+			*made = true;
+		else if (errno != EEXIST)
+			rc = ota_error_set(err, OTA_ERR_IO, path, "cannot put the new ledger in place: %s",
+			                   strerror(e));
+	}
+	/* EEXIST: another process's ledger (or a file) is there now: it is taken
+	 * as it is, this one is dropped */
+	(void)unlink(tmp);
+	snprintf(side, sizeof side, "%s-wal", tmp);
+	(void)unlink(side);
+	snprintf(side, sizeof side, "%s-shm", tmp);
+	(void)unlink(side);
+	if (*made)
+		sync_parent(path);
+	return rc;
+}
+
+ota_err ota_archive_ledger_prepare(const char *path, bool init, ota_error *err)
+{
+	if (path == NULL || path[0] == '\0')
+		return ota_error_set(err, OTA_ERR_USAGE, "ledger", "an empty ledger path");
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ledger_stat(path, &e);
+	struct stat ls;
+	/* only where nothing is: not over an empty file, not through a symlink;
+	 * then the ledger at path is looked at again, whoever made it (another
+	 * process may have between the two looks) */
+	if (rc == OTA_ERR_ARCHIVE_LEDGER_MISSING && init) {
+		bool made = false;
+		ota_error_clear(&e);
+		if (lstat(path, &ls) != 0 && errno == ENOENT)
+			rc = ledger_create(path, &made, &e);
+		else
+			rc = OTA_OK;
+		if (rc == OTA_OK)
+			rc = ledger_stat(path, &e);
+	}
+	if (rc != OTA_OK && err != NULL)
+		*err = e;
+	return rc;
+}
+
+/*
+ * Inside the write transaction: a ledger written before the version stamp
+ * (user_version 0, only used_challenges) gets the stamp; a ledger of
+ * another version, a stamped one without its table or a database holding
+ * anything else (another tool's sqlite file) is database_error, and one
+ * holding nothing (version 0, no table) archive_ledger_missing: none is
+ * started in place (ledger_create makes new ledgers whole), so nothing is
+ * written into any of them.
+ */
+static ota_err ledger_schema(sqlite3 *db, char *why, size_t cap)
 {
 	sqlite3_stmt *st = NULL;
 	bool ok = sqlite3_prepare_v2(db,
@@ -1769,7 +1936,7 @@ static bool ledger_schema(sqlite3 *db, char *why, size_t cap)
 	if (!ok) {
 		snprintf(why, cap, "%s", sqlite3_errmsg(db));
 		sqlite3_finalize(st);
-		return false;
+		return OTA_ERR_DB;
 	}
 	sqlite3_int64 version = sqlite3_column_int64(st, 0);
 	sqlite3_int64 other = sqlite3_column_int64(st, 1), table = sqlite3_column_int64(st, 2);
@@ -1777,26 +1944,28 @@ static bool ledger_schema(sqlite3 *db, char *why, size_t cap)
 	if (version != 0 && version != LEDGER_VERSION) {
 		snprintf(why, cap, "ledger schema version %lld; this ota-verify knows version %d",
 		         (long long)version, LEDGER_VERSION);
-		return false;
+		return OTA_ERR_DB;
 	}
 	if (other != 0) {
 		snprintf(why, cap, "not an ota-verify ledger: it holds other tables");
-		return false;
+		return OTA_ERR_DB;
 	}
 	if (version == LEDGER_VERSION) {
 		if (table == 0)
 			snprintf(why, cap, "the ledger's table is missing");
-		return table != 0;
+		return table != 0 ? OTA_OK : OTA_ERR_DB;
 	}
-	if (sqlite3_exec(db,
-	                 "CREATE TABLE IF NOT EXISTS used_challenges(nonce BLOB PRIMARY KEY,"
-	                 " challenge TEXT NOT NULL, archive TEXT NOT NULL);"
-	                 "PRAGMA user_version = 1;",
-	                 NULL, NULL, NULL) != SQLITE_OK) {
+	/* a database with nothing in it is no ledger: it is not started here
+	 * (--ledger-init makes new ledgers whole, never in place) */
+	if (table == 0) {
+		snprintf(why, cap, "an empty database, not a ledger (no table, no schema version)");
+		return OTA_ERR_ARCHIVE_LEDGER_MISSING;
+	}
+	if (sqlite3_exec(db, LEDGER_TABLE, NULL, NULL, NULL) != SQLITE_OK) {
 		snprintf(why, cap, "%s", sqlite3_errmsg(db));
-		return false;
+		return OTA_ERR_DB;
 	}
-	return true;
+	return OTA_OK;
 }
 
 /*
@@ -1808,10 +1977,18 @@ static void ledger_check(vctx *v)
 {
 	sqlite3 *db = NULL;
 	ota_archive_report *r = v->r;
-	char why[256] = "";
-	if (sqlite3_open_v2(v->o->ledger, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
-		fail(r, OTA_ERR_DB, "ledger", "cannot open %s", v->o->ledger);
+	char why[256] = "", name[PATH_MAX + 2];
+	/* never created here: ota_archive_verify checked it exists (and made it
+	 * with ledger_init); one removed since is not made again */
+	if (!ledger_sqlite_name(v->o->ledger, name, sizeof name) ||
+	    sqlite3_open_v2(name, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		ota_error e;
+		ota_error_clear(&e);
+		if (ledger_stat(v->o->ledger, &e) != OTA_OK)
+			fail_e(r, &e, "ledger");
+		else
+			fail(r, OTA_ERR_DB, "ledger", "cannot open %s: %s", v->o->ledger,
+			     db != NULL ? sqlite3_errmsg(db) : "path too long");
 		sqlite3_close(db);
 		return;
 	}
@@ -1827,8 +2004,9 @@ static void ledger_check(vctx *v)
 	bool ok = rc == SQLITE_OK &&
 	          sqlite3_exec(db, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE;", NULL, NULL, NULL) ==
 	                  SQLITE_OK;
-	if (ok && !ledger_schema(db, why, sizeof why)) {
-		fail(r, OTA_ERR_DB, "ledger", "%s: %s", v->o->ledger, why);
+	ota_err schema = ok ? ledger_schema(db, why, sizeof why) : OTA_OK;
+	if (schema != OTA_OK) {
+		fail(r, schema, "ledger", "%s: %s", v->o->ledger, why);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		sqlite3_close(db);
 		return;
@@ -1922,6 +2100,12 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 	v.o = o;
 	ota_error e;
 	ota_error_clear(&e);
+	/* a ledger that is not there is refused before anything is verified:
+	 * a mistyped path must not pass as a ledger that knows no archive */
+	if (o->ledger != NULL && ota_archive_ledger_prepare(o->ledger, o->ledger_init, &e) != OTA_OK) {
+		fail(r, e.code, e.where, "%s", e.what);
+		return ota_error_set(err, e.code, e.where, "%s", e.what);
+	}
 	ota_err rc = ota_archive_parse(in, &v.a, &e);
 	if (rc != OTA_OK) {
 		fail_e(r, &e, "archive");

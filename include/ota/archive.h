@@ -101,12 +101,16 @@ typedef struct ota_archive_verify_opts {
 	int64_t at;                 /* else at the receipt's signed_at */
 	const char *require_status; /* NULL: none; else one of the five statuses (else usage) */
 	/*
-	 * sqlite file recording used challenges (NULL: none; created when
-	 * missing). Written only when everything else reconciles, and the
-	 * verification passes only when that COMMIT succeeded; a file that is not
-	 * a ledger of schema version 1 is database_error and left as it was.
+	 * sqlite file recording used challenges (NULL: none). It must exist
+	 * (ota_archive_ledger_prepare, checked before anything is verified):
+	 * a missing one is archive_ledger_missing unless ledger_init, which
+	 * makes a new ledger only where no file is. Written only when everything
+	 * else reconciles, and the verification passes only when that COMMIT
+	 * succeeded; a file that is not a ledger of schema version 1 is
+	 * database_error and left as it was.
 	 */
 	const char *ledger;
+	bool ledger_init;
 	size_t max_failures;        /* 0: 64 */
 	/*
 	 * > 0: the receipt's signed_at must lie within max_age seconds before
@@ -124,6 +128,26 @@ typedef struct ota_archive_verify_opts {
 	 */
 	const char *require_revision;
 } ota_archive_verify_opts;
+
+/*
+ * The ledger at path, before anything is verified. OK when path (symlinks
+ * followed: the path is the operator's) is a regular file of at least one
+ * byte. Otherwise: archive_ledger_missing for no file there (also a
+ * directory on the path that does not exist, or a symlink to nothing) and
+ * for a zero-byte file (no ledger ever is: a `touch`ed or truncated path);
+ * not_regular_file for a directory, FIFO, socket or device; io_error when
+ * it cannot be looked at. With init, a path where no file is (and no
+ * symlink) gets a new, empty ledger of schema version 1: made under a
+ * temporary name beside it, complete and synced, then linked in place
+ * only if the name is still free (link(2); renameat2 RENAME_NOREPLACE
+ * where links are not supported), so processes initialising one path at
+ * once all end up on the one ledger that won, never on a partial file;
+ * an existing file is taken as it is (and checked as above). Errors of
+ * the creation: io_error (no such directory, no permission),
+ * database_error.
+ */
+OTA_API OTA_NODISCARD ota_err ota_archive_ledger_prepare(const char *path, bool init,
+                                                         ota_error *err);
 
 /* The verdict: every failed check by its error name, the derived status. */
 typedef struct ota_archive_report ota_archive_report;

@@ -432,7 +432,7 @@ build "$tmp/receipt.json" "$tmp/attestd.db" "$tmp/A3.json" 2>/dev/null || fail "
 [ "$(meta "$tmp/attestd.db")" = "$before" ] || fail "archive build changed the store's meta: $before -> $(meta "$tmp/attestd.db")"
 [ "$(sha256sum <"$tmp/attestd.db")" = "$sum" ] || fail "archive build wrote to the store"
 # a sqlite file that is not an attestd store (the verifier's ledger) is refused, untouched
-"$OTA_VERIFY" archive "$tmp/A.json" --trust "$PINNED" --ledger "$tmp/ledger.db" >/dev/null || fail "ledger"
+"$OTA_VERIFY" archive "$tmp/A.json" --trust "$PINNED" --ledger "$tmp/ledger.db" --ledger-init >/dev/null || fail "ledger"
 sum=$(sha256sum <"$tmp/ledger.db")
 rc=0
 build "$tmp/receipt.json" "$tmp/ledger.db" "$tmp/F.json" 2>"$tmp/f.err" || rc=$?

@@ -3,12 +3,16 @@
 # runtime; a few parts need root): archives that share its challenges are
 # a.json's receipt signed again with its FIXTURE runner key (ota cose sign),
 # each a new receipt identity.
-#   --ledger: many processes at once on one new ledger, every archive with
-#   the same nonces: exactly one passes, the others are archive_ledger_replay
-#   (never a second pass, never database_error); the same archive at once
-#   passes everywhere; a corrupt or foreign file is database_error (exit 3);
-#   a full disk under the COMMIT (tmpfs, root) fails the verification and
-#   records nothing.
+#   --ledger: many processes at once making (--ledger-init) one new ledger,
+#   every archive with the same nonces: exactly one passes, the others are
+#   archive_ledger_replay (never a second pass, never database_error, no
+#   temporary file left); the same archive at once passes everywhere; a
+#   ledger that is not there (a mistyped path, a missing directory, a
+#   symlink to nothing), a zero-byte file or an empty database is
+#   archive_ledger_missing (exit 2) and never made without --ledger-init; a
+#   directory, FIFO or device is not_regular_file (exit 2); a corrupt or
+#   foreign file is database_error (exit 3); a full disk under the COMMIT
+#   (tmpfs, root) fails the verification and records nothing.
 #   --json: one document of the report's shape even for usage errors and
 #   unreadable inputs; a refused archive carries no status.
 #   Options: --require-status takes the five statuses only, a repeated
@@ -45,7 +49,7 @@ rounds=${OTA_LEDGER_ROUNDS:-12}
 for r in $(seq 1 "$rounds"); do
   L=$tmp/race-$r.db
   for i in $(seq 1 $N); do
-    ( rc=0; "$OTA_VERIFY" archive "$tmp/$i.json" --trust "$P" --ledger "$L" >/dev/null 2>"$tmp/race-$r.$i.err" || rc=$?
+    ( rc=0; "$OTA_VERIFY" archive "$tmp/$i.json" --trust "$P" --ledger "$L" --ledger-init >/dev/null 2>"$tmp/race-$r.$i.err" || rc=$?
       echo "$rc" >"$tmp/race-$r.$i.rc" ) &
   done
   wait
@@ -56,20 +60,25 @@ for r in $(seq 1 "$rounds"); do
   won=$(grep -l '^0$' "$tmp"/race-"$r".*.rc | sed 's/.*\.\([0-9]*\)\.rc$/\1/')
   "$OTA_VERIFY" archive "$tmp/$won.json" --trust "$P" --ledger "$L" >/dev/null || fail "round $r: the winner again"
 done
+# the losers of the initialisation left nothing beside the ledgers
+leftover=$(find "$tmp" -maxdepth 1 -name '*.init-*' | head -3)
+[ -z "$leftover" ] || fail "temporary ledgers left: $leftover"
 # the same archive in many processes at once: it is the same archive every time
 L=$tmp/same.db
 for i in $(seq 1 8); do
-  ( rc=0; "$OTA_VERIFY" archive "$A" --trust "$P" --ledger "$L" >/dev/null 2>&1 || rc=$?; echo "$rc" >"$tmp/same.$i.rc" ) &
+  ( rc=0; "$OTA_VERIFY" archive "$A" --trust "$P" --ledger "$L" --ledger-init >/dev/null 2>&1 || rc=$?; echo "$rc" >"$tmp/same.$i.rc" ) &
 done
 wait
 [ "$(cat "$tmp"/same.*.rc | sort -u)" = 0 ] || fail "the same archive at once: $(cat "$tmp"/same.*.rc | tr '\n' ' ')"
+[ "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(DISTINCT archive) FROM used_challenges").fetchone()[0])' "$L")" = 1 ] \
+  || fail "the same archive at once: not one archive recorded"
 
 # ---- ledgers that are not one: database_error, exit 3, one JSON document ----
 head -c 8192 /dev/urandom >"$tmp/corrupt.db"
 sqlite3 "$tmp/foreign.db" "CREATE TABLE leases(id TEXT PRIMARY KEY);" 2>/dev/null \
   || python3 -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("CREATE TABLE leases(id TEXT PRIMARY KEY)")' "$tmp/foreign.db"
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("PRAGMA user_version=2"); c.execute("CREATE TABLE used_challenges(nonce BLOB PRIMARY KEY, challenge TEXT NOT NULL, archive TEXT NOT NULL)"); c.commit()' "$tmp/v2.db"
-for db in corrupt.db foreign.db v2.db nodir/ledger.db; do
+for db in corrupt.db foreign.db v2.db; do
   rc=0
   "$OTA_VERIFY" archive "$A" --trust "$P" --ledger "$tmp/$db" --json >"$tmp/db.out" 2>/dev/null || rc=$?
   [ "$rc" -eq 3 ] && jq -e '.ok == false and .status == null and .failures[0].code == "database_error"' "$tmp/db.out" >/dev/null \
@@ -100,6 +109,13 @@ json_fail usage 2 "$A" --trust "$P" --require-status refused --require-status en
 json_fail usage 2 "$A" --trust "$v/b.json.root.json" --trust "$P"
 json_fail usage 2 "$A" --trust "$P" --at 1800000000 --at 1800000001
 json_fail usage 2 "$A" --trust "$P" --ledger "$tmp/x.db" --ledger "$tmp/y.db"
+json_fail usage 2 "$A" --trust "$P" --ledger-init
+json_fail usage 2 "$A" --trust "$P" --ledger "$tmp/x.db" --ledger-init --ledger-init
+json_fail usage 2 "$A" --trust "$P" --ledger "" --ledger-init
+json_fail usage 2 "$A" --trust "$P" --max-age " 60"
+json_fail usage 2 "$A" --trust "$P" --max-age +60
+json_fail usage 2 "$A" --trust "$P" --max-age 60s
+json_fail usage 2 "$A" --trust "$P" --at 1800000000x
 # --require-status: the five statuses, exactly
 for s in Enforced_through_completion "enforced_through_completion " enforced ok ""; do
   json_fail usage 2 "$A" --trust "$P" --require-status "$s"
@@ -113,6 +129,58 @@ json_fail io_error 2 "$tmp/none.json" --trust "$P"
 json_fail io_error 2 "$A" --trust "$tmp/none.json"
 json_fail io_error 2 "$A" --trust "$v"
 json_fail not_regular_file 2 "$A" --trust /dev/null
+mkfifo "$tmp/fifo"
+json_fail not_regular_file 2 "$A" --trust "$tmp/fifo"
+json_fail not_regular_file 2 "$tmp/fifo" --trust "$P"
+json_fail io_error 2 "$v" --trust "$P"
+: >"$tmp/empty.json"
+json_fail io_error 2 "$A" --trust "$tmp/empty.json"
+
+# ---- a ledger that is not there is refused, not started (exit 2) ----
+L=$tmp/gate.db
+json_fail archive_ledger_missing 2 "$A" --trust "$P" --ledger "$L"
+[ ! -e "$L" ] || fail "a missing ledger was made without --ledger-init"
+"$OTA_VERIFY" archive "$tmp/1.json" --trust "$P" --ledger "$L" --ledger-init >/dev/null || fail "--ledger-init"
+# the replay a mistyped ledger path let through (it made a fresh ledger, exit 0)
+json_fail archive_ledger_replay 1 "$tmp/2.json" --trust "$P" --ledger "$L"
+json_fail archive_ledger_missing 2 "$tmp/2.json" --trust "$P" --ledger "$tmp/gate.bd"
+json_fail archive_ledger_missing 2 "$tmp/2.json" --trust "$P" --ledger "$tmp/nodir/gate.db"
+# --ledger-init on an existing ledger takes it as it is
+json_fail archive_ledger_replay 1 "$tmp/2.json" --trust "$P" --ledger "$L" --ledger-init
+# the ledger is looked at before anything is read
+json_fail archive_ledger_missing 2 "$tmp/none.json" --trust "$P" --ledger "$tmp/gate.bd"
+# a symlink to a ledger is followed (the path is the operator's); one to
+# nothing is missing, and --ledger-init makes nothing through it
+ln -s "$L" "$tmp/link.db"
+json_fail archive_ledger_replay 1 "$tmp/2.json" --trust "$P" --ledger "$tmp/link.db"
+ln -s "$tmp/target.db" "$tmp/dangling.db"
+json_fail archive_ledger_missing 2 "$A" --trust "$P" --ledger "$tmp/dangling.db" --ledger-init
+[ ! -e "$tmp/target.db" ] || fail "a ledger was made through a symlink"
+# a zero-byte file is no ledger (a touched or truncated path), with or without --ledger-init
+: >"$tmp/zero.db"
+json_fail archive_ledger_missing 2 "$A" --trust "$P" --ledger "$tmp/zero.db"
+json_fail archive_ledger_missing 2 "$A" --trust "$P" --ledger "$tmp/zero.db" --ledger-init
+[ ! -s "$tmp/zero.db" ] || fail "a zero-byte ledger was written"
+# nor is a sqlite database with nothing in it
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("CREATE TABLE x(a)"); c.execute("DROP TABLE x"); c.commit()' "$tmp/blank.db"
+[ -s "$tmp/blank.db" ] || fail "blank.db is empty"
+json_fail archive_ledger_missing 2 "$A" --trust "$P" --ledger "$tmp/blank.db" --ledger-init
+[ "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM sqlite_master").fetchone()[0])' "$tmp/blank.db")" = 0 ] \
+  || fail "a table was added to an empty database"
+# directories, FIFOs, devices: not_regular_file, never opened
+mkdir "$tmp/dir.db"
+for db in "$tmp/dir.db" "$tmp/fifo" /dev/null; do
+  json_fail not_regular_file 2 "$A" --trust "$P" --ledger "$db"
+  json_fail not_regular_file 2 "$A" --trust "$P" --ledger "$db" --ledger-init
+done
+# --ledger-init where the directory does not exist: io_error, nothing made
+json_fail io_error 2 "$A" --trust "$P" --ledger "$tmp/nodir/gate.db" --ledger-init
+# names sqlite would take as no file at all are files here
+( cd "$tmp" && "$OTA_VERIFY" archive "$tmp/1.json" --trust "$P" --ledger :memory: --ledger-init >/dev/null ) \
+  || fail "--ledger :memory: --ledger-init"
+[ -s "$tmp/:memory:" ] || fail "--ledger :memory: made no file"
+( cd "$tmp" && "$OTA_VERIFY" archive "$tmp/2.json" --trust "$P" --ledger :memory: >/dev/null 2>&1 ) \
+  && fail "--ledger :memory: forgot the archive before"
 truncate -s 300M "$tmp/big.json"
 json_fail archive_too_large 1 "$tmp/big.json" --trust "$P"
 rm -f "$tmp/big.json"

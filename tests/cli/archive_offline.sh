@@ -130,7 +130,7 @@ set -e
 [ "$rc" -eq 2 ] || fail "missing --trust: exit $rc"
 
 # ---- ledger: the same archive again is fine; its challenges in another archive are a replay ----
-"$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --ledger "$tmp/ledger.db" >/dev/null || fail "ledger 1"
+"$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --ledger "$tmp/ledger.db" --ledger-init >/dev/null || fail "ledger 1"
 "$OTA_VERIFY" archive "$a" --trust "$t/versions/1.root.json" --ledger "$tmp/ledger.db" >/dev/null || fail "ledger 2"
 
 # ---- ota archive build: the same shape from a receipt file ----

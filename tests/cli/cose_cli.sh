@@ -186,6 +186,15 @@ json_fail usage 2 "--external-aad twice" -- --key "$T/EdDSA.pub" --external-aad 
 json_fail usage 2 "--payload twice" -- --key "$T/ES384.pub" --payload "$T/payload" --payload "$T/other-payload" "$T/det.cose"
 json_fail io_error 2 "unreadable message" -- --key "$T/ES256.pub" "$T/missing.cose"
 json_fail io_error 2 "unreadable key" -- --key "$T/missing.pub" "$T/ES256.cose"
+# a key, message or payload that is a FIFO or device: exit 2 as an
+# unreadable one (a FIFO or device --key exited 1, like an invalid message)
+mkfifo "$T/fifo"
+json_fail not_regular_file 2 "FIFO key" -- --key "$T/fifo" "$T/ES256.cose"
+json_fail not_regular_file 2 "device key" -- --key /dev/null "$T/ES256.cose"
+json_fail not_regular_file 2 "FIFO message" -- --key "$T/ES256.pub" "$T/fifo"
+json_fail not_regular_file 2 "FIFO payload" -- --key "$T/ES384.pub" --payload "$T/fifo" "$T/det.cose"
+json_fail io_error 2 "directory key" -- --key "$T" "$T/ES256.cose"
+json_fail io_error 2 "directory message" -- --key "$T/ES256.pub" "$T"
 json_fail io_error 2 "unreadable payload" -- --key "$T/ES384.pub" --payload "$T/nope" "$T/det.cose"
 json_fail key_format 2 "garbage key" -- --key "$T/garbage.pem" "$T/ES256.cose"
 json_fail bad_hex 2 "bad AAD hex" -- --key "$T/EdDSA.pub" --external-aad 1 "$T/aad.cose"

@@ -101,10 +101,22 @@ grep -q "version 5" "$work/stdout" && pass "file-signed version 5 trusted" || ba
 
 # ---- rollback across restarts (--state), freeze, usage ----
 S="$work/state.json"
-run 0 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D"/versions/{2,3,4}.root.json --state "$S"
+# a --state that is not there is refused (a mistyped path forgets every
+# version accepted before), not started afresh: exit 2, nothing written
+run 2 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D"/versions/{2,3,4}.root.json --state "$S"
+grep -q "trust_state_missing: $S" "$work/stderr" && [ ! -e "$S" ] && pass "missing --state refused, not created" \
+  || bad "missing --state: $(cat "$work/stderr")"
+run 0 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D"/versions/{2,3,4}.root.json --state "$S" --state-init
 [ "$(mode "$S")" = 600 ] && pass "state written 0600" || bad "state mode"
 run 1 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D/versions/2.root.json" --state "$S"
 grep -q trust_rollback "$work/stderr" && pass "rollback to version 2 refused after restart" || bad "rollback"
+# --state-init on an existing state takes it as it is (never a fresh one)
+run 1 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D/versions/2.root.json" --state "$S" --state-init
+grep -q trust_rollback "$work/stderr" && pass "--state-init keeps an existing state" || bad "--state-init reset the state"
+# the rollback a mistyped --state would have let through
+run 2 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D/versions/2.root.json" --state "$work/stat.json"
+grep -q trust_state_missing "$work/stderr" && [ ! -e "$work/stat.json" ] && pass "a mistyped --state is no fresh state" \
+  || bad "mistyped --state: $(cat "$work/stderr")"
 run 1 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D/versions/3.root.json"
 grep -q trust_version_skip "$work/stderr" && pass "version skip refused" || bad "skip"
 run 1 "$OTA_VERIFY" trust --pinned "$D/versions/1.root.json" "$D"/versions/{2,3,4}.root.json --at 2099-01-01T00:00:00Z
@@ -139,6 +151,26 @@ json_fail usage 2 --pinned "$V1" --at 1800000000 --at 2099-01-01T00:00:00Z
 json_fail usage 2 --pinned "$V1" --state "$work/s1.json" --state "$work/s2.json"
 [ ! -e "$work/s1.json" ] && [ ! -e "$work/s2.json" ] && pass "a usage error wrote no state" || bad "usage error wrote state"
 json_fail io_error 2 --pinned "$work/missing.json"
+# inputs that are not regular files, or empty: exit 2 as every unusable
+# input (not_regular_file was exit 1 here while archive exited 2)
+mkfifo "$work/fifo"
+json_fail not_regular_file 2 --pinned "$work/fifo"
+json_fail not_regular_file 2 --pinned /dev/null
+json_fail not_regular_file 2 --pinned "$V1" "$work/fifo"
+json_fail io_error 2 --pinned "$D/versions"
+: >"$work/empty.json"
+json_fail io_error 2 --pinned "$work/empty.json"
+json_fail not_regular_file 2 --pinned "$V1" --state "$work/fifo" --state-init
+json_fail io_error 2 --pinned "$V1" --state "$D/versions" --state-init
+json_fail trust_state_missing 2 --pinned "$V1" --state "$work/none/state.json"
+ln -s "$work/nowhere.json" "$work/dangling.json"
+json_fail trust_state_missing 2 --pinned "$V1" --state "$work/dangling.json"
+json_fail trust_state_missing 2 --pinned "$V1" --state ""
+json_fail usage 2 --pinned "$V1" --state-init
+json_fail usage 2 --pinned "$V1" --state "$work/s3.json" --state-init --state-init
+[ ! -e "$work/s3.json" ] && [ ! -e "$work/nowhere.json" ] && pass "no state made by a refusal" || bad "a refusal made a state"
+json_fail usage 2 --pinned "$V1" --at 1800000000x
+json_fail usage 2 --pinned "$V1" --at "2026-01-01T00:00:00Z "
 json_fail io_error 2 --pinned "$V1" "$work/missing.json"
 json_fail trust_snapshot_too_large 1 --pinned "$V1" "$work/huge.json"
 json_fail trust_version_skip 1 --pinned "$V1" "$D/versions/3.root.json"

@@ -7,8 +7,14 @@
  *   - a COMMIT that fails (the disk is full: a VFS whose WAL writes fail)
  *     fails the verification and records nothing; it passed, and the next
  *     archive with the same nonces passed too;
- *   - a new ledger another process holds the write lock of is waited for
+ *   - a ledger another process holds the write lock of is waited for
  *     (making it WAL did not wait: database_error at once);
+ *   - a ledger that is not there is archive_ledger_missing and never made
+ *     without ledger_init (a mistyped path started a fresh ledger, and a
+ *     replayed archive passed); so are a zero-byte file, an empty database
+ *     and a symlink to nothing (nothing made through it); a directory or
+ *     FIFO is not_regular_file; with ledger_init, threads making one new
+ *     ledger at once all get the one complete ledger, nothing left beside;
  *   - a ledger of another schema version, a stamped ledger without its table
  *     or another tool's sqlite file is refused and left as it was; a ledger
  *     of before the stamp is taken and stamped;
@@ -18,8 +24,10 @@
  */
 #include "test_util.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive_mutate.h"
@@ -255,7 +263,9 @@ static void test_new_ledger_locked(void **state)
 	(void)state;
 	char l[4096];
 	ledger_path("locked.db", l, sizeof l);
-	/* another process has just created the file and holds its write lock */
+	/* another process holds the write lock of a new ledger (one that
+	 * ledger_init made, not yet written to) */
+	assert_ota(ota_archive_ledger_prepare(l, true, NULL), OTA_OK);
 	sqlite3 *other = NULL;
 	assert_int_equal(sqlite3_open(l, &other), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
@@ -350,6 +360,10 @@ static void test_require_status(void **state)
 		json_decref(j);
 	}
 	assert_int_equal(access(l, F_OK), -1); /* the ledger was never opened */
+	/* a ledger that is not there: refused before the status is looked at */
+	assert_ota(verify_status("refused", l, NULL), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_int_equal(access(l, F_OK), -1);
+	assert_ota(ota_archive_ledger_prepare(l, true, NULL), OTA_OK);
 	static const char *const other[] = {"not_started", "enforcement_unknown_after_interruption",
 	                                    "enforcement_lost", "refused"};
 	for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
@@ -359,13 +373,146 @@ static void test_require_status(void **state)
 		assert_true(json_is_null(json_object_get(j, "status")));
 		json_decref(j);
 	}
-	assert_int_equal(access(l, F_OK), -1);
+	assert_int_equal(query(l, "SELECT count(*) FROM used_challenges"), 0);
 	json_t *j = NULL;
 	assert_ota(verify_status("enforced_through_completion", l, &j), OTA_OK);
 	assert_string_equal(json_string_value(json_object_get(j, "status")),
 	                    "enforced_through_completion");
 	json_decref(j);
 	assert_int_equal(query(l, "SELECT count(*) FROM used_challenges"), 9);
+}
+
+/* One verification of fx.a with the ledger at l, made only with init. */
+static ota_err verify_ledger(const char *l, bool init, ota_err *first)
+{
+	char *text = json_dumps(fx.a, JSON_COMPACT);
+	assert_non_null(text);
+	ota_archive_verify_opts o;
+	memset(&o, 0, sizeof o);
+	o.pinned = ota_bytes_make(fx.pin_a, fx.pin_a_len);
+	o.ledger = l;
+	o.ledger_init = init;
+	ota_archive_report *r = NULL;
+	ota_err rc = ota_archive_verify(ota_bytes_make(text, strlen(text)), &o, &r, NULL);
+	if (first != NULL)
+		*first = ota_archive_report_failure(r, 0, NULL, NULL);
+	ota_archive_report_free(r);
+	free(text);
+	return rc;
+}
+
+static void test_ledger_missing(void **state)
+{
+	(void)state;
+	char l[4096], t[4096];
+	ota_err first = OTA_OK;
+	/* not there: refused, not made; the replay it would have let through */
+	ledger_path("gate.db", l, sizeof l);
+	assert_ota(verify_ledger(l, false, &first), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_ota(first, OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_int_equal(access(l, F_OK), -1);
+	assert_ota(verify_ledger(l, true, NULL), OTA_OK);
+	assert_ota(verify_doc(a2, fx.pin_a, fx.pin_a_len, l, NULL), OTA_ERR_ARCHIVE_LEDGER_REPLAY);
+	ledger_path("gate.bd", t, sizeof t);
+	assert_ota(verify_ledger(t, false, NULL), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_int_equal(access(t, F_OK), -1);
+	ledger_path("nodir/gate.db", t, sizeof t);
+	assert_ota(verify_ledger(t, false, NULL), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_ota(verify_ledger(t, true, NULL), OTA_ERR_IO); /* no directory to make it in */
+	/* a symlink to a ledger is followed; one to nothing makes nothing */
+	ledger_path("link.db", t, sizeof t);
+	assert_int_equal(symlink(l, t), 0);
+	assert_ota(ota_archive_ledger_prepare(t, false, NULL), OTA_OK);
+	char target[4096];
+	ledger_path("target.db", target, sizeof target);
+	ledger_path("dangling.db", t, sizeof t);
+	assert_int_equal(symlink(target, t), 0);
+	assert_ota(verify_ledger(t, true, NULL), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_int_equal(access(target, F_OK), -1);
+	/* a zero-byte file: no ledger, and not made one in place */
+	ledger_path("zero.db", t, sizeof t);
+	FILE *f = fopen(t, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_ota(verify_ledger(t, false, NULL), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_ota(verify_ledger(t, true, NULL), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	struct stat st;
+	assert_int_equal(stat(t, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	/* a database with nothing in it (the old code stamped it a ledger) */
+	ledger_path("blank.db", t, sizeof t);
+	make_db(t, "CREATE TABLE x(a); DROP TABLE x;");
+	assert_ota(verify_ledger(t, true, &first), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_int_equal(query(t, "SELECT count(*) FROM sqlite_master"), 0);
+	assert_int_equal(query(t, "PRAGMA user_version"), 0);
+	/* a directory or FIFO: not opened */
+	ledger_path("dir.db", t, sizeof t);
+	assert_int_equal(mkdir(t, 0700), 0);
+	assert_ota(verify_ledger(t, true, NULL), OTA_ERR_NOT_REGULAR);
+	ledger_path("fifo.db", t, sizeof t);
+	assert_int_equal(mkfifo(t, 0600), 0);
+	assert_ota(verify_ledger(t, true, NULL), OTA_ERR_NOT_REGULAR);
+	/* a relative ":memory:" is a file, not sqlite's in-memory database */
+	char cwd[4096];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(dir), 0);
+	assert_ota(verify_ledger(":memory:", false, NULL), OTA_ERR_ARCHIVE_LEDGER_MISSING);
+	assert_ota(verify_ledger(":memory:", true, NULL), OTA_OK);
+	assert_ota(verify_doc(a2, fx.pin_a, fx.pin_a_len, ":memory:", NULL),
+	           OTA_ERR_ARCHIVE_LEDGER_REPLAY);
+	assert_int_equal(chdir(cwd), 0);
+	ledger_path(":memory:", t, sizeof t);
+	assert_int_equal(query(t, "SELECT count(*) FROM used_challenges"), 9);
+}
+
+typedef struct init_arg {
+	const char *path;
+	pthread_barrier_t *go;
+	ota_err rc;
+} init_arg;
+
+static void *init_one(void *p)
+{
+	init_arg *a = p;
+	pthread_barrier_wait(a->go);
+	a->rc = ota_archive_ledger_prepare(a->path, true, NULL);
+	return NULL;
+}
+
+static void test_ledger_init_race(void **state)
+{
+	(void)state;
+	enum { THREADS = 8, ROUNDS = 25 };
+	for (int r = 0; r < ROUNDS; r++) {
+		char l[4096], name[64];
+		snprintf(name, sizeof name, "race-%d.db", r);
+		ledger_path(name, l, sizeof l);
+		pthread_barrier_t go;
+		assert_int_equal(pthread_barrier_init(&go, NULL, THREADS), 0);
+		pthread_t t[THREADS];
+		init_arg a[THREADS];
+		for (int i = 0; i < THREADS; i++) {
+			a[i] = (init_arg){l, &go, OTA_ERR_INTERNAL};
+			assert_int_equal(pthread_create(&t[i], NULL, init_one, &a[i]), 0);
+		}
+		for (int i = 0; i < THREADS; i++) {
+			pthread_join(t[i], NULL);
+			assert_ota(a[i].rc, OTA_OK);
+		}
+		pthread_barrier_destroy(&go);
+		/* one complete ledger: its schema, empty, taken as it is */
+		assert_int_equal(query(l, "PRAGMA user_version"), 1);
+		assert_int_equal(query(l, "SELECT count(*) FROM used_challenges"), 0);
+		assert_ota(ota_archive_ledger_prepare(l, false, NULL), OTA_OK);
+	}
+	/* no temporary ledger left beside them */
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (strstr(e->d_name, ".init-") != NULL)
+			fail_msg("left over: %s", e->d_name);
+	closedir(d);
 }
 
 int main(void)
@@ -375,6 +522,8 @@ int main(void)
 		cmocka_unit_test(test_new_ledger_locked),
 		cmocka_unit_test(test_schema),
 		cmocka_unit_test(test_require_status),
+		cmocka_unit_test(test_ledger_missing),
+		cmocka_unit_test(test_ledger_init_race),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
