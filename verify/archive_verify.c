@@ -1148,6 +1148,31 @@ static const char *applied_mounts_bad(const json_t *am, const json_t *cfg, const
 }
 
 /*
+ * A protected path with no mount of its own (rendered and applied) is read-only
+ * when nothing above it is writable: the repository root read-only and no
+ * writable carve-out at or above it. The provider mounts only protected paths
+ * that exist; one missing under a read-only parent cannot be created
+ * (docs/oci-local.md), and one that exists there is read-only through its
+ * parent anyway. The mount checks below refuse any undeclared bind or
+ * writable mount inside /workspace, so the repository mount covers it.
+ */
+static bool defended_by_parent(const json_t *fs, const char *rel)
+{
+	if (rel == NULL || !seq(sget(fs, "repo_root_mode"), "read_only"))
+		return false;
+	const json_t *wp = json_object_get(fs, "writable_paths");
+	size_t rl = strlen(rel);
+	for (size_t i = 0; i < json_array_size(wp); i++) {
+		const char *w = json_string_value(json_array_get(wp, i));
+		size_t n = w != NULL ? strlen(w) : 0;
+		if (w == NULL || n == 0 ||
+		    (n <= rl && strncmp(rel, w, n) == 0 && (rel[n] == '\0' || rel[n] == '/')))
+			return false;
+	}
+	return true;
+}
+
+/*
  * The runtime controls of effective segment j, as rendered and as inspected
  * after apply: repo root read-only or writable, each writable carve-out
  * writable, each protected path read-only (also under a writable parent),
@@ -1182,6 +1207,10 @@ static void controls_applied(vctx *v, const char *where, size_t j, const json_t 
 			snprintf(dest, sizeof dest, "/workspace/%s",
 			         json_string_value(json_array_get(paths, i)));
 			int want = l == 1 ? 1 : 0;
+			if (l == 1 && mount_at(cm, "destination", dest) == NULL &&
+			    mount_at(am, "path", dest) == NULL &&
+			    defended_by_parent(fs, json_string_value(json_array_get(paths, i))))
+				continue;
 			if (rendered_ro(mount_at(cm, "destination", dest)) != want ||
 			    applied_ro(mount_at(am, "path", dest)) != want) {
 				fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,

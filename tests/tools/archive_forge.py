@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Forgeries of an ota.archive/v1 that hold the runner key: each must be refused.
 
-  archive_forge.py OTA_VERIFY ARCHIVE ROOT KEY WORKDIR
+  archive_forge.py OTA_VERIFY ARCHIVE ROOT KEY WORKDIR [protected]
 
-ARCHIVE is a 9-attestation vector (vectors/archive/a.json: segments t1..t3,
-evidence 14..17 and attestations 7..8 are the last segment's rendered,
-applied, initial and terminal records), KEY its FIXTURE runner key. Each case
-edits provider output, re-signs every attestation it touches and the receipt
+ARCHIVE is a 9-attestation vector (vectors/archive/a.json: segments t1..t3),
+KEY its FIXTURE runner key; with "protected", ARCHIVE is the run of
+tests/cli/archive_protected.sh and its own cases run (PROTECTED_CASES, judged
+at the verifier's time). The last segment's rendered, applied, initial and
+terminal records are found by kind, their attestations by the claims' body.
+Each case edits provider output, re-signs every attestation it touches and the receipt
 with KEY (so every signature and digest is good), and runs ota-verify: the
 case passes when the exit status is 1 and the failures name the expected
 error. A control case re-signs without an edit and must reconcile (exit 0),
@@ -191,11 +193,26 @@ def fix_digests(a, r):
 CLAIM_BODY, CLAIM_PRIOR = "body", "prior"
 
 
+def last_of(a, kind, phase):
+    """Index of the last evidence record of kind (and phase)."""
+    return max(i for i, e in enumerate(a["evidence"])
+               if e.get("kind") == kind and e.get("phase") == phase)
+
+
+def att_of(a, rec):
+    """Index of the attestation whose claims' body is rec's identity."""
+    want = jid(rec)
+    return next(i for i in range(len(a["attestations"])) if claims_of(a, i)[CLAIM_BODY] == want)
+
+
 def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None, rend_edit=None):
     """Edits the last segment's records and re-signs them and the receipt."""
     r = receipt_of(a)
     ev = a["evidence"]
-    rend, appl, init, trm = ev[14], ev[15], ev[16], ev[17]
+    rend, appl, init, trm = (ev[last_of(a, k, ph)] for k, ph in (
+        ("ota.rendered_policy/v1", None), ("ota.applied_policy/v1", None),
+        ("ota.application/v1", "initial"), ("ota.application/v1", "terminal")))
+    ai_init, ai_term = att_of(a, init), att_of(a, trm)
     if cfg is not None:
         cfg(rend["config"])
     rend["config_identity"] = jid(rend["config"])
@@ -205,16 +222,16 @@ def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None, rend_edit=N
     if appl_mounts is not None:
         appl_mounts(appl["mounts"]["mounts"])
     init["rendered_policy"], init["applied_policy"] = jid(rend), jid(appl)
-    ci = claims_of(a, 7)
+    ci = claims_of(a, ai_init)
     ci[CLAIM_BODY] = jid(init)
-    ia = set_att(a, 7, ci)
+    ia = set_att(a, ai_init, ci)
     trm["prior"] = jid(init)
     if term is not None:
         term(trm)
-    ct = claims_of(a, 8)
+    ct = claims_of(a, ai_term)
     ct[CLAIM_BODY], ct[CLAIM_PRIOR] = jid(trm), ia
-    ta = set_att(a, 8, ct)
-    s = r["sandbox_policy"]["segments"][2]
+    ta = set_att(a, ai_term, ct)
+    s = r["sandbox_policy"]["segments"][-1]
     s["rendered_policy_identity"], s["applied_policy_identity"] = jid(rend), jid(appl)
     s["initial_application_identity"], s["initial_attestation_identity"] = jid(init), ia
     s["terminal_application_identity"], s["terminal_attestation_identity"] = jid(trm), ta
@@ -228,7 +245,7 @@ def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None, rend_edit=N
 def claims_keys(a):
     """The CBOR labels of body and prior in this archive's claims (a text or int map)."""
     global CLAIM_BODY, CLAIM_PRIOR
-    c = claims_of(a, 8)
+    c = claims_of(a, len(a["attestations"]) - 1)
     CLAIM_BODY = "body" if "body" in c else 13
     CLAIM_PRIOR = "prior" if "prior" in c else 12
     assert CLAIM_BODY in c and CLAIM_PRIOR in c, sorted(map(str, c))
@@ -395,7 +412,44 @@ CASES = [
 ]
 
 
+def drop_mount(key, dest):
+    def f(m):
+        m[:] = [x for x in m if x.get(key) != dest]
+    return f
+
+
+def drop_protected(rel, rendered=True, applied=True):
+    """The protected path's own mount removed from the rendered config and/or
+    the inspected mounts."""
+    d = "/workspace/" + rel
+    return dict(cfg=(lambda c: drop_mount("destination", d)(c["mounts"])) if rendered else None,
+                appl_mounts=drop_mount("path", d) if applied else None)
+
+
+# For an archive of `ota run` whose last segment declares writable_paths
+# [reports] and protected_paths [ota.yaml, .github/workflows (absent),
+# reports/keep.txt] (tests/cli/archive_protected.sh): a protected path with no
+# mount of its own is read-only only through a read-only parent.
+PROTECTED_CASES = [
+    ("control: re-signed, unedited", lambda a: last_segment(a), [], None),
+    ("ota.yaml unmounted under the read-only root (read-only through it)",
+     lambda a: last_segment(a, **drop_protected("ota.yaml")), [], None),
+    ("ota.yaml mounted as rendered, not as applied",
+     lambda a: last_segment(a, **drop_protected("ota.yaml", rendered=False)), [],
+     {"archive_control_mismatch"}),
+    ("ota.yaml applied, not rendered",
+     lambda a: last_segment(a, **drop_protected("ota.yaml", applied=False)), [],
+     {"archive_control_mismatch"}),
+    ("reports/keep.txt unmounted under the writable carve-out reports",
+     lambda a: last_segment(a, **drop_protected("reports/keep.txt")), [],
+     {"archive_control_mismatch"}),
+]
+
+
 def main():
+    global CASES, AT
+    if len(sys.argv) > 6 and sys.argv[6] == "protected":
+        CASES, AT = PROTECTED_CASES, None
     base = json.load(open(ARCHIVE))
     claims_keys(base)
     passed = failed = 0
@@ -405,7 +459,7 @@ def main():
         with open(path, "w") as f:
             json.dump(a, f)
         args = [VERIFY, "archive", path, "--trust", ROOT, "--json"]
-        args += extra if "--at" in extra else ["--at", AT] + extra
+        args += extra if "--at" in extra or AT is None else ["--at", AT] + extra
         p = subprocess.run(args, capture_output=True, text=True)
         try:
             codes = {x["code"] for x in json.loads(p.stdout)["failures"]}

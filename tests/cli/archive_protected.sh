@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Protected paths that have no mount of their own, end to end (root, runc).
+# oci_local mounts a protected path read-only only when it exists; one missing
+# under a read-only parent cannot be created and gets no mount
+# (docs/oci-local.md). Upstream's enforced-oci-sandbox example protects
+# .github/workflows, which its repository does not have: such a run said
+# enforced_through_completion, and `ota-verify archive` refused its archive
+# (archive_control_mismatch, "protected_paths ... is not read-only as rendered
+# and applied"). Here a run protects ota.yaml (present, read-only root),
+# .github/workflows (absent) and reports/keep.txt (present, inside the
+# writable carve-out reports): its archive must reconcile, and forgeries
+# re-signed with the runner key (tests/tools/archive_forge.py protected) must
+# not: a protected path under a writable parent without its read-only mount,
+# or a mount rendered but not applied (or the reverse), is
+# archive_control_mismatch; ota.yaml without its own mount under the
+# read-only root still reconciles (it is read-only through the root).
+set -euo pipefail
+: "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
+command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
+python3 -c 'import cryptography' 2>/dev/null || { echo "SKIP: python3-cryptography missing"; exit 0; }
+tmp=$(mktemp -d /tmp/ota-archive-prot-XXXXXX)
+root=/run/ota/test-prot-$$
+cleanup() {
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
+  rm -rf "$tmp" "$root"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export OTA_CACHE=$tmp/cache
+
+T=$tmp/trust
+"$OTA" trust init --domain prot.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
+"$OTA" trust add-principal --dir "$T" --id ci-runner --role runner --repo '*' --lane '*' \
+  --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
+"$OTA" trust add-key --dir "$T" --principal ci-runner --generate "$T/keys/runner.pem" \
+  --sign "$T/keys/root-1.pem" >/dev/null
+PIN=$T/versions/1.root.json
+img=$tmp/img
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+
+w=$tmp/repo
+mkdir -p "$w/reports"
+echo keep >"$w/reports/keep.txt"
+{
+  contract_head prot-test bb:1
+  cat <<YAML
+tasks:
+  build:
+    context: box
+    run: "echo built > reports/out.txt; mkdir -p .github/workflows 2>/dev/null; echo x > reports/keep.txt 2>/dev/null; true"
+    runtime_boundary:
+      filesystem:
+        repo_root_mode: read_only
+        writable_paths: [reports]
+        protected_paths: [ota.yaml, .github/workflows, reports/keep.txt]
+      network: {default: deny}
+    safe_for_agent: true
+agent:
+  safe_tasks: [build]
+YAML
+} >"$w/ota.yaml"
+( cd "$w" && "$OTA" run build --agent --runtime-root "$root" --lease-db "$tmp/leases.db" \
+    --state-dir "$tmp/state" --image-store "$img" --key "$T/keys/runner.pem" \
+    --nonce-db "$tmp/nonces.db" --trust "$T" --archive "$tmp/a.json" \
+    --receipt "$tmp/r.json" >/dev/null 2>"$tmp/err" ) || fail "run: $(cat "$tmp/err")"
+[ "$(cat "$w/reports/out.txt")" = built ] || fail "task output"
+[ "$(cat "$w/reports/keep.txt")" = keep ] || fail "protected reports/keep.txt was written"
+[ ! -e "$w/.github" ] || fail "the absent protected path was created"
+jq -e '.sandbox_policy.status == "enforced_through_completion"' "$tmp/r.json" >/dev/null \
+  || fail "receipt status: $(jq -c .sandbox_policy.status "$tmp/r.json")"
+# the case under test: the rendered config has no mount for the absent path,
+# and read-only mounts for the two present ones
+jq -e '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]
+  | (index("/workspace/.github/workflows") == null) and (index("/workspace/ota.yaml") != null)
+    and (index("/workspace/reports/keep.txt") != null)' "$tmp/a.json" >/dev/null \
+  || fail "rendered mounts: $(jq -c '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]' "$tmp/a.json")"
+
+set +e
+"$OTA_VERIFY" archive "$tmp/a.json" --trust "$PIN" --json >"$tmp/out" 2>"$tmp/verr"
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || fail "ota-verify archive exit $rc: $(jq -c .failures "$tmp/out" 2>/dev/null || cat "$tmp/verr")"
+jq -e '.ok == true and .status == "enforced_through_completion"' "$tmp/out" >/dev/null \
+  || fail "verify document: $(cat "$tmp/out")"
+
+mkdir "$tmp/forge"
+python3 "$OTA_SOURCE_DIR/tests/tools/archive_forge.py" "$OTA_VERIFY" "$tmp/a.json" "$PIN" \
+  "$T/keys/runner.pem" "$tmp/forge" protected >"$tmp/forge.out" 2>&1 \
+  || { cat "$tmp/forge.out"; fail "forgeries"; }
+grep -q '^5 passed, 0 failed$' "$tmp/forge.out" || { cat "$tmp/forge.out"; fail "forge count"; }
+cat "$tmp/forge.out"
+echo "archive_protected: ok"
