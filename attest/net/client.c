@@ -10,8 +10,9 @@
 
 #include "ota/attestd.h"
 #include "ota/json.h"
+#include "ota/limits.h"
 
-#define MAX_ANSWER (1024u * 1024u)
+#define MAX_ANSWER OTA_MAX_HTTP_ANSWER_BYTES
 
 typedef struct sink {
 	char *p;
@@ -92,9 +93,60 @@ static ota_err exchange(const char *base_url, const char *path, const char *ctyp
 	return e;
 }
 
-/* Turns a JSON answer into OTA_OK (2xx with "ok": true) or its error. */
-static ota_err judge_answer(const char *body, size_t len, long status, ota_error *err)
+/* an "sha256:" + 64 lowercase hex identity */
+static bool is_id(const char *s)
 {
+	if (s == NULL || strlen(s) != OTA_ID_LEN || strncmp(s, "sha256:", 7) != 0)
+		return false;
+	for (size_t i = 7; i < OTA_ID_LEN; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* member k of o is base64 (url: base64url without padding) of min..max bytes */
+static bool is_b64(json_t *o, const char *k, bool url, size_t min, size_t max)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_string(v))
+		return false;
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		          (url ? (c == '-' || c == '_') : (c == '+' || c == '/' || c == '='));
+		if (!ok)
+			return false;
+	}
+	uint8_t *b = NULL;
+	size_t bl = 0;
+	if (ota_base64_decode(s, n, &b, &bl) != OTA_OK)
+		return false;
+	free(b);
+	return bl >= min && bl <= max;
+}
+
+/* s non-empty text without C0 or C1 controls or DEL (it reaches a terminal) */
+static bool is_plain_text(const char *s)
+{
+	if (s == NULL || s[0] == '\0')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return false;
+		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* U+0080..U+009F */
+			return false;
+	}
+	return true;
+}
+
+ota_err ota_attest_client_answer(const char *body, size_t len, long status,
+                                 ota_attest_answer_kind kind, ota_error *err)
+{
+	if (body == NULL || len > MAX_ANSWER)
+		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld, %s", status,
+		                     body == NULL ? "no body" : "answer too large");
 	json_t *o = NULL;
 	if (ota_json_parse(ota_bytes_make(body, len), &o, NULL) != OTA_OK || !json_is_object(o)) {
 		json_decref(o);
@@ -103,15 +155,33 @@ static ota_err judge_answer(const char *body, size_t len, long status, ota_error
 	}
 	ota_err e = OTA_OK;
 	if (status >= 200 && status < 300 && json_is_true(json_object_get(o, "ok"))) {
+		/* the members `ota attest` prints and writes */
+		bool shaped;
+		const char *what;
+		if (kind == OTA_ATTEST_ANSWER_CHALLENGE) {
+			shaped = is_id(json_string_value(json_object_get(o, "challenge"))) &&
+			         is_b64(o, "nonce", true, OTA_NONCE_MIN_BYTES, OTA_NONCE_MAX_BYTES);
+			what = "challenge (an identity) and nonce (base64url of 16..64 bytes)";
+		} else {
+			shaped = is_id(json_string_value(json_object_get(o, "attestation"))) &&
+			         is_b64(o, "acceptance", false, 1, MAX_ANSWER);
+			what = "attestation (an identity) and acceptance (base64 COSE)";
+		}
 		json_decref(o);
+		if (!shaped)
+			return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld without %s",
+			                     status, what);
 		return OTA_OK;
 	}
 	const char *code = json_string_value(json_object_get(o, "code"));
 	const char *where = json_string_value(json_object_get(o, "where"));
 	const char *msg = json_string_value(json_object_get(o, "message"));
 	ota_err named;
+	/* the answer's where and message only when they are plain text: the
+	 * CLI prints them (a refusal always names a where) */
 	if (code != NULL && ota_err_from_name(code, &named) && named != OTA_OK)
-		e = ota_error_set(err, named, where != NULL ? where : "", "%s", msg != NULL ? msg : code);
+		e = ota_error_set(err, named, is_plain_text(where) ? where : "answer", "%s",
+		                  is_plain_text(msg) ? msg : code);
 	else
 		e = ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld without a known code",
 		                  status);
@@ -146,7 +216,8 @@ ota_err ota_attest_client_challenge(const char *base_url, const ota_nonce_bindin
 	free(body);
 	if (e != OTA_OK)
 		return e;
-	if ((e = judge_answer(ans, al, st, err)) != OTA_OK) {
+	if ((e = ota_attest_client_answer(ans, al, st, OTA_ATTEST_ANSWER_CHALLENGE, err)) !=
+	    OTA_OK) {
 		free(ans);
 		return e;
 	}
@@ -166,7 +237,8 @@ ota_err ota_attest_client_submit(const char *base_url, ota_bytes cose, char **ou
 	                     &st, err);
 	if (e != OTA_OK)
 		return e;
-	if ((e = judge_answer(ans, al, st, err)) != OTA_OK) {
+	if ((e = ota_attest_client_answer(ans, al, st, OTA_ATTEST_ANSWER_ACCEPTANCE, err)) !=
+	    OTA_OK) {
 		free(ans);
 		return e;
 	}

@@ -87,6 +87,27 @@ OTA_API OTA_NODISCARD ota_err ota_attest_client_challenge(const char *base_url,
  */
 OTA_API OTA_NODISCARD ota_err ota_attest_client_submit(const char *base_url, ota_bytes cose,
                                                        char **out, ota_error *err);
+/*
+ * The endpoint's answer to a POST, as the client judges it (untrusted
+ * bytes; fuzz_attest_answer): at most OTA_MAX_HTTP_ANSWER_BYTES of one
+ * strict JSON object (else attestation_response_invalid). A 2xx with "ok":
+ * true is OTA_OK only when it carries what the caller uses: for a challenge
+ * "challenge" (an sha256: identity) and "nonce" (base64url of
+ * OTA_NONCE_MIN_BYTES..OTA_NONCE_MAX_BYTES bytes), for an acceptance
+ * "attestation" (an identity) and "acceptance" (non-empty standard
+ * base64); without them attestation_response_invalid. Any other answer is
+ * the error its "code" names, where and message from the answer when they
+ * are non-empty text without control characters (C0, DEL, C1: they reach a
+ * terminal), else "answer" and the code; attestation_response_invalid when
+ * the code is no known error name.
+ */
+typedef enum ota_attest_answer_kind {
+	OTA_ATTEST_ANSWER_CHALLENGE = 1, /* POST /v1/challenges */
+	OTA_ATTEST_ANSWER_ACCEPTANCE = 2 /* POST /v1/attestations */
+} ota_attest_answer_kind;
+OTA_API OTA_NODISCARD ota_err ota_attest_client_answer(const char *body, size_t len, long status,
+                                                       ota_attest_answer_kind kind,
+                                                       ota_error *err);
 /* GET base_url + path; *out new body (NUL-terminated), *status the HTTP status. */
 OTA_API OTA_NODISCARD ota_err ota_attest_client_get(const char *base_url, const char *path,
                                                     char **out, size_t *out_len, long *status,

@@ -54,6 +54,7 @@
 #define OTA_HTTP_TIMEOUT_SECONDS  10u
 #define OTA_HTTP_REQUEST_SECONDS  30u  /* one request read (and its answer written), in total */
 #define OTA_MAX_HTTP_MEDIA_TYPE_BYTES 1024u          /* one Content-Type value */
+#define OTA_MAX_HTTP_ANSWER_BYTES (1024u * 1024u)     /* an answer the client reads */
 #define OTA_MAX_ATTESTATION_BYTES (64u * 1024u)         /* one attestation payload */
 #define OTA_MAX_ATTESTATION_DEPTH 16u                   /* nesting inside body */
 #define OTA_MAX_ATTESTATION_CLAIMS 32u                  /* entries of the payload map */
