@@ -26,22 +26,66 @@ typedef struct {
 	size_t ndescs;
 } opts;
 
-static int usage_of(const char *cmd)
+static const char *usage_text(const char *cmd)
 {
-	const char *u = "";
 	if (strcmp(cmd, "validate") == 0)
-		u = "ota validate [-f FILE] [--org-policy FILE] [--json]";
-	else if (strcmp(cmd, "tasks") == 0)
-		u = "ota tasks [-f FILE] [--json]";
-	else if (strcmp(cmd, "workflows") == 0)
-		u = "ota workflows [-f FILE] [--json]";
-	else if (strcmp(cmd, "policy") == 0)
-		u = "ota policy show [TASK] [--workflow W] [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] [--json]";
-	else if (strcmp(cmd, "run") == 0)
-		u = "ota run TASK --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
-	else
-		u = "ota up --workflow W --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
-	return cli_usage("ota", u);
+		return "ota validate [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] "
+		       "[--json]";
+	if (strcmp(cmd, "tasks") == 0)
+		return "ota tasks [-f FILE] [--json]";
+	if (strcmp(cmd, "workflows") == 0)
+		return "ota workflows [-f FILE] [--json]";
+	if (strcmp(cmd, "policy") == 0)
+		return "ota policy show [TASK] [--workflow W] [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] [--json]";
+	if (strcmp(cmd, "run") == 0)
+		return "ota run TASK --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
+	return "ota up --workflow W --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
+}
+
+/*
+ * A usage error: the usage line on stderr and, with --json anywhere on the
+ * command line, the policy-error document on stdout (code usage, where the
+ * offending argument or the command), as every other failure prints one.
+ */
+static int usage_fail(int argc, char **argv, const char *cmd, const char *where, const char *msg)
+{
+	bool json = false;
+	const char *file = "ota.yaml";
+	for (int i = 1; i < argc; i++) {
+		json = json || strcmp(argv[i], "--json") == 0;
+		if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--file") == 0) && i + 1 < argc)
+			file = argv[i + 1];
+	}
+	if (json) {
+		json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s}", "ok", 0, "code", "usage",
+		                      "where", where != NULL ? where : cmd, "message",
+		                      msg != NULL ? msg : usage_text(cmd), "path", file, "command", cmd);
+		if (j != NULL)
+			cli_print_json(j);
+		json_decref(j);
+	}
+	if (msg != NULL)
+		fprintf(stderr, "ota: %s: %s\n", where != NULL ? where : cmd, msg);
+	return cli_usage("ota", usage_text(cmd));
+}
+
+/* Which options a command takes (an option of another command is a usage error). */
+enum {
+	OPT_LANE = 1 << 0,     /* a positional TASK */
+	OPT_WORKFLOW = 1 << 1, /* --workflow */
+	OPT_OVERLAYS = 1 << 2, /* --overlay, --org-policy, --no-org-policy */
+	OPT_ADMIT = 1 << 3,    /* --agent, --dry-run, --sandbox-target, --descriptor, runner options */
+};
+
+static unsigned allowed_for(const char *cmd)
+{
+	if (strcmp(cmd, "validate") == 0)
+		return OPT_OVERLAYS;
+	if (strcmp(cmd, "tasks") == 0 || strcmp(cmd, "workflows") == 0)
+		return 0;
+	if (strcmp(cmd, "policy") == 0)
+		return OPT_LANE | OPT_WORKFLOW | OPT_OVERLAYS;
+	return OPT_LANE | OPT_WORKFLOW | OPT_OVERLAYS | OPT_ADMIT; /* run, up */
 }
 
 /*
@@ -64,48 +108,64 @@ static bool runner_value_option(const char *a)
 /* returns -1 on success, else an exit code */
 static int parse_opts(int argc, char **argv, int start, opts *o, const char *cmd)
 {
-	bool runlike = strcmp(cmd, "run") == 0 || strcmp(cmd, "up") == 0;
+	unsigned ok = allowed_for(cmd);
 	memset(o, 0, sizeof *o);
 	o->file = "ota.yaml";
 	for (int i = start; i < argc; i++) {
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
+		unsigned need = 0;
 		if (strcmp(a, "--json") == 0)
 			o->json = true;
-		else if (strcmp(a, "--agent") == 0)
-			o->agent = true;
-		else if (strcmp(a, "--dry-run") == 0)
-			o->dry_run = true;
-		else if (strcmp(a, "--no-org-policy") == 0)
-			o->no_org = true;
 		else if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && more)
 			o->file = argv[++i];
+		else if (strcmp(a, "--agent") == 0)
+			need = OPT_ADMIT, o->agent = true;
+		else if (strcmp(a, "--dry-run") == 0)
+			need = OPT_ADMIT, o->dry_run = true;
+		else if (strcmp(a, "--no-org-policy") == 0)
+			need = OPT_OVERLAYS, o->no_org = true;
 		else if (strcmp(a, "--workflow") == 0 && more)
-			o->workflow = argv[++i];
+			need = OPT_WORKFLOW, o->workflow = argv[++i];
 		else if (strcmp(a, "--sandbox-target") == 0 && more)
-			o->target = argv[++i];
+			need = OPT_ADMIT, o->target = argv[++i];
 		else if (strcmp(a, "--org-policy") == 0 && more)
-			o->org_policy = argv[++i];
+			need = OPT_OVERLAYS, o->org_policy = argv[++i];
 		else if (strcmp(a, "--overlay") == 0 && more) {
-			if (o->noverlays == MAX_OVERLAY_ARGS)
-				return cli_usage("ota", "too many --overlay arguments");
-			o->overlays[o->noverlays++] = argv[++i];
-		} else if (strcmp(a, "--descriptor") == 0 && more) {
-			if (o->ndescs == MAX_DESC_ARGS)
-				return cli_usage("ota", "too many --descriptor arguments");
-			o->descs[o->ndescs++] = argv[++i];
-		} else if (runlike && runner_value_option(a) && more) {
+			need = OPT_OVERLAYS;
+			if ((ok & need) != 0 && o->noverlays == MAX_OVERLAY_ARGS)
+				return usage_fail(argc, argv, cmd, a, "too many --overlay arguments");
+			if ((ok & need) != 0)
+				o->overlays[o->noverlays++] = argv[i + 1];
 			i++;
-		} else if (runlike && strcmp(a, "--no-archive") == 0) {
-			continue;
-		} else if (a[0] != '-' && o->lane == NULL)
+		} else if (strcmp(a, "--descriptor") == 0 && more) {
+			need = OPT_ADMIT;
+			if ((ok & need) != 0 && o->ndescs == MAX_DESC_ARGS)
+				return usage_fail(argc, argv, cmd, a, "too many --descriptor arguments");
+			if ((ok & need) != 0)
+				o->descs[o->ndescs++] = argv[i + 1];
+			i++;
+		} else if (runner_value_option(a) && more) {
+			need = OPT_ADMIT;
+			i++;
+		} else if (strcmp(a, "--no-archive") == 0) {
+			need = OPT_ADMIT;
+		} else if (a[0] != '-' && o->lane == NULL) {
+			need = OPT_LANE;
 			o->lane = a;
-		else
-			return usage_of(cmd);
+		} else
+			return usage_fail(argc, argv, cmd, a,
+			                  a[0] == '-' ? "unknown option or missing value"
+			                              : "unexpected argument");
+		if ((need & ok) != need)
+			return usage_fail(argc, argv, cmd, a,
+			                  need == OPT_LANE ? "unexpected argument"
+			                                   : "not an option of this command");
 	}
 	/* the same refusal as the real run (cmd_run.c): one meaning for both */
 	if (o->org_policy != NULL && o->no_org)
-		return cli_usage("ota", "--org-policy and --no-org-policy contradict each other");
+		return usage_fail(argc, argv, cmd, "--org-policy",
+		                  "--org-policy and --no-org-policy contradict each other");
 	return -1;
 }
 
@@ -345,13 +405,14 @@ int cmd_workflows(int argc, char **argv)
 int cmd_policy(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "show") != 0)
-		return usage_of("policy");
+		return usage_fail(argc, argv, "policy", argc < 2 ? "policy" : argv[1],
+		                  "the only policy command is show");
 	opts o;
 	int u = parse_opts(argc, argv, 2, &o, "policy");
 	if (u >= 0)
 		return u;
 	if (o.lane == NULL && o.workflow == NULL)
-		return usage_of("policy");
+		return usage_fail(argc, argv, "policy", "policy show", "a TASK or --workflow W is required");
 	ota_error e;
 	ota_error_clear(&e);
 	ota_contract *c = NULL;
@@ -427,7 +488,8 @@ static int dry_run(int argc, char **argv, bool workflow)
 	if (u >= 0)
 		return u;
 	if (workflow ? o.workflow == NULL : o.lane == NULL)
-		return usage_of(cmd);
+		return usage_fail(argc, argv, cmd, cmd,
+		                  workflow ? "--workflow W is required" : "a TASK is required");
 	if (!o.dry_run) {
 		fprintf(stderr, "ota: unsupported: real %s execution is provided by the oci_local runner; "
 		                "this build admits only with --dry-run\n", cmd);

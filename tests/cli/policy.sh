@@ -122,5 +122,37 @@ else
 	echo "skip JSON Schema checks (python3-jsonschema not installed)"
 fi
 
+# an option of another command is a usage error (exit 2), never silently
+# ignored (ota tasks --overlay /nonexistent exited 0); with --json the usage
+# error is one policy-error document (code usage, where = the argument)
+usage_json() { # want_where, then the ota arguments
+	local w=$1
+	shift
+	[ "$(rc_of "$OTA" "$@" --json)" = 2 ] &&
+		jq -e --arg w "$w" '.ok == false and .code == "usage" and .where == $w
+			and (.command | type) == "string" and (.path | type) == "string"' "$T/out" >/dev/null
+}
+check "tasks --overlay is usage" usage_json --overlay tasks -f "$PV/base.yaml" --overlay /nonexistent
+check "workflows --workflow is usage" usage_json --workflow workflows -f "$PV/base.yaml" --workflow x
+check "tasks with a stray argument is usage" usage_json stray tasks -f "$PV/base.yaml" stray
+check "validate --agent is usage" usage_json --agent validate -f "$PV/base.yaml" --agent
+check "validate --descriptor is usage" usage_json --descriptor validate -f "$PV/base.yaml" --descriptor x
+check "policy show --dry-run is usage" usage_json --dry-run policy show build -f "$PV/base.yaml" --dry-run
+check "policy show without a lane is usage" usage_json "policy show" policy show -f "$PV/base.yaml"
+check "policy frob is usage" usage_json frob policy frob
+check "an unknown option is usage" usage_json --frob validate -f "$PV/base.yaml" --frob
+check "--overlay without its value is usage" usage_json --overlay validate -f "$PV/base.yaml" --overlay
+check "usage without --json prints nothing on stdout" \
+	test "$(rc_of "$OTA" tasks -f "$PV/base.yaml" --overlay x)" = 2 -a ! -s "$T/out"
+check "validate still takes --overlay and --no-org-policy" \
+	test "$(rc_of "$OTA" validate -f "$PV/base.yaml" --no-org-policy --json)" = 0
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	rc_of "$OTA" tasks -f "$PV/base.yaml" --overlay x --json >/dev/null
+	check "the usage document matches policy-error.schema.json" python3 -c '
+import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+		"$T/out" "$SRC/docs/schemas/policy-error.schema.json"
+fi
+
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
