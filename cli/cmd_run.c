@@ -233,6 +233,13 @@ static int run_lane(int argc, char **argv, bool workflow)
 	}
 	if (workflow ? o.workflow == NULL : o.lane == NULL)
 		return usage_of(workflow);
+	if ((o.nonce_db != NULL || o.issuer != NULL || o.trust_root != NULL) && o.key == NULL) {
+		/* they shape the signed records; without --key nothing is signed and
+		 * they would be read by nobody (ota cleanup refuses the same) */
+		fprintf(stderr, "ota: usage: --nonce-db, --issuer and --trust-root take effect only "
+		                "with --key\n");
+		return CLI_USAGE;
+	}
 	if (!o.agent && o.target == NULL) {
 		fprintf(stderr, "ota: usage: real execution here happens only inside an enforced "
 		                "sandbox: pass --agent or --sandbox-target oci_local\n");

@@ -63,8 +63,9 @@ agent:
 YAML
 } >"$w/ota.yaml"
 common=(--agent --runtime-root "$root" --lease-db "$tmp/leases.db" --state-dir "$tmp/state"
-        --image-store "$tmp/img" --nonce-db "$tmp/nonces.db")
-( cd "$w" && "$OTA" run verify "${common[@]}" --key "$t/keys/runner.pem" --trust "$t" \
+        --image-store "$tmp/img")
+( cd "$w" && "$OTA" run verify "${common[@]}" --key "$t/keys/runner.pem" \
+    --nonce-db "$tmp/nonces.db" --trust "$t" \
     --receipt "$tmp/receipt.json" ) 2>"$tmp/err" || fail "run: $(cat "$tmp/err")"
 a=$(sed -n 's/^ota: archive //p' "$tmp/err")
 [ -n "$a" ] && [ -f "$a" ] || fail "no archive path printed: $(cat "$tmp/err")"
@@ -147,4 +148,16 @@ set -e
 before=$(ls "$w/.ota/archives" | wc -l)
 ( cd "$w" && "$OTA" run verify "${common[@]}" --no-archive ) >/dev/null 2>&1 || fail "run --no-archive"
 [ "$(ls "$w/.ota/archives" | wc -l)" -eq "$before" ] || fail "--no-archive wrote an archive"
+# --nonce-db, --issuer and --trust-root shape signed records: without --key
+# they are usage (exit 2) before anything runs, as for ota cleanup
+for opt in "--nonce-db $tmp/n2.db" "--issuer runner:x" "--trust-root sha256:00"; do
+  set +e
+  # shellcheck disable=SC2086
+  ( cd "$w" && "$OTA" run verify "${common[@]}" $opt ) >/dev/null 2>"$tmp/uerr"
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && grep -q "only with --key" "$tmp/uerr" || fail "run $opt without --key: exit $rc $(cat "$tmp/uerr")"
+done
+[ "$(ls "$w/.ota/archives" | wc -l)" -eq "$before" ] || fail "a refused run wrote an archive"
+[ ! -e "$tmp/n2.db" ] || fail "a refused run created its nonce database"
 echo "archive_offline: ok"
