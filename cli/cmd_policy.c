@@ -551,8 +551,14 @@ static int dry_run(int argc, char **argv, bool workflow)
 		if (o.json) {
 			cli_print_json(j);
 		} else {
-			printf("%s: %s\n", json_string_value(json_object_get(adm, "decision")),
-			       json_string_value(json_object_get(adm, "message")));
+			const char *msg = json_string_value(json_object_get(adm, "message"));
+			const char *tgt = json_string_value(json_object_get(adm, "provider_target"));
+			const char *res = json_string_value(json_object_get(adm, "resolution"));
+			if (msg != NULL && msg[0] != '\0')
+				printf("%s: %s\n", json_string_value(json_object_get(adm, "decision")), msg);
+			else /* an explicit --sandbox-target carries no message */
+				printf("%s: %s (%s)\n", json_string_value(json_object_get(adm, "decision")),
+				       tgt != NULL ? tgt : "no provider target", res != NULL ? res : "-");
 			size_t i;
 			json_t *r;
 			json_array_foreach(json_object_get(adm, "refusals"), i, r)

@@ -154,5 +154,10 @@ jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))'
 		"$T/out" "$SRC/docs/schemas/policy-error.schema.json"
 fi
 
+# the text dry run names the target when the admission carries no message
+# (an explicit --sandbox-target printed "admitted: " and nothing else)
+rc_of "$OTA" run build --sandbox-target oci_local --dry-run -f "$PV/base.yaml" >/dev/null
+check "text dry run with an explicit target names it" grep -qx 'admitted: oci_local (explicit)' "$T/out"
+
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
