@@ -833,7 +833,11 @@ static void route_acceptance(ota_attestd *d, answer *a, const char *method, cons
                              const char *id)
 {
 	if (!ota_id_is_valid(id)) {
-		answer_fail(d, a, method, url, OTA_ERR_ID_MALFORMED, "id", "want sha256:<64 hex>");
+		/* a malformed request path: 400 (403 is for refused attestations) */
+		ota_error e;
+		ota_error_clear(&e);
+		ota_error_set(&e, OTA_ERR_ID_MALFORMED, "id", "want sha256:<64 hex>");
+		answer_error_status(d, a, method, url, &e, MHD_HTTP_BAD_REQUEST);
 		return;
 	}
 	ota_error e;
