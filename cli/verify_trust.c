@@ -160,7 +160,10 @@ int verify_trust(int argc, char **argv)
 		ret = report(json, &err);
 		goto out;
 	}
-	if (read_snapshot(pinned, &pbuf, &plen, &err) != OTA_OK) {
+	/* the pinned snapshot is the gate's own input: one over the cap is
+	 * too_large (exit 2), as --trust in ota-verify archive; a snapshot of
+	 * the chain over it is the chain's refusal (trust_snapshot_too_large) */
+	if (ota_file_read(pinned, OTA_MAX_TRUST_ROOT_BYTES, &pbuf, &plen, &err) != OTA_OK) {
 		ret = report(json, &err);
 		goto out;
 	}

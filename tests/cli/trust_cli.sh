@@ -173,6 +173,8 @@ json_fail usage 2 --pinned "$V1" --at 1800000000x
 json_fail usage 2 --pinned "$V1" --at "2026-01-01T00:00:00Z "
 json_fail io_error 2 --pinned "$V1" "$work/missing.json"
 json_fail trust_snapshot_too_large 1 --pinned "$V1" "$work/huge.json"
+# the pinned snapshot over the cap is the gate's input: exit 2 as in archive --trust
+json_fail too_large 2 --pinned "$work/huge.json"
 json_fail trust_version_skip 1 --pinned "$V1" "$D/versions/3.root.json"
 run 0 "$OTA_VERIFY" trust --pinned "$V1" "$D/versions/2.root.json" --json
 jq -e '.ok == true and .trusted.version == 2' "$work/stdout" >/dev/null && pass "--json success shape" || bad "--json success: $(cat "$work/stdout")"
