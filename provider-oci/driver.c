@@ -24,6 +24,7 @@
 #include <linux/openat2.h>
 
 #include "oci_internal.h"
+#include "procfs.h"
 #include "ota/json.h"
 #include "ota/limits.h"
 
@@ -497,9 +498,9 @@ static bool pid_exited(long pid)
 	close(fd);
 	if (n <= 0)
 		return true;
-	buf[n] = '\0';
-	const char *rp = strrchr(buf, ')');
-	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+	char st;
+	unsigned long long start;
+	return oci_proc_stat_parse(buf, (size_t)n, &st, &start) && (st == 'Z' || st == 'X');
 }
 
 /*

@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "oci_internal.h"
+#include "procfs.h"
 
 struct oci_lease_db {
 	sqlite3 *db;
@@ -125,21 +126,11 @@ unsigned long long oci_proc_start_time(long pid)
 	FILE *f = fopen(p, "re");
 	if (f == NULL)
 		return 0;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	size_t n = fread(buf, 1, sizeof buf, f);
 	fclose(f);
-	buf[n] = '\0';
-	char *rp = strrchr(buf, ')');
-	if (rp == NULL)
-		return 0;
-	/* fields after ')': state(3) ... starttime is field 22 */
-	char *s = rp + 2;
-	int field = 3;
-	while (*s != '\0' && field < 22) {
-		if (*s == ' ')
-			field++;
-		s++;
-	}
-	return strtoull(s, NULL, 10);
+	char st;
+	unsigned long long start = 0;
+	return oci_proc_stat_parse(buf, n, &st, &start) ? start : 0;
 }
 
 ota_err oci_lease_begin(oci_lease_db *d, const char *id, const char *txn, const oci_rt *rt,

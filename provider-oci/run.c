@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "oci_internal.h"
+#include "procfs.h"
 #include "ota/json.h"
 #include "ota/limits.h"
 
@@ -108,29 +109,11 @@ static ota_err check_process(long pid, json_t **out, ota_error *err)
 	ota_err rc = read_proc(pid, "status", 64 * 1024, &b, &n, err);
 	if (rc != OTA_OK)
 		return rc;
-	char eff[32] = "", prm[32] = "", bnd[32] = "", amb[32] = "", nnp[8] = "";
-	char *cur = (char *)b;
-	while (cur != NULL && *cur != '\0') {
-		char *nl = strchr(cur, '\n');
-		if (nl != NULL)
-			*nl = '\0';
-		char *v = strchr(cur, ':');
-		if (v != NULL) {
-			*v++ = '\0';
-			while (*v == ' ' || *v == '\t')
-				v++;
-			char *dst = strcmp(cur, "CapEff") == 0   ? eff
-			            : strcmp(cur, "CapPrm") == 0 ? prm
-			            : strcmp(cur, "CapBnd") == 0 ? bnd
-			            : strcmp(cur, "CapAmb") == 0 ? amb
-			            : strcmp(cur, "NoNewPrivs") == 0 ? nnp
-			                                             : NULL;
-			if (dst != NULL)
-				snprintf(dst, dst == nnp ? 8 : 32, "%s", v);
-		}
-		cur = nl != NULL ? nl + 1 : NULL;
-	}
+	oci_proc_caps caps;
+	oci_proc_status_caps((const char *)b, n, &caps);
 	free(b);
+	const char *eff = caps.eff, *prm = caps.prm, *bnd = caps.bnd, *amb = caps.amb;
+	const char *nnp = caps.nnp;
 	const char *z = "0000000000000000";
 	bool ok = strcmp(eff, z) == 0 && strcmp(prm, z) == 0 && strcmp(bnd, z) == 0 &&
 	          strcmp(amb, z) == 0 && strcmp(nnp, "1") == 0;
@@ -689,12 +672,16 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 			goto out_finalize;
 		uint8_t *pb = NULL;
 		size_t pl = 0;
+		bool pid_read = false;
 		if (ota_file_read(pidfile, 64, &pb, &pl, &e) == OTA_OK) {
-			pid = strtol((char *)pb, NULL, 10);
+			pid_read = true;
+			(void)oci_pid_file_parse((const char *)pb, pl, &pid); /* 0 unless a pid */
 			free(pb);
 		}
 		if (pid <= 0) {
-			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "create", "no pid file");
+			rc = ota_error_set(&e, OTA_ERR_OCI_RUNTIME_FAILED, "create", "%s",
+			                   pid_read ? "the pid file is not a pid in 1..INT_MAX"
+			                            : "no pid file");
 			goto out_finalize;
 		}
 	}
