@@ -4,6 +4,7 @@
  * plan) and its network namespace files. The first byte selects the target;
  * for the network the rest is split at NUL bytes into dev, route, ipv6_route.
  */
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +16,32 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char g_tmp[] = "/tmp/ota-fuzz-oci-XXXXXX";
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	(void)remove(path); /* best effort: remove what can be */
+	return 0;
+}
+
+/* the fixture's directory goes at exit (it was left in /tmp by every run) */
+static void cleanup(void)
+{
+	(void)nftw(g_tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static ota_oci_admitted *admitted_plan(void)
 {
 	static ota_oci_admitted *a; /* fuzzer-process fixture, built once */
 	if (a != NULL)
 		return a;
-	char tmpl[] = "/tmp/ota-fuzz-oci-XXXXXX";
-	char *d = mkdtemp(tmpl);
+	char *d = mkdtemp(g_tmp);
 	if (d == NULL)
 		abort();
+	atexit(cleanup);
 	char repo[256], rootfs[256], p[300];
 	snprintf(repo, sizeof repo, "%s/repo", d);
 	snprintf(rootfs, sizeof rootfs, "%s/rootfs", d);
