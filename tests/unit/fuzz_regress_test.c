@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ota/attestd.h"
 #include "ota/json.h"
 #include "ota/key.h"
 #include "ota/oci.h"
@@ -282,6 +283,24 @@ static void test_key_pair_mismatch(void **state)
 	assert_non_null(strstr(e.what, "not its private key's"));
 }
 
+/* fuzz_attest_answer: an error answer without "where" was the error it
+ * named with an empty where (fz_refusal wants every refusal to name one);
+ * the fuzzer's input, minimized to its body, is the seed
+ * fuzz/seeds/fuzz_attest_answer/refused_without_where. */
+static void test_attest_answer_where(void **state)
+{
+	(void)state;
+	static const char body[] = "{\"ok\": false, \"code\": \"nonce_replayed\", \"wher%\": "
+	                           "\"eat_nonce\", \"message\": \"consumed at 1796009645\"}";
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_attest_client_answer(body, sizeof body - 1, 403, OTA_ATTEST_ANSWER_ACCEPTANCE,
+	                                    &e),
+	           OTA_ERR_NONCE_REPLAYED);
+	assert_string_equal(e.where, "answer");
+	assert_string_equal(e.what, "consumed at 1796009645");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_image_digest_not_truncated),
 		cmocka_unit_test(test_image_mismatch_keeps_evidence),
 		cmocka_unit_test(test_key_pair_mismatch),
+		cmocka_unit_test(test_attest_answer_where),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
