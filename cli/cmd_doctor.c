@@ -190,36 +190,15 @@ static void probe_kernel(doctor *d)
 	}
 }
 
-/* The process start time (field 22 of /proc/PID/stat), or "" when gone. */
+/* The process start time (field 22 of /proc/PID/stat, as the lease records
+ * it), or "" when gone. */
 static void proc_start(long pid, char *out, size_t cap)
 {
-	out[0] = '\0';
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	FILE *f = fopen(path, "re");
-	if (f == NULL)
-		return;
-	char buf[1024];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (p == NULL)
-		return;
-	/* after ") " comes field 3 (state); field 22 is 19 fields further */
-	p += 2;
-	for (int field = 3; field < 22 && p != NULL; field++) {
-		p = strchr(p, ' ');
-		if (p != NULL)
-			p++;
-	}
-	if (p == NULL)
-		return;
-	size_t len = strcspn(p, " \n");
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(out, p, len);
-	out[len] = '\0';
+	unsigned long long t = ota_oci_proc_start_time(pid);
+	if (t == 0)
+		out[0] = '\0';
+	else
+		snprintf(out, cap, "%llu", t);
 }
 
 /* ---- the live descriptor and drift ---- */

@@ -12,7 +12,6 @@
 #include <sqlite3.h>
 
 #include "oci_internal.h"
-#include "procfs.h"
 
 struct oci_lease_db {
 	sqlite3 *db;
@@ -121,16 +120,7 @@ void oci_lease_close(oci_lease_db *d)
 
 unsigned long long oci_proc_start_time(long pid)
 {
-	char p[64], buf[2048];
-	snprintf(p, sizeof p, "/proc/%ld/stat", pid);
-	FILE *f = fopen(p, "re");
-	if (f == NULL)
-		return 0;
-	size_t n = fread(buf, 1, sizeof buf, f);
-	fclose(f);
-	char st;
-	unsigned long long start = 0;
-	return oci_proc_stat_parse(buf, n, &st, &start) ? start : 0;
+	return ota_oci_proc_start_time(pid); /* procfs.c */
 }
 
 ota_err oci_lease_begin(oci_lease_db *d, const char *id, const char *txn, const oci_rt *rt,

@@ -1,10 +1,15 @@
 /*
  * Pure parsers of /proc/PID/stat, /proc/PID/status and the runtime's pid
- * file (procfs.h).
+ * file (procfs.h), and ota_oci_proc_start_time (ota/oci.h), the one reader
+ * of a process's start time outside the provider (ota doctor).
  */
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ota/oci.h"
 #include "procfs.h"
 
 bool oci_proc_stat_parse(const char *text, size_t n, char *state, unsigned long long *starttime)
@@ -105,4 +110,20 @@ void oci_proc_status_caps(const char *text, size_t n, oci_proc_caps *out)
 	for (int k = 0; k < 5; k++)
 		if (bad[k])
 			dst[k][0] = '\0';
+}
+
+unsigned long long ota_oci_proc_start_time(long pid)
+{
+	char p[64], buf[2048];
+	if (pid <= 0)
+		return 0;
+	snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf);
+	close(fd);
+	char st;
+	unsigned long long start = 0;
+	return n > 0 && oci_proc_stat_parse(buf, (size_t)n, &st, &start) ? start : 0;
 }

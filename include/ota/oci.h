@@ -364,6 +364,14 @@ OTA_API OTA_NODISCARD ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oc
 OTA_API OTA_NODISCARD ota_err ota_oci_cleanup(const ota_oci_run_opts *opts, json_t **report,
                                               ota_error *err);
 
+/*
+ * The start time of process pid (clock ticks since boot: field 22 of
+ * /proc/PID/stat, parsed as untrusted text by oci_proc_stat_parse), as a
+ * lease records its runner's ("runner_start" is this number in decimal);
+ * 0 when the process is gone or its stat does not parse.
+ */
+OTA_API unsigned long long ota_oci_proc_start_time(long pid);
+
 /* Lists leases (all, or only open ones) as a JSON array (new). */
 OTA_API OTA_NODISCARD ota_err ota_oci_lease_list(const char *lease_db, bool open_only,
                                                  json_t **out, ota_error *err);

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
+#include "ota/oci.h"
 #include "provider-oci/procfs.h"
 
 static size_t slurp(const char *path, char *buf, size_t cap)
@@ -172,12 +174,36 @@ static void test_pid_file(void **state)
 	assert_false(oci_pid_file_parse(NULL, 0, &pid));
 }
 
+/* ota_oci_proc_start_time: the lease's runner_start and ota doctor's check */
+static void test_start_time(void **state)
+{
+	(void)state;
+	char buf[4096];
+	size_t n = slurp("/proc/self/stat", buf, sizeof buf - 1);
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')');
+	unsigned long long want = 0;
+	assert_int_equal(sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+	                                "%*d %*d %*d %*d %*d %llu",
+	                        &want),
+	                 1);
+	assert_true(ota_oci_proc_start_time((long)getpid()) == want);
+	char pm[32];
+	size_t pl = slurp("/proc/sys/kernel/pid_max", pm, sizeof pm - 1);
+	pm[pl] = '\0';
+	long beyond = strtol(pm, NULL, 10) + 1; /* no process has it */
+	assert_true(ota_oci_proc_start_time(beyond) == 0);
+	assert_true(ota_oci_proc_start_time(0) == 0);
+	assert_true(ota_oci_proc_start_time(-1) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stat),
 		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_pid_file),
+		cmocka_unit_test(test_start_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
