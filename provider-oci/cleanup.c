@@ -61,11 +61,15 @@ static ota_err untrusted_err(ota_error *err, const char *id, const char *field, 
  * defaults: what `ota run --runtime KIND` would use). *rt is the
  * configured runtime to drive (never the row's). Errors:
  * oci_lease_untrusted (where = the field), or oci_rt_init's
- * (oci_runtime_missing: nothing to compare with, nothing is run).
+ * (oci_runtime_missing: nothing to compare with, nothing is run). The
+ * cgroups column, when not NULL (a lease of before it has none), must be
+ * strict JSON of at most 64 KiB that oci_cgroup_dirs_valid accepts for
+ * the id; *cgroups gets it parsed (new), NULL for a NULL column.
  */
 static ota_err lease_check(const ota_oci_run_opts *o, const json_t *row, oci_rt *rt,
-                           ota_error *err)
+                           json_t **cgroups, ota_error *err)
 {
+	*cgroups = NULL;
 	const char *id = json_string_value(json_object_get(row, "id"));
 	const char *runtime = json_string_value(json_object_get(row, "runtime"));
 	const char *bin = json_string_value(json_object_get(row, "runtime_bin"));
@@ -96,6 +100,22 @@ static ota_err lease_check(const ota_oci_run_opts *o, const json_t *row, oci_rt 
 		return untrusted_err(err, id, "runtime_bin", bin, rt->bin);
 	if (root == NULL || strcmp(root, rt->root) != 0)
 		return untrusted_err(err, id, "runtime_root", root, rt->root);
+	const json_t *cg = json_object_get(row, "cgroups");
+	if (cg != NULL && !json_is_null(cg)) {
+		const char *text = json_string_value(cg);
+		json_t *dirs = NULL;
+		const char *why = "not text";
+		if (text == NULL ||
+		    !oci_cgroup_column_check(ota_bytes_make(text, json_string_length(cg)), id, &dirs,
+		                             &why)) {
+			char a[100];
+			return ota_error_set(err, OTA_ERR_OCI_LEASE_UNTRUSTED, "cgroups",
+			                     "lease %s: cgroups is not a list of this container's cgroup"
+			                     " directories: %s",
+			                     shown(id, a), why);
+		}
+		*cgroups = dirs;
+	}
 	return OTA_OK;
 }
 
@@ -121,8 +141,8 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		oci_rt rt;
 		ota_error e;
 		ota_error_clear(&e);
-		json_t *cleanup = NULL;
-		ota_err frc = lease_check(o, row, &rt, &e);
+		json_t *cleanup = NULL, *cgroups = NULL;
+		ota_err frc = lease_check(o, row, &rt, &cgroups, &e);
 		if (frc == OTA_ERR_OCI_LEASE_UNTRUSTED) {
 			/* nothing of it is run, removed or closed */
 			if (untrusted != NULL)
@@ -140,9 +160,10 @@ ota_err oci_cleanup_db(const ota_oci_run_opts *o, oci_lease_db *db, json_t *fina
 		if (frc == OTA_OK) {
 			frc = oci_finalize_container(
 				&rt, id, (long)json_integer_value(json_object_get(row, "container_pid")),
-				NULL, &cleanup, &e);
+				NULL, cgroups, &cleanup, &e);
 			bundle_removed = oci_bundle_remove(oci_state_dir(o), id);
 		}
+		json_decref(cgroups);
 		bool started = phase != NULL &&
 		               (strcmp(phase, "started") == 0 || strcmp(phase, "finished") == 0);
 		const char *terminal = started ? "enforcement_unknown_after_interruption"

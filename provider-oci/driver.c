@@ -438,29 +438,167 @@ bool oci_bundle_path(const char *state_dir, const char *id, char *out, size_t ca
 	return true;
 }
 
-bool oci_bundle_remove(const char *state_dir, const char *id)
+/* The directory fd (named where) is one the state may live in: a directory
+ * owned by root (or by the caller, when not root) that neither group nor
+ * others may write. */
+static ota_err state_dir_check(int fd, const char *where, ota_error *err)
 {
-	if (state_dir == NULL || !oci_container_id_valid(id))
-		return false;
-	/* The state directory is the operator's (as given, like the runner
-	 * creates it); nothing below it is followed through a symlink. */
-	int sfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return ota_error_set(err, OTA_ERR_IO, where, "fstat: %s", strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where, "not a directory");
+	uid_t me = geteuid();
+	if (st.st_uid != 0 && st.st_uid != me)
+		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where,
+		                     "owned by uid %u, not by root%s", (unsigned)st.st_uid,
+		                     me != 0 ? " or the caller" : "");
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where,
+		                     "writable by group or others (mode %04o)",
+		                     (unsigned)(st.st_mode & 07777));
+	return OTA_OK;
+}
+
+/* The error for an open of path with O_NOFOLLOW | O_DIRECTORY that failed
+ * with e (a symlink gives ENOTDIR or ELOOP: told apart by lstat). */
+static ota_err state_open_error(int dirfd, const char *name, const char *where, int e,
+                                ota_error *err)
+{
+	struct stat st;
+	if (e == ENOENT)
+		return ota_error_set(err, OTA_ERR_NOT_FOUND, where, "does not exist");
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where,
+		                     "is a symlink: not followed");
+	if (e == ENOTDIR || e == ELOOP)
+		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where, "not a directory");
+	return ota_error_set(err, OTA_ERR_IO, where, "cannot open: %s", strerror(e));
+}
+
+ota_err oci_state_open(const char *state_dir, bool create, int *bundles_fd, ota_error *err)
+{
+	*bundles_fd = -1;
+	char s[OTA_MAX_PATH_BYTES];
+	size_t n = state_dir != NULL ? strlen(state_dir) : 0;
+	while (n > 1 && state_dir[n - 1] == '/')
+		n--; /* "STATE/" would follow a symlink STATE despite O_NOFOLLOW */
+	if (n == 0 || n >= sizeof s)
+		return ota_error_set(err, OTA_ERR_USAGE, state_dir != NULL ? state_dir : "state_dir",
+		                     n == 0 ? "empty state directory" : "state directory path too long");
+	memcpy(s, state_dir, n);
+	s[n] = '\0';
+	/* STATE itself: its parent is the operator's (made by nobody here) */
+	if (create && mkdir(s, 0700) != 0 && errno != EEXIST && errno != ENOENT)
+		return ota_error_set(err, OTA_ERR_IO, s, "mkdir: %s", strerror(errno));
+	int sfd = open(s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0)
-		return errno == ENOENT; /* no state directory: no bundle */
-	ota_error e;
-	ota_error_clear(&e);
+		return state_open_error(AT_FDCWD, s, s, errno, err);
+	ota_err rc = state_dir_check(sfd, s, err);
+	char where[OTA_MAX_PATH_BYTES + 16];
+	snprintf(where, sizeof where, "%s/bundles", s);
+	if (rc == OTA_OK && create && mkdirat(sfd, "bundles", 0700) != 0 && errno != EEXIST)
+		rc = ota_error_set(err, OTA_ERR_IO, where, "mkdir: %s", strerror(errno));
 	int bfd = -1;
-	ota_err rc = ota_dir_open_beneath(sfd, state_dir, "bundles", 0, &bfd, &e);
-	close(sfd);
-	if (rc != OTA_OK)
-		return rc == OTA_ERR_NOT_FOUND;
-	int dfd = oci_openat2(bfd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-	                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-	if (dfd < 0) {
-		bool absent = errno == ENOENT;
-		close(bfd);
-		return absent; /* a symlink (ELOOP) or a non-directory is left alone */
+	if (rc == OTA_OK) {
+		bfd = openat(sfd, "bundles", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (bfd < 0)
+			rc = state_open_error(sfd, "bundles", where, errno, err);
 	}
+	if (rc == OTA_OK)
+		rc = state_dir_check(bfd, where, err);
+	close(sfd);
+	if (rc != OTA_OK) {
+		if (bfd >= 0)
+			close(bfd);
+		return rc;
+	}
+	*bundles_fd = bfd;
+	return OTA_OK;
+}
+
+ota_err oci_bundle_write(int dir_fd, const char *name, ota_bytes data, const char *where,
+                         ota_error *err)
+{
+	int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where,
+			                     "already exists: not overwritten");
+		return ota_error_set(err, OTA_ERR_IO, where, "create: %s", strerror(errno));
+	}
+	size_t off = 0;
+	while (off < data.len) {
+		ssize_t w = write(fd, data.ptr + off, data.len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			close(fd);
+			return ota_error_set(err, OTA_ERR_IO, where, "write: %s", strerror(e));
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		return ota_error_set(err, OTA_ERR_IO, where, "fsync: %s", strerror(e));
+	}
+	if (close(fd) != 0)
+		return ota_error_set(err, OTA_ERR_IO, where, "close: %s", strerror(errno));
+	if (fsync(dir_fd) != 0)
+		return ota_error_set(err, OTA_ERR_IO, where, "fsync of directory: %s", strerror(errno));
+	return OTA_OK;
+}
+
+ota_err oci_bundle_create(int bundles_fd, const char *bundle, const char *id, int *dir_fd,
+                          ota_error *err)
+{
+	*dir_fd = -1;
+	if (!oci_container_id_valid(id))
+		return ota_error_set(err, OTA_ERR_USAGE, bundle, "not a container id");
+	if (mkdirat(bundles_fd, id, 0700) != 0) {
+		if (errno == EEXIST)
+			return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, bundle,
+			                     "already exists (a fresh container id): not used");
+		return ota_error_set(err, OTA_ERR_IO, bundle, "mkdir: %s", strerror(errno));
+	}
+	int dfd = openat(bundles_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return state_open_error(bundles_fd, id, bundle, errno, err);
+	ota_err rc = state_dir_check(dfd, bundle, err);
+	if (rc == OTA_OK && fsync(bundles_fd) != 0)
+		rc = ota_error_set(err, OTA_ERR_IO, bundle, "fsync of bundles: %s", strerror(errno));
+	if (rc != OTA_OK) {
+		close(dfd);
+		return rc;
+	}
+	*dir_fd = dfd;
+	return OTA_OK;
+}
+
+ota_err oci_bundle_verify_path(int dir_fd, const char *bundle, ota_error *err)
+{
+	struct stat mine, named;
+	if (fstat(dir_fd, &mine) != 0)
+		return ota_error_set(err, OTA_ERR_IO, bundle, "fstat: %s", strerror(errno));
+	if (stat(bundle, &named) != 0)
+		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, bundle,
+		                     "the bundle path no longer resolves: %s", strerror(errno));
+	if (named.st_dev != mine.st_dev || named.st_ino != mine.st_ino)
+		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, bundle,
+		                     "the bundle path resolves to another directory than the one made");
+	return OTA_OK;
+}
+
+bool oci_bundle_remove_at(int bundles_fd, const char *id)
+{
+	if (bundles_fd < 0 || !oci_container_id_valid(id))
+		return false;
+	int dfd = oci_openat2(bundles_fd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	if (dfd < 0)
+		return errno == ENOENT; /* a symlink (ELOOP) or a non-directory is left alone */
 	/* Our own directory: config.json, the pid file and whatever a killed
 	 * runtime left half-written (runc writes the pid file through a
 	 * temporary name). Entries are unlinked, never followed; a directory
@@ -475,7 +613,26 @@ bool oci_bundle_remove(const char *state_dir, const char *id)
 	} else {
 		close(dfd);
 	}
-	bool gone = unlinkat(bfd, id, AT_REMOVEDIR) == 0 || errno == ENOENT;
+	bool gone = unlinkat(bundles_fd, id, AT_REMOVEDIR) == 0 || errno == ENOENT;
+	if (gone)
+		(void)fsync(bundles_fd);
+	return gone;
+}
+
+bool oci_bundle_remove(const char *state_dir, const char *id)
+{
+	if (state_dir == NULL || !oci_container_id_valid(id))
+		return false;
+	/* The state directory as the runner checks it (no symlink at STATE or
+	 * STATE/bundles, root's, not group/other-writable); nothing below it is
+	 * followed through a symlink. */
+	ota_error e;
+	ota_error_clear(&e);
+	int bfd = -1;
+	ota_err rc = oci_state_open(state_dir, false, &bfd, &e);
+	if (rc != OTA_OK)
+		return rc == OTA_ERR_NOT_FOUND; /* no state directory: no bundle */
+	bool gone = oci_bundle_remove_at(bfd, id);
 	close(bfd);
 	return gone;
 }
@@ -653,7 +810,8 @@ static bool remove_half_built(const char *root, const char *id)
 }
 
 ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
-                               const char *known_status, json_t **cleanup_out, ota_error *err)
+                               const char *known_status, const json_t *cgroups,
+                               json_t **cleanup_out, ota_error *err)
 {
 	*cleanup_out = NULL;
 	bool exists = false;
@@ -707,19 +865,59 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 	 * runtime reported must both be gone: a wrong pid never confirms */
 	long p = pid > 0 ? pid : cur_pid;
 	bool pid_gone = pid_exited(p) && (cur_pid == p || pid_exited(cur_pid));
-	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b}", "existed", exists,
-	                         "killed", killed, "deleted", deleted || !exists, "half_built_removed",
-	                         half_built, "runtime_forgot", !still, "state_dir_absent",
-	                         dir_absent, "pid_gone", pid_gone, "confirmed",
-	                         !still && dir_absent && pid_gone);
-	if (*cleanup_out == NULL)
+	bool gone = !still && dir_absent && pid_gone;
+	/*
+	 * Its cgroup directories (runc's; a killed creation leaves them), only
+	 * once the container is confirmed gone, by rmdir only. One the kernel
+	 * will not remove holds a process or a child cgroup: with the
+	 * container's init gone every process of its pid namespace is gone, so
+	 * that is something that escaped the kill (joined from outside, or a
+	 * namespace entered by another way): not a confirmed removal.
+	 */
+	json_t *own_dirs = NULL, *left = NULL;
+	bool cg_gone = false;
+	if (gone) {
+		if (cgroups == NULL) {
+			ota_error ge;
+			ota_error_clear(&ge);
+			if (oci_cgroup_dirs(id, &own_dirs, &ge) == OTA_OK)
+				cgroups = own_dirs;
+		}
+		cg_gone = cgroups != NULL && oci_cgroup_remove(id, cgroups, &left);
+		if (cgroups == NULL && (left = json_array()) != NULL)
+			json_array_append_new(left, json_pack("{s:n, s:s}", "dir", "reason",
+			                                      "its cgroup directories cannot be determined"));
+	}
+	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o, s:b}",
+	                         "existed", exists, "killed", killed, "deleted", deleted || !exists,
+	                         "half_built_removed", half_built, "runtime_forgot", !still,
+	                         "state_dir_absent", dir_absent, "pid_gone", pid_gone,
+	                         "cgroups_checked", gone, "cgroups_removed", cg_gone,
+	                         "cgroups_left", left != NULL ? json_incref(left) : json_array(),
+	                         "confirmed", gone && cg_gone);
+	json_decref(own_dirs);
+	if (*cleanup_out == NULL) {
+		json_decref(left);
 		return OTA_ERR_NOMEM;
-	if (still || !dir_absent || !pid_gone)
-		return ota_error_set(err, OTA_ERR_OCI_CLEANUP_UNCONFIRMED, id,
-		                     "runtime state %s, state dir %s, pid %s",
-		                     still ? "remains" : "gone", dir_absent ? "absent" : "present",
-		                     pid_gone ? "gone" : "alive");
-	return OTA_OK;
+	}
+	rc = OTA_OK;
+	if (!gone)
+		rc = ota_error_set(err, OTA_ERR_OCI_CLEANUP_UNCONFIRMED, id,
+		                   "runtime state %s, state dir %s, pid %s",
+		                   still ? "remains" : "gone", dir_absent ? "absent" : "present",
+		                   pid_gone ? "gone" : "alive");
+	else if (!cg_gone) {
+		const json_t *l0 = json_array_get(left, 0);
+		const char *d0 = json_string_value(json_object_get(l0, "dir"));
+		rc = ota_error_set(err, OTA_ERR_OCI_CLEANUP_UNCONFIRMED, d0 != NULL ? d0 : id,
+		                   "container %s is gone but %zu of its cgroups remain: %s", id,
+		                   json_array_size(left),
+		                   json_string_value(json_object_get(l0, "reason")) != NULL
+		                           ? json_string_value(json_object_get(l0, "reason"))
+		                           : "unknown");
+	}
+	json_decref(left);
+	return rc;
 }
 
 void ota_oci_runtime_version(const ota_oci_runtime_opts *o, char *out, size_t cap)

@@ -137,6 +137,7 @@ ota_err oci_mountinfo_parse(ota_bytes text, char **buf_out, oci_mount **out, siz
 			f[i][-1] = ',';
 		x->fstype = f[dash + 1];
 		x->source = f[dash + 2];
+		x->super = dash + 3 < nf ? f[dash + 3] : f[dash + 2] + strlen(f[dash + 2]);
 		unescape(x->root);
 		unescape(x->point);
 		unescape(x->source);

@@ -12,9 +12,11 @@
 #include <sqlite3.h>
 
 #include "oci_internal.h"
+#include "ota/json.h"
 
 struct oci_lease_db {
 	sqlite3 *db;
+	bool has_cgroups; /* the table has the cgroups column */
 };
 
 static ota_err db_err(oci_lease_db *d, ota_error *err, const char *where)
@@ -51,6 +53,17 @@ static void mkdir_parents(const char *path)
 		}
 	}
 	mkdir(tmp, 0700);
+}
+
+/* true when the table oci_lease has the column col */
+static bool has_column(oci_lease_db *d, const char *col)
+{
+	char sql[128];
+	snprintf(sql, sizeof sql, "SELECT %s FROM oci_lease LIMIT 0", col);
+	sqlite3_stmt *st = NULL;
+	bool ok = sqlite3_prepare_v2(d->db, sql, -1, &st, NULL) == SQLITE_OK;
+	sqlite3_finalize(st);
+	return ok;
 }
 
 ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
@@ -94,8 +107,19 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 		              " runner_pid INTEGER NOT NULL, runner_start TEXT NOT NULL,"
 		              " phase TEXT NOT NULL, container_pid INTEGER NOT NULL DEFAULT 0,"
 		              " created_at INTEGER NOT NULL, finalized_at INTEGER,"
-		              " terminal TEXT, cleanup TEXT, detail TEXT)",
+		              " terminal TEXT, cleanup TEXT, detail TEXT, cgroups TEXT)",
 		              err);
+	/* cgroups (the JSON array of the cgroup directories runc makes for the
+	 * container) came later: a database of before gets the column, NULL in
+	 * its rows (another process adding it at once makes ours fail: it is
+	 * there either way, checked again). One that cannot be altered (opened
+	 * by a reader without write access) is read without it. */
+	if (rc == OTA_OK && !has_column(d, "cgroups")) {
+		ota_error ae;
+		ota_error_clear(&ae);
+		(void)exec_sql(d, "ALTER TABLE oci_lease ADD COLUMN cgroups TEXT", &ae);
+	}
+	d->has_cgroups = rc == OTA_OK && has_column(d, "cgroups");
 	if (rc != OTA_OK) {
 		oci_lease_close(d);
 		return rc;
@@ -124,15 +148,27 @@ unsigned long long oci_proc_start_time(long pid)
 }
 
 ota_err oci_lease_begin(oci_lease_db *d, const char *id, const char *txn, const oci_rt *rt,
-                        const char *bundle, const char *plan_id, int64_t now, ota_error *err)
+                        const char *bundle, const char *plan_id, const json_t *cgroups,
+                        int64_t now, ota_error *err)
 {
 	sqlite3_stmt *st = NULL;
+	char *cg = cgroups != NULL ? ota_json_dumps(cgroups, false) : NULL;
+	if (cgroups != NULL && cg == NULL)
+		return OTA_ERR_NOMEM;
 	if (sqlite3_prepare_v2(d->db,
-	                       "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_root,"
-	                       " bundle, plan_identity, runner_pid, runner_start, phase, created_at)"
-	                       " VALUES (?,?,?,?,?,?,?,?,?,'leased',?)",
-	                       -1, &st, NULL) != SQLITE_OK)
+	                       d->has_cgroups
+	                               ? "INSERT INTO oci_lease (id, txn, runtime, runtime_bin,"
+	                                 " runtime_root, bundle, plan_identity, runner_pid,"
+	                                 " runner_start, phase, created_at, cgroups)"
+	                                 " VALUES (?,?,?,?,?,?,?,?,?,'leased',?,?)"
+	                               : "INSERT INTO oci_lease (id, txn, runtime, runtime_bin,"
+	                                 " runtime_root, bundle, plan_identity, runner_pid,"
+	                                 " runner_start, phase, created_at)"
+	                                 " VALUES (?,?,?,?,?,?,?,?,?,'leased',?)",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		free(cg);
 		return db_err(d, err, "lease_begin");
+	}
 	char start[32];
 	snprintf(start, sizeof start, "%llu", oci_proc_start_time((long)getpid()));
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -145,8 +181,11 @@ ota_err oci_lease_begin(oci_lease_db *d, const char *id, const char *txn, const 
 	sqlite3_bind_int64(st, 8, (sqlite3_int64)getpid());
 	sqlite3_bind_text(st, 9, start, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 10, now);
+	if (d->has_cgroups)
+		sqlite3_bind_text(st, 11, cg, -1, SQLITE_TRANSIENT);
 	int r = sqlite3_step(st);
 	sqlite3_finalize(st);
+	free(cg);
 	if (r != SQLITE_DONE)
 		return db_err(d, err, "lease_begin");
 	return OTA_OK;
@@ -193,26 +232,24 @@ ota_err oci_lease_rows(oci_lease_db *d, bool open_only, json_t **out, ota_error 
 {
 	*out = NULL;
 	sqlite3_stmt *st = NULL;
-	const char *sql = open_only
-	                          ? "SELECT id, txn, runtime, runtime_bin, runtime_root, bundle,"
-	                            " plan_identity, runner_pid, runner_start, phase, container_pid,"
-	                            " created_at, finalized_at, terminal, cleanup, detail FROM oci_lease"
-	                            " WHERE terminal IS NULL ORDER BY created_at, id"
-	                          : "SELECT id, txn, runtime, runtime_bin, runtime_root, bundle,"
-	                            " plan_identity, runner_pid, runner_start, phase, container_pid,"
-	                            " created_at, finalized_at, terminal, cleanup, detail FROM oci_lease"
-	                            " ORDER BY created_at, id";
+	/* (NULL as cgroups when the table has no such column) */
+	char sql[512];
+	snprintf(sql, sizeof sql,
+	         "SELECT id, txn, runtime, runtime_bin, runtime_root, bundle, plan_identity,"
+	         " runner_pid, runner_start, phase, container_pid, created_at, finalized_at,"
+	         " terminal, cleanup, detail, %s FROM oci_lease%s ORDER BY created_at, id",
+	         d->has_cgroups ? "cgroups" : "NULL", open_only ? " WHERE terminal IS NULL" : "");
 	if (sqlite3_prepare_v2(d->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return db_err(d, err, "lease_rows");
 	json_t *arr = json_array();
 	static const char *const cols[] = {"id", "txn", "runtime", "runtime_bin", "runtime_root",
 	                                   "bundle", "plan_identity", "runner_pid", "runner_start",
 	                                   "phase", "container_pid", "created_at", "finalized_at",
-	                                   "terminal", "cleanup", "detail"};
+	                                   "terminal", "cleanup", "detail", "cgroups"};
 	int r = SQLITE_DONE;
 	while (arr != NULL && (r = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *o = json_object();
-		for (int i = 0; o != NULL && i < 16; i++) {
+		for (int i = 0; o != NULL && i < 17; i++) {
 			json_t *v;
 			switch (sqlite3_column_type(st, i)) {
 			case SQLITE_INTEGER:

@@ -41,6 +41,7 @@ typedef struct oci_mount {
 	char *optional; /* optional fields joined by ' ', may be "" */
 	char *fstype;
 	char *source;
+	char *super;    /* super options (after the source), may be "" */
 	unsigned major, minor;
 } oci_mount;
 
@@ -128,8 +129,11 @@ void oci_lease_close(oci_lease_db *db);
 /* A passive checkpoint of the log into the database (committed data is
  * durable either way; this keeps the log, and each later open, short). */
 void oci_lease_checkpoint(oci_lease_db *db);
+/* cgroups (may be NULL: the column stays NULL) is the JSON array of the
+ * container's cgroup directories (oci_cgroup_dirs), stored as text. */
 ota_err oci_lease_begin(oci_lease_db *db, const char *id, const char *txn, const oci_rt *rt,
-                        const char *bundle, const char *plan_id, int64_t now, ota_error *err);
+                        const char *bundle, const char *plan_id, const json_t *cgroups,
+                        int64_t now, ota_error *err);
 ota_err oci_lease_phase(oci_lease_db *db, const char *id, const char *phase, long pid,
                         ota_error *err);
 ota_err oci_lease_finalize(oci_lease_db *db, const char *id, const char *terminal,
@@ -153,13 +157,57 @@ const char *oci_state_dir(const ota_oci_run_opts *o);
 /* STATE/bundles/ID into out (cap bytes); false (out "") when it does not fit. */
 bool oci_bundle_path(const char *state_dir, const char *id, char *out, size_t cap);
 /*
- * Removes the bundle STATE/bundles/ID of a valid container id: STATE is
- * opened as given (the operator's directory), "bundles" and ID beneath it
- * with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS),
- * so a symlink there is never followed; the entries in it are unlinked
- * (never followed), then the directory. True when no bundle is left
+ * Opens STATE/bundles for the bundles of the state directory state_dir
+ * (the operator's: --state-dir, default /run/ota). STATE is opened with
+ * O_DIRECTORY | O_NOFOLLOW (trailing slashes dropped first), "bundles"
+ * beneath its descriptor the same way; each must be a directory owned by
+ * root (by root or the caller when not root) and not writable by group or
+ * others. With create, a missing STATE is made (mkdir 0700; its parent must
+ * exist) and a missing bundles (mkdirat 0700 beneath STATE). *bundles_fd
+ * is new (O_RDONLY | O_DIRECTORY), -1 on failure. Errors:
+ * oci_state_dir_unsafe (a symlink, not a directory, another owner, group-
+ * or other-writable; where = STATE or STATE/bundles), not_found (without
+ * create, or STATE's parent missing), usage (empty or too long), io_error.
+ */
+ota_err oci_state_open(const char *state_dir, bool create, int *bundles_fd, ota_error *err);
+/*
+ * Makes the bundle directory id (a valid container id) beneath bundles_fd:
+ * mkdirat 0700 (an existing entry of that name, whatever it is, is
+ * oci_state_dir_unsafe: a fresh id never exists), opened O_NOFOLLOW and
+ * checked as oci_state_open checks, bundles_fd fsync()ed. bundle (the
+ * path STATE/bundles/ID) names it in errors. *dir_fd new.
+ */
+ota_err oci_bundle_create(int bundles_fd, const char *bundle, const char *id, int *dir_fd,
+                          ota_error *err);
+/*
+ * Creates the file name in dir_fd with openat(O_CREAT | O_EXCL |
+ * O_NOFOLLOW | O_CLOEXEC, 0600), writes data fully, fsync()s it and
+ * dir_fd. An existing entry (a file, a symlink, anything) is
+ * oci_state_dir_unsafe and is not touched; io_error otherwise. where
+ * names the file in errors.
+ */
+ota_err oci_bundle_write(int dir_fd, const char *name, ota_bytes data, const char *where,
+                         ota_error *err);
+/*
+ * The runtime is handed the bundle by path: checks that the path bundle
+ * (followed as the runtime will follow it) is the directory dir_fd
+ * (st_dev and st_ino). oci_state_dir_unsafe when it is not or no longer
+ * resolves.
+ */
+ota_err oci_bundle_verify_path(int dir_fd, const char *bundle, ota_error *err);
+/*
+ * Removes the bundle id (a valid container id) beneath bundles_fd: opened
+ * with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS), its entries unlinked (never followed), then the
+ * directory, and bundles_fd fsync()ed. True when no bundle is left
  * (removed, or never made); false for an invalid id, a symlink or
- * non-directory on the way, or a bundle that could not be emptied.
+ * non-directory there, or a bundle that could not be emptied.
+ */
+bool oci_bundle_remove_at(int bundles_fd, const char *id);
+/*
+ * oci_bundle_remove_at beneath the state directory state_dir opened and
+ * checked by oci_state_open (without create). True also when there is no
+ * state or bundles directory; false when either is unsafe.
  */
 bool oci_bundle_remove(const char *state_dir, const char *id);
 
@@ -168,9 +216,68 @@ bool oci_bundle_remove(const char *state_dir, const char *id);
  * reads: one or two read calls instead of a dozen doubling ones. */
 ota_err oci_proc_read(const char *path, size_t max, uint8_t **buf, size_t *len, ota_error *err);
 
-/* Finalize one container after the fact: kill, delete, confirm. */
+/* ---- the container's cgroup directories (runc) ----
+ *
+ * runc (its cgroupfs manager; the rendered config sets no cgroupsPath)
+ * makes the container's cgroup at OWN/ID in every hierarchy, OWN being the
+ * cgroup runc itself runs in there (the runner's: /ota-ID in most of this
+ * host's hierarchies, /process_api/<hex>/ota-ID in memory, and in the
+ * cgroup2 hierarchy of a hybrid host too). A runc killed while creating
+ * leaves them (empty); `runc delete` removes them otherwise.
+ */
+#define OCI_CGROUP_MAX_DIRS 32
+/*
+ * The directories runc makes for container id, from /proc/self/cgroup and
+ * /proc/self/mountinfo: for each hierarchy (cgroup v1 by its controllers
+ * or name=, the cgroup2 one for "0::") mounted here, mount point + own
+ * cgroup below the mount's root + "/" + id. *out new JSON array of
+ * absolute paths (possibly empty). Errors: io_error, too_large,
+ * out_of_memory, oci_mount_unexpected (mountinfo unparsable).
+ */
+ota_err oci_cgroup_dirs(const char *id, json_t **out, ota_error *err);
+/*
+ * Whether dirs (a lease row's, untrusted) may be acted on for container
+ * id: a JSON array of at most OCI_CGROUP_MAX_DIRS strings, each an
+ * absolute path of at most OTA_MAX_PATH_BYTES without ".", ".." or empty
+ * components whose last component is id and which lies below a cgroup or
+ * cgroup2 file system mounted here. False otherwise (why says which).
+ */
+bool oci_cgroup_dirs_valid(const json_t *dirs, const char *id, const char **why);
+/*
+ * A lease row's cgroups column (untrusted text) for container id: at most
+ * OCI_CGROUP_MAX_COLUMN_BYTES, strict JSON (ota_json_parse), then what
+ * oci_cgroup_dirs_valid checks, against the mounts m[0..n) (pure: the
+ * caller reads mountinfo; fuzz_oci_cgroups). True with *dirs the parsed
+ * list (new); false with *dirs NULL and *why saying what is wrong.
+ * oci_cgroup_column_check does the same against this process's mounts.
+ */
+#define OCI_CGROUP_MAX_COLUMN_BYTES (64u * 1024u)
+bool oci_cgroup_column_parse(ota_bytes text, const char *id, const oci_mount *m, size_t n,
+                             json_t **dirs, const char **why);
+bool oci_cgroup_column_check(ota_bytes text, const char *id, json_t **dirs, const char **why);
+/*
+ * Removes each directory of dirs (checked with oci_cgroup_dirs_valid
+ * first) by rmdir only: the cgroup file system's mount point is opened
+ * O_NOFOLLOW and must be a cgroup file system (statfs), the parent beneath
+ * it without following anything, and id is unlinkat(AT_REMOVEDIR) beneath
+ * it. A directory already absent counts as removed; one the kernel refuses
+ * (EBUSY: it holds a process or a child cgroup) is retried for 200 ms and
+ * then left as it is. *left (new) lists {dir, reason} for each one not
+ * removed. True when none is left.
+ */
+bool oci_cgroup_remove(const char *id, const json_t *dirs, json_t **left);
+
+/*
+ * Finalize one container after the fact: kill, delete, confirm. With the
+ * container confirmed gone, its cgroup directories cgroups (may be NULL:
+ * those oci_cgroup_dirs gives for id in this process) are removed
+ * (oci_cgroup_remove); one left makes the removal unconfirmed
+ * (oci_cleanup_unconfirmed, where = the directory): something outside the
+ * container's pid namespace holds it.
+ */
 ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
-                               const char *known_status, json_t **cleanup_out, ota_error *err);
+                               const char *known_status, const json_t *cgroups,
+                               json_t **cleanup_out, ota_error *err);
 
 /*
  * Finalizes the open leases of dead runners in db; appends records to

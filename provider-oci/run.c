@@ -466,23 +466,18 @@ static json_t *terminal_record(const ota_oci_run_opts *o, const ota_oci_plan *pl
 	return t;
 }
 
-static ota_err write_config(const char *bundle, const json_t *cfg, ota_error *err)
+/* config.json created beneath the bundle's descriptor (never by path):
+ * O_EXCL | O_NOFOLLOW, written fully, the file and the bundle fsync()ed. */
+static ota_err write_config(int bundle_fd, const char *bundle, const json_t *cfg, ota_error *err)
 {
-	char p[1024];
+	char p[1100];
 	snprintf(p, sizeof p, "%s/config.json", bundle);
 	char *s = ota_json_dumps(cfg, true);
 	if (s == NULL)
 		return OTA_ERR_NOMEM;
-	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	size_t len = strlen(s);
-	ssize_t w = fd >= 0 ? write(fd, s, len) : -1;
-	int saved = errno;
-	if (fd >= 0)
-		close(fd);
+	ota_err rc = oci_bundle_write(bundle_fd, "config.json", ota_bytes_make(s, strlen(s)), p, err);
 	free(s);
-	if (w < 0 || (size_t)w != len)
-		return ota_error_set(err, OTA_ERR_IO, p, "write: %s", strerror(saved));
-	return OTA_OK;
+	return rc;
 }
 
 static void forward(const ota_oci_run_opts *o, int fd_no, int fd)
@@ -512,6 +507,9 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	oci_lease_db *db = NULL;
 	fp_pair *fps = NULL;
 	char bundle[1024] = "";
+	int bundles_fd = -1, bundle_fd = -1; /* STATE/bundles and STATE/bundles/ID */
+	bool bundle_made = false;            /* STATE/bundles/ID is this run's */
+	json_t *cgroups = NULL;              /* the cgroup directories runc will make */
 	char initial_id[OTA_ID_LEN + 1] = "";
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
 	int prep[2] = {-1, -1}; /* canary report: container -> host */
@@ -585,6 +583,17 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		out->terminal = OTA_OCI_NOT_STARTED;
 		goto out_record;
 	}
+	/* The state directory and STATE/bundles, checked (no symlink, a
+	 * directory of root's, not group/other-writable) before the lease:
+	 * an unsafe one is refused before anything is written. */
+	rc = oci_state_open(state_dir, true, &bundles_fd, &e);
+	if (rc == OTA_OK)
+		rc = rt.kind == OTA_OCI_RUNC ? oci_cgroup_dirs(out->container_id, &cgroups, &e)
+		                             : ((cgroups = json_array()) != NULL ? OTA_OK : OTA_ERR_NOMEM);
+	if (rc != OTA_OK) {
+		out->terminal = OTA_OCI_NOT_STARTED;
+		goto out_record;
+	}
 
 	/* Durable lease before the first mutation; orphans of dead runners
 	 * are finalized first. */
@@ -608,24 +617,20 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	}
 	rc = oci_lease_begin(db, out->container_id, o.txn, &rt, bundle,
 	                     json_string_value(json_object_get(out->rendered, "config_identity")),
-	                     now_of(&o), &e);
+	                     cgroups, now_of(&o), &e);
 	if (rc != OTA_OK) {
 		out->terminal = OTA_OCI_NOT_STARTED;
 		goto out_record;
 	}
 	leased = true;
 	out->terminal = OTA_OCI_NOT_STARTED;
-	{
-		char bdir[1024];
-		snprintf(bdir, sizeof bdir, "%s/bundles", state_dir);
-		mkdir(state_dir, 0700);
-		mkdir(bdir, 0700);
-		if (mkdir(bundle, 0700) != 0) {
-			rc = ota_error_set(&e, OTA_ERR_IO, bundle, "mkdir: %s", strerror(errno));
-			goto out_finalize;
-		}
-	}
-	rc = write_config(bundle, cfg, &e);
+	/* The bundle beneath STATE/bundles's descriptor: mkdirat 0700, then
+	 * config.json (O_EXCL | O_NOFOLLOW, fsync()ed). */
+	rc = oci_bundle_create(bundles_fd, bundle, out->container_id, &bundle_fd, &e);
+	if (rc != OTA_OK)
+		goto out_finalize;
+	bundle_made = true;
+	rc = write_config(bundle_fd, bundle, cfg, &e);
 	if (rc != OTA_OK)
 		goto out_finalize;
 	if (cancelled(&o))
@@ -633,6 +638,11 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 
 	if (o.before_create != NULL)
 		o.before_create(o.before_create_ctx);
+	/* runc takes the bundle by path: it must still name the directory
+	 * made above (a symlink swapped in anywhere on it is refused). */
+	rc = oci_bundle_verify_path(bundle_fd, bundle, &e);
+	if (rc != OTA_OK)
+		goto out_finalize;
 	/* Apply: create. The container's init is reparented to us. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0 ||
@@ -673,7 +683,7 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		uint8_t *pb = NULL;
 		size_t pl = 0;
 		bool pid_read = false;
-		if (ota_file_read(pidfile, 64, &pb, &pl, &e) == OTA_OK) {
+		if (ota_file_read_beneath(bundle_fd, bundle, "pid", 64, &pb, &pl, &e) == OTA_OK) {
 			pid_read = true;
 			(void)oci_pid_file_parse((const char *)pb, pl, &pid); /* 0 unless a pid */
 			free(pb);
@@ -1004,7 +1014,7 @@ out_finalize:
 		ota_error ce;
 		ota_error_clear(&ce);
 		ota_err crc = oci_finalize_container(&rt, out->container_id, pid, known_status,
-		                                     &cleanup, &ce);
+		                                     cgroups, &cleanup, &ce);
 		removal_confirmed = crc == OTA_OK;
 		if (crc != OTA_OK) {
 			if (out->terminal == OTA_OCI_ENFORCED_THROUGH_COMPLETION)
@@ -1019,8 +1029,8 @@ out_finalize:
 	}
 	if (pid > 0)
 		(void)waitpid((pid_t)pid, NULL, WNOHANG);
-	if (bundle[0] != '\0')
-		(void)oci_bundle_remove(oci_state_dir(&o), out->container_id);
+	if (bundle_made)
+		(void)oci_bundle_remove_at(bundles_fd, out->container_id);
 	if (pout[0] >= 0)
 		close(pout[0]);
 	if (perr[0] >= 0)
@@ -1049,6 +1059,11 @@ out_record:
 		}
 	}
 	oci_lease_close(db);
+	if (bundle_fd >= 0)
+		close(bundle_fd);
+	if (bundles_fd >= 0)
+		close(bundles_fd);
+	json_decref(cgroups);
 	json_decref(cfg);
 	free(fps);
 	ota_oci_admitted_free(a);

@@ -253,8 +253,16 @@ for d in 0 0.005 0.01 0.02 0.03 0.05 0.08 0.12 0.2 0.3; do
   set +e; wait "$pid" 2>/dev/null; set -e
 done
 sleep 0.3
+# runc killed while creating leaves its (empty) cgroup directories: every
+# one named for a leased id is gone after the cleanup, in every hierarchy
+chaos_ids=$("$OTA" cleanup --lease-db "$tmp/leases.db" --list --all --json | jq -r '.[].id')
+cg_of() { for c in $chaos_ids; do find /sys/fs/cgroup -mindepth 1 -maxdepth 8 -type d -name "$c" 2>/dev/null; done; }
+cg_before=$(cg_of | wc -l)
 "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" --json >"$tmp/chaos.json" || fail "chaos cleanup: $(cat "$tmp/chaos.json")"
 jq -e '.finalized | all(.confirmed)' "$tmp/chaos.json" >/dev/null || fail "chaos: unconfirmed cleanup"
+cg_left=$(cg_of)
+[ -z "$cg_left" ] || fail "chaos: cgroup directories left ($cg_before before the cleanup): $cg_left"
+echo "chaos: $cg_before cgroup directories of killed runs removed"
 no_containers
 [ -z "$(ls -A "$tmp/state/bundles" 2>/dev/null)" ] || fail "chaos: bundles left: $(ls "$tmp/state/bundles")"
 if pgrep -f -- "--root $root" >/dev/null; then fail "chaos: runtime processes left"; fi

@@ -89,7 +89,7 @@ static bool finalize(const oci_rt *rt, const char *id)
 	json_t *cl = NULL;
 	ota_error e;
 	ota_error_clear(&e);
-	ota_err rc = oci_finalize_container(rt, id, 0, NULL, &cl, &e);
+	ota_err rc = oci_finalize_container(rt, id, 0, NULL, NULL, &cl, &e);
 	assert_non_null(cl);
 	bool confirmed = json_is_true(json_object_get(cl, "confirmed"));
 	bool removed = json_is_true(json_object_get(cl, "half_built_removed"));
@@ -165,7 +165,7 @@ static void test_half_built(void **state)
 	/* an id that is not a plain name is never used as a path */
 	json_t *cl = NULL;
 	ota_error_clear(&e);
-	(void)oci_finalize_container(&rt, "../x", 0, NULL, &cl, &e);
+	(void)oci_finalize_container(&rt, "../x", 0, NULL, NULL, &cl, &e);
 	assert_false(json_is_true(json_object_get(cl, "half_built_removed")));
 	json_decref(cl);
 	test_rmtree(dir);
@@ -278,7 +278,7 @@ static void test_half_built_live_container(void **state)
 	assert_int_equal(rename(sj, hidden), 0);
 	json_t *cl = NULL;
 	ota_error_clear(&e);
-	ota_err rc = oci_finalize_container(&rt, id, 0, NULL, &cl, &e);
+	ota_err rc = oci_finalize_container(&rt, id, 0, NULL, NULL, &cl, &e);
 	bool removed = json_is_true(json_object_get(cl, "half_built_removed"));
 	json_decref(cl);
 	/* put it back and delete it through runc; if it was wrongly removed,

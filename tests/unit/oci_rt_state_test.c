@@ -323,7 +323,7 @@ static void test_finalize(void **state)
 	json_t *cl = NULL;
 	ota_error e;
 	ota_error_clear(&e);
-	assert_ota(oci_finalize_container(&w->rt, ID, 0, NULL, &cl, &e),
+	assert_ota(oci_finalize_container(&w->rt, ID, 0, NULL, NULL, &cl, &e),
 	           OTA_ERR_OCI_RUNTIME_STATE_INVALID);
 	assert_null(cl);
 	assert_string_equal(e.where, "state.pid");
