@@ -603,10 +603,18 @@ static void wrapper_make(world *w, bool kill_creation)
 		kill_creation
 			? "runc \"$@\" & pid=$!\n"
 			  "i=0; while [ ! -d \"$P/$id\" ] && [ $i -lt 2000000 ]; do i=$((i+1)); done\n"
-			  /* runc and its `runc init` */
-			  "kill -9 $pid $(cat /proc/$pid/task/*/children 2>/dev/null) 2>/dev/null\n"
-			  "wait $pid\n"
-			  "echo \"polled $i\" >> \"$L\"\n"
+			  /* runc and every `runc init` below it: each stopped before
+			   * its children are read (a stopped process forks no more),
+			   * then all killed at once */
+			  "all=''; todo=$pid\n"
+			  "while [ -n \"$todo\" ]; do\n"
+			  "  for p in $todo; do kill -STOP $p 2>/dev/null; all=\"$all $p\"; done\n"
+			  "  sleep 0.01; next=''\n"
+			  "  for p in $todo; do next=\"$next $(cat /proc/$p/task/*/children 2>/dev/null)\"; done\n"
+			  "  todo=$(echo $next)\n"
+			  "done\n"
+			  "kill -9 $all 2>/dev/null; wait $pid\n"
+			  "echo \"polled $i killed$all\" >> \"$L\"\n"
 			  "sleep 0.1\n"
 			  "st=137\n"
 			: "runc \"$@\"; st=$?\n";
