@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # ota run --agent on oci_local, end to end through the CLI: upstream's
 # enforced-oci-sandbox example unchanged (debian:bookworm-slim when the image
-# store has it, else a busybox image), exit status propagation, a protected
+# store has it, else a busybox image; no .github/workflows, as upstream
+# ships it), signed, its archive verified by ota-verify, exit status propagation, a protected
 # file under attack (host-side hash oracle), refusals before anything is
 # prepared, SIGINT/SIGTERM finalized in process, SIGKILL finalized by
 # `ota cleanup`; no container left behind.
 set -euo pipefail
-: "${OTA:?}" "${OTA_SOURCE_DIR:?}"
+: "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
@@ -37,8 +38,17 @@ elif [ "$arch" != amd64 ]; then
   echo "note: the upstream example declares linux/amd64; skipped on $arch"
 else
   ex=$tmp/example
-  mkdir -p "$ex/reports" "$ex/.github/workflows"
+  # as upstream ships it: no .github/workflows, which the example protects
+  # (missing under the read-only root: no mount, and its archive must still
+  # reconcile)
+  mkdir -p "$ex/reports"
   cp "$example" "$ex/"
+  T=$tmp/trust
+  "$OTA" trust init --domain example.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
+  "$OTA" trust add-principal --dir "$T" --id ci-runner --role runner --repo '*' --lane '*' \
+    --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
+  "$OTA" trust add-key --dir "$T" --principal ci-runner --generate "$T/keys/runner.pem" \
+    --sign "$T/keys/root-1.pem" >/dev/null
   store=/var/cache/ota/images
   if ! "$OTA" image resolve debian:bookworm-slim --store "$store" --platform "linux/$arch" >/dev/null 2>&1; then
     echo "note: debian:bookworm-slim not in $store (scripts/make-test-rootfs.sh debian-image $store); using busybox"
@@ -46,8 +56,13 @@ else
     bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$store" debian:bookworm-slim
   fi
   sum_before=$(sha256sum "$ex/ota.yaml")
-  ( cd "$ex" && "$OTA" run verify "${common[@]}" --image-store "$store" --receipt "$tmp/r1.json" ) \
+  ( cd "$ex" && "$OTA" run verify "${common[@]}" --image-store "$store" --receipt "$tmp/r1.json" \
+      --key "$T/keys/runner.pem" --nonce-db "$tmp/nonces.db" --trust "$T" --archive "$tmp/ex.json" ) \
     || fail "example run exit $?"
+  [ ! -e "$ex/.github" ] || fail "the example's protected .github/workflows was created"
+  "$OTA_VERIFY" archive "$tmp/ex.json" --trust "$T/versions/1.root.json" \
+    --require-status enforced_through_completion >"$tmp/ex.verify" 2>&1 \
+    || fail "the example's archive does not verify: $(cat "$tmp/ex.verify")"
   [ "$(cat "$ex/reports/result.txt")" = verified ] || fail "example output"
   [ "$(sha256sum "$ex/ota.yaml")" = "$sum_before" ] || fail "ota.yaml changed"
   jq -e '.sandbox_policy.status == "enforced_through_completion" and .execution_started == true
