@@ -52,6 +52,86 @@ static bool find_in_path(const char *name, char *out, size_t cap)
 	return false;
 }
 
+/* The directory fd (named where) is one a runtime's or the runner's state
+ * may live in: a directory owned by root (or by the caller, when not root)
+ * that neither group nor others may write; else code. */
+static ota_err dir_owner_check(int fd, ota_err code, const char *where, ota_error *err)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return ota_error_set(err, OTA_ERR_IO, where, "fstat: %s", strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ota_error_set(err, code, where, "not a directory");
+	uid_t me = geteuid();
+	if (st.st_uid != 0 && st.st_uid != me)
+		return ota_error_set(err, code, where, "owned by uid %u, not by root%s",
+		                     (unsigned)st.st_uid, me != 0 ? " or the caller" : "");
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+		return ota_error_set(err, code, where, "writable by group or others (mode %04o)",
+		                     (unsigned)(st.st_mode & 07777));
+	return OTA_OK;
+}
+
+ota_err oci_dir_walk(const char *path, bool create, int *fd, ota_error *err)
+{
+	*fd = -1;
+	size_t len = path != NULL ? strlen(path) : 0;
+	if (len == 0 || len >= OTA_MAX_PATH_BYTES)
+		return ota_error_set(err, OTA_ERR_USAGE, path != NULL ? path : "path",
+		                     len == 0 ? "empty directory path" : "directory path too long");
+	int cur = open(path[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot open %s: %s",
+		                     path[0] == '/' ? "/" : "the working directory", strerror(errno));
+	char where[OTA_MAX_PATH_BYTES];
+	size_t i = 0;
+	while (i < len) {
+		while (i < len && path[i] == '/')
+			i++;
+		if (i == len)
+			break;
+		size_t j = i;
+		while (j < len && path[j] != '/')
+			j++;
+		char name[NAME_MAX + 1];
+		size_t nl = j - i;
+		memcpy(where, path, j); /* the path up to this component */
+		where[j] = '\0';
+		if (nl > NAME_MAX) {
+			close(cur);
+			return ota_error_set(err, OTA_ERR_USAGE, where, "component too long");
+		}
+		memcpy(name, path + i, nl);
+		name[nl] = '\0';
+		if (create && mkdirat(cur, name, 0700) != 0 && errno != EEXIST) {
+			int e = errno;
+			close(cur);
+			return ota_error_set(err, OTA_ERR_IO, where, "mkdir: %s", strerror(e));
+		}
+		int next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			int e = errno;
+			struct stat st;
+			bool link = fstatat(cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+			close(cur);
+			if (link)
+				return ota_error_set(err, OTA_ERR_OCI_RUNTIME_DIR_UNSAFE, where,
+				                     "is a symlink: not followed");
+			if (e == ENOENT)
+				return ota_error_set(err, OTA_ERR_NOT_FOUND, where, "does not exist");
+			if (e == ENOTDIR || e == ELOOP)
+				return ota_error_set(err, OTA_ERR_OCI_RUNTIME_DIR_UNSAFE, where,
+				                     "not a directory");
+			return ota_error_set(err, OTA_ERR_IO, where, "cannot open: %s", strerror(e));
+		}
+		close(cur);
+		cur = next;
+		i = j;
+	}
+	*fd = cur;
+	return OTA_OK;
+}
+
 ota_err oci_rt_init(oci_rt *rt, const ota_oci_runtime_opts *o, ota_error *err)
 {
 	memset(rt, 0, sizeof *rt);
@@ -68,18 +148,44 @@ ota_err oci_rt_init(oci_rt *rt, const ota_oci_runtime_opts *o, ota_error *err)
 	int n = snprintf(rt->root, sizeof rt->root, "%s", root);
 	if (n < 0 || (size_t)n >= sizeof rt->root || root[0] != '/')
 		return ota_error_set(err, OTA_ERR_USAGE, root, "runtime root must be an absolute path");
-	/* mkdir -p of the root, mode 0700 */
-	char tmp[512];
-	snprintf(tmp, sizeof tmp, "%s", rt->root);
-	for (char *p = tmp + 1; *p != '\0'; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(tmp, 0755);
-			*p = '/';
-		}
-	}
-	if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-		return ota_error_set(err, OTA_ERR_IO, rt->root, "mkdir: %s", strerror(errno));
+	/*
+	 * The runtime keeps every container's state (runc's state.json with
+	 * the init pid, exec.fifo) below its root: a root redirected by a
+	 * symlink, or one another user can write, lets that user forge or
+	 * hide the state every kill, delete and confirmation reads. Missing
+	 * components are made 0700 beneath descriptors, nothing is followed,
+	 * and the root itself must be root's (or the caller's) and not
+	 * group/other-writable. The runtime is handed the path, so rt_cmd
+	 * checks before each command that the path still names this directory.
+	 */
+	int fd = -1;
+	ota_err rc = oci_dir_walk(rt->root, true, &fd, err);
+	if (rc == OTA_OK)
+		rc = dir_owner_check(fd, OTA_ERR_OCI_RUNTIME_DIR_UNSAFE, rt->root, err);
+	struct stat st;
+	if (rc == OTA_OK && fstat(fd, &st) != 0)
+		rc = ota_error_set(err, OTA_ERR_IO, rt->root, "fstat: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (rc != OTA_OK)
+		return rc;
+	rt->root_dev = st.st_dev;
+	rt->root_ino = st.st_ino;
+	return OTA_OK;
+}
+
+/* The runtime root path still names the directory oci_rt_init checked (no
+ * symlink swapped in since, at the root or above it). */
+static ota_err rt_root_verify(const oci_rt *rt, ota_error *err)
+{
+	struct stat st;
+	if (stat(rt->root, &st) != 0)
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_DIR_UNSAFE, rt->root,
+		                     "the runtime root no longer resolves: %s", strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_dev != rt->root_dev || st.st_ino != rt->root_ino)
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_DIR_UNSAFE, rt->root,
+		                     "the runtime root path resolves to another directory than the"
+		                     " one checked");
 	return OTA_OK;
 }
 
@@ -108,6 +214,9 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 		cap_out[0] = '\0';
 	if (cap_err != NULL && cap_err_len > 0)
 		cap_err[0] = '\0';
+	ota_err vrc = rt_root_verify(rt, err);
+	if (vrc != OTA_OK)
+		return vrc;
 	const char *argv[64];
 	size_t n = 0;
 	argv[n++] = rt->bin;
@@ -443,21 +552,7 @@ bool oci_bundle_path(const char *state_dir, const char *id, char *out, size_t ca
  * others may write. */
 static ota_err state_dir_check(int fd, const char *where, ota_error *err)
 {
-	struct stat st;
-	if (fstat(fd, &st) != 0)
-		return ota_error_set(err, OTA_ERR_IO, where, "fstat: %s", strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where, "not a directory");
-	uid_t me = geteuid();
-	if (st.st_uid != 0 && st.st_uid != me)
-		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where,
-		                     "owned by uid %u, not by root%s", (unsigned)st.st_uid,
-		                     me != 0 ? " or the caller" : "");
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-		return ota_error_set(err, OTA_ERR_OCI_STATE_DIR_UNSAFE, where,
-		                     "writable by group or others (mode %04o)",
-		                     (unsigned)(st.st_mode & 07777));
-	return OTA_OK;
+	return dir_owner_check(fd, OTA_ERR_OCI_STATE_DIR_UNSAFE, where, err);
 }
 
 /* The error for an open of path with O_NOFOLLOW | O_DIRECTORY that failed

@@ -13,6 +13,7 @@
 
 #include "oci_internal.h"
 #include "ota/json.h"
+#include "ota/limits.h"
 
 struct oci_lease_db {
 	sqlite3 *db;
@@ -37,22 +38,28 @@ static ota_err exec_sql(oci_lease_db *d, const char *sql, ota_error *err)
 	return OTA_OK;
 }
 
-static void mkdir_parents(const char *path)
+/* The directories of path's parent, made 0700 where missing beneath
+ * descriptors (oci_dir_walk: no symlink in the path followed); a path
+ * without a directory part has nothing to make. */
+static ota_err make_parents(const char *path, ota_error *err)
 {
-	char tmp[1024];
-	snprintf(tmp, sizeof tmp, "%s", path);
+	char tmp[OTA_MAX_PATH_BYTES];
+	int n = snprintf(tmp, sizeof tmp, "%s", path);
+	if (n < 0 || (size_t)n >= sizeof tmp)
+		return ota_error_set(err, OTA_ERR_USAGE, path, "lease database path too long");
 	char *slash = strrchr(tmp, '/');
-	if (slash == NULL || slash == tmp)
-		return;
+	if (slash == NULL)
+		return OTA_OK;
+	while (slash > tmp && slash[-1] == '/')
+		slash--;
+	if (slash == tmp)
+		return OTA_OK; /* a file in / */
 	*slash = '\0';
-	for (char *p = tmp + 1; *p != '\0'; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(tmp, 0755);
-			*p = '/';
-		}
-	}
-	mkdir(tmp, 0700);
+	int fd = -1;
+	ota_err rc = oci_dir_walk(tmp, true, &fd, err);
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 /* true when the table oci_lease has the column col */
@@ -72,7 +79,11 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 	oci_lease_db *d = calloc(1, sizeof *d);
 	if (d == NULL)
 		return OTA_ERR_NOMEM;
-	mkdir_parents(path);
+	ota_err prc = make_parents(path, err);
+	if (prc != OTA_OK) {
+		free(d);
+		return prc;
+	}
 	if (sqlite3_open_v2(path, &d->db,
 	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 	                    NULL) != SQLITE_OK) {

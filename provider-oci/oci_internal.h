@@ -80,9 +80,32 @@ typedef struct oci_rt {
 	ota_oci_runtime_kind kind;
 	char bin[256];
 	char root[512];
+	dev_t root_dev; /* the root oci_rt_init checked: every runtime command */
+	ino_t root_ino; /* is run only while root still stat()s to it */
 } oci_rt;
 
+/*
+ * The runtime of o: its binary (found in PATH) and root (o->root, default
+ * /run/ota/runc or /run/ota/crun). The root is opened component by
+ * component by oci_dir_walk (no symlink followed, missing components made
+ * 0700) and must be a directory owned by root (by root or the caller when
+ * not root) that neither group nor others may write. Errors:
+ * oci_runtime_missing, usage (not absolute, too long),
+ * oci_runtime_dir_unsafe (where = the offending component), io_error.
+ */
 ota_err oci_rt_init(oci_rt *rt, const ota_oci_runtime_opts *o, ota_error *err);
+/*
+ * Opens the directory path (absolute, or relative to the working
+ * directory) beneath descriptors, one component at a time, each with
+ * O_DIRECTORY | O_NOFOLLOW: a symlink anywhere in the path is never
+ * followed. With create, a missing component is made with mkdirat(0700).
+ * Repeated and trailing slashes are ignored ("." and ".." are entries
+ * like any other, never symlinks). *fd is new (O_RDONLY | O_DIRECTORY), -1 on failure. Errors:
+ * oci_runtime_dir_unsafe (a component is a symlink or not a directory;
+ * where = the path up to it), not_found (without create), usage, io_error.
+ * Only the path's shape is checked: owners and modes are the caller's.
+ */
+ota_err oci_dir_walk(const char *path, bool create, int *fd, ota_error *err);
 const char *oci_rt_name(ota_oci_runtime_kind kind);
 /*
  * Runs the runtime with args (NULL-terminated, without binary and --root).
