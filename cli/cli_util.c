@@ -23,6 +23,8 @@ int cli_exit_for(ota_err e)
 	case OTA_ERR_TOO_LARGE:
 	case OTA_ERR_ARCHIVE_LEDGER_MISSING:
 	case OTA_ERR_TRUST_STATE_MISSING:
+	case OTA_ERR_KEY_PERMISSIONS: /* the operator's file to fix: chmod, chown */
+	case OTA_ERR_FILE_UNSAFE:
 		return CLI_USAGE;
 	case OTA_ERR_NOMEM:
 	case OTA_ERR_INTERNAL:

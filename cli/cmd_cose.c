@@ -180,11 +180,11 @@ static int cose_keygen(int argc, char **argv)
 	int code = CLI_OK;
 	rc = ota_key_private_pem(k, &priv, &priv_len);
 	if (rc == OTA_OK)
-		rc = ota_file_write_atomic(out_path, ota_bytes_make(priv, priv_len), 0600, &err);
+		rc = ota_file_write_new(out_path, ota_bytes_make(priv, priv_len), 0600, &err);
 	if (rc == OTA_OK && pub_path != NULL) {
 		rc = ota_key_public_pem(k, &pub);
 		if (rc == OTA_OK)
-			rc = ota_file_write_atomic(pub_path, ota_bytes_make(pub, strlen(pub)), 0644, &err);
+			rc = ota_file_write_new(pub_path, ota_bytes_make(pub, strlen(pub)), 0644, &err);
 	}
 	if (rc != OTA_OK) {
 		if (err.code == OTA_OK)

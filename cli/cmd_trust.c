@@ -196,6 +196,34 @@ static ota_err ensure_dir(const char *path, ota_error *err)
 	return OTA_OK;
 }
 
+/*
+ * DIR/keys holds root private keys: made 0700; an existing one must be a
+ * directory (not a symlink to somewhere else) owned by the caller or root
+ * that group and others cannot write (they could put their own key file
+ * in place of one being written) nor list and read.
+ */
+static ota_err ensure_keys_dir(const char *path, ota_error *err)
+{
+	ota_err rc = ensure_dir(path, err);
+	if (rc != OTA_OK)
+		return rc;
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return ota_error_set(err, OTA_ERR_IO, path, "stat: %s", strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return ota_error_set(err, OTA_ERR_PATH_SYMLINK, path,
+		                     "the keys directory is a symlink: not followed");
+	if (!S_ISDIR(st.st_mode))
+		return ota_error_set(err, OTA_ERR_NOT_DIRECTORY, path, "exists and is not a directory");
+	if ((st.st_mode & 077) != 0 || (st.st_uid != geteuid() && st.st_uid != 0))
+		return ota_error_set(err, OTA_ERR_KEY_PERMISSIONS, path,
+		                     "the keys directory has mode %04o and owner uid %lu: it must be "
+		                     "0700 and owned by uid %lu or root (chmod 700)",
+		                     (unsigned)(st.st_mode & 07777), (unsigned long)st.st_uid,
+		                     (unsigned long)geteuid());
+	return OTA_OK;
+}
+
 static ota_err load_root_file(const char *path, ota_trust_root **out, ota_error *err)
 {
 	uint8_t *buf = NULL;
@@ -233,7 +261,10 @@ static ota_err write_root_file(const char *path, const ota_trust_root *r, ota_er
 	return rc;
 }
 
-/* Writes a new private key file (0600); refuses to overwrite. */
+/* Writes a new private key file (0600, whatever the umask); never replaces
+ * anything, not even a file made between a check and the write: the key is
+ * written whole under a temporary name and renamed into place with
+ * RENAME_NOREPLACE (ota_file_write_new). */
 static ota_err write_private_key(const char *path, const ota_key *k, ota_error *err)
 {
 	if (exists(path))
@@ -243,7 +274,7 @@ static ota_err write_private_key(const char *path, const ota_key *k, ota_error *
 	ota_err rc = ota_key_private_pem(k, &pem, &len);
 	if (rc != OTA_OK)
 		return ota_error_set(err, rc, path, "cannot encode the private key");
-	rc = ota_file_write_atomic(path, ota_bytes_make(pem, len), 0600, err);
+	rc = ota_file_write_new(path, ota_bytes_make(pem, len), 0600, err);
 	ota_wipe(pem, len);
 	free(pem);
 	return rc;
@@ -498,7 +529,7 @@ static int trust_init(int argc, char **argv)
 		ota_error_set(&err, OTA_ERR_EXISTS, t.root_path, "a trust domain already lives here");
 		goto out_fail;
 	}
-	if (ensure_dir(o.dir, &err) != OTA_OK || ensure_dir(t.keys_dir, &err) != OTA_OK ||
+	if (ensure_dir(o.dir, &err) != OTA_OK || ensure_keys_dir(t.keys_dir, &err) != OTA_OK ||
 	    ensure_dir(t.versions_dir, &err) != OTA_OK)
 		goto out_fail;
 	for (unsigned i = 0; i < n; i++) {
@@ -747,7 +778,7 @@ static int trust_rotate(int argc, char **argv)
 	}
 	if (thr != 0 && ota_trust_draft_set_threshold(d, thr, &err) != OTA_OK)
 		goto out_fail;
-	if (ensure_dir(t.keys_dir, &err) != OTA_OK)
+	if (ensure_keys_dir(t.keys_dir, &err) != OTA_OK)
 		goto out_fail;
 	/* validate the draft before any key file is written */
 	{

@@ -211,6 +211,7 @@ int verify_archive(int argc, char **argv)
 	case OTA_ERR_ARCHIVE_LEDGER_MISSING:
 	case OTA_ERR_NOT_REGULAR:
 	case OTA_ERR_IO:
+	case OTA_ERR_FILE_UNSAFE:
 		return CLI_USAGE;
 	case OTA_ERR_NOMEM:
 	case OTA_ERR_INTERNAL:

@@ -235,7 +235,8 @@ int verify_cose(int argc, char **argv)
 		/* a key that is a FIFO or device is an input problem (2), as one
 		 * that cannot be read: the same in every ota-verify subcommand */
 		input_error = rc == OTA_ERR_IO || rc == OTA_ERR_KEY_FORMAT || rc == OTA_ERR_TOO_LARGE ||
-		              rc == OTA_ERR_KEY_UNSUPPORTED || rc == OTA_ERR_NOT_REGULAR;
+		              rc == OTA_ERR_KEY_UNSUPPORTED || rc == OTA_ERR_NOT_REGULAR ||
+		              rc == OTA_ERR_KEY_PERMISSIONS;
 	}
 	if (rc == OTA_OK) {
 		if (set.n > 0)

@@ -1005,6 +1005,28 @@ ota_err ota_key_load_file(const char *path, ota_key **out, ota_error *err)
 	else
 		rc = ota_key_load_pem(ota_bytes_make(buf, len), out, err);
 	free_secret(buf, OTA_MAX_KEY_FILE_BYTES + 1);
+	/* A private key is used only from a file nobody else can read or
+	 * replace (OpenSSH's rule for identity files): mode without any group
+	 * or other bit, owned by the caller or root. The stat is of the file
+	 * that was read (fstat of the open descriptor). A public key is not
+	 * secret and is taken from any file. */
+	if (rc == OTA_OK && ota_key_has_private(*out)) {
+		if ((st.st_mode & 077) != 0)
+			rc = ota_error_set(err, OTA_ERR_KEY_PERMISSIONS, path,
+			                   "private key file has mode %04o: group or others can read or "
+			                   "write it, so it is refused (chmod 600 %s, and consider the key "
+			                   "exposed)",
+			                   (unsigned)(st.st_mode & 07777), path);
+		else if (st.st_uid != geteuid() && st.st_uid != 0)
+			rc = ota_error_set(err, OTA_ERR_KEY_PERMISSIONS, path,
+			                   "private key file is owned by uid %lu, neither uid %lu running "
+			                   "this nor root: refused",
+			                   (unsigned long)st.st_uid, (unsigned long)geteuid());
+		if (rc != OTA_OK) {
+			ota_key_free(*out);
+			*out = NULL;
+		}
+	}
 	return rc;
 }
 

@@ -350,8 +350,8 @@ ota_err ota_file_read_beneath(int base, const char *base_name, const char *rel, 
 	return rc;
 }
 
-ota_err ota_file_write_atomic_at(int dirfd, const char *name, ota_bytes data, unsigned mode,
-                                 const char *where, ota_error *err)
+static ota_err write_atomic_at(int dirfd, const char *name, ota_bytes data, unsigned mode,
+                               bool noreplace, const char *where, ota_error *err)
 {
 	const char *w = where != NULL ? where : name;
 	if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL ||
@@ -365,6 +365,8 @@ ota_err ota_file_write_atomic_at(int dirfd, const char *name, ota_bytes data, un
 	 * would replace a symlink rather than write through it either way). */
 	struct stat st;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (noreplace)
+			return ota_error_set(err, OTA_ERR_EXISTS, w, "refusing to overwrite an existing file");
 		if (S_ISLNK(st.st_mode))
 			return ota_error_set(err, OTA_ERR_PATH_SYMLINK, w,
 			                     "is a symlink: not followed, not replaced");
@@ -417,8 +419,23 @@ ota_err ota_file_write_atomic_at(int dirfd, const char *name, ota_bytes data, un
 		rc = ota_error_set(err, OTA_ERR_IO, w, "close: %s", strerror(errno));
 		goto out_unlink;
 	}
-	if (renameat(dirfd, tmp, dirfd, name) != 0) {
-		rc = ota_error_set(err, OTA_ERR_IO, w, "rename: %s", strerror(errno));
+	int moved;
+	if (noreplace) {
+		moved = renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE);
+		/* a file system without RENAME_NOREPLACE: a hard link never
+		 * replaces either; the temporary name is removed below or after */
+		if (moved != 0 && errno == EINVAL) {
+			moved = linkat(dirfd, tmp, dirfd, name, 0);
+			if (moved == 0)
+				unlinkat(dirfd, tmp, 0);
+		}
+	} else {
+		moved = renameat(dirfd, tmp, dirfd, name);
+	}
+	if (moved != 0) {
+		rc = errno == EEXIST && noreplace
+		         ? ota_error_set(err, OTA_ERR_EXISTS, w, "refusing to overwrite an existing file")
+		         : ota_error_set(err, OTA_ERR_IO, w, "rename: %s", strerror(errno));
 		goto out_unlink;
 	}
 	if (fsync(dirfd) != 0)
@@ -431,7 +448,14 @@ out_unlink:
 	return rc;
 }
 
-ota_err ota_file_write_atomic(const char *path, ota_bytes data, unsigned mode, ota_error *err)
+ota_err ota_file_write_atomic_at(int dirfd, const char *name, ota_bytes data, unsigned mode,
+                                 const char *where, ota_error *err)
+{
+	return write_atomic_at(dirfd, name, data, mode, false, where, err);
+}
+
+static ota_err write_atomic_path(const char *path, ota_bytes data, unsigned mode, bool noreplace,
+                                 ota_error *err)
 {
 	size_t dend = 0;
 	const char *name = last_name(path, &dend);
@@ -456,7 +480,132 @@ ota_err ota_file_write_atomic(const char *path, ota_bytes data, unsigned mode, o
 	if (dfd < 0)
 		return ota_error_set(err, OTA_ERR_IO, path, "cannot open its directory: %s",
 		                     strerror(errno));
-	ota_err rc = ota_file_write_atomic_at(dfd, nm, data, mode, path, err);
+	ota_err rc = write_atomic_at(dfd, nm, data, mode, noreplace, path, err);
+	close(dfd);
+	return rc;
+}
+
+ota_err ota_file_write_atomic(const char *path, ota_bytes data, unsigned mode, ota_error *err)
+{
+	return write_atomic_path(path, data, mode, false, err);
+}
+
+ota_err ota_file_write_new(const char *path, ota_bytes data, unsigned mode, ota_error *err)
+{
+	return write_atomic_path(path, data, mode, true, err);
+}
+
+/* One file of ota_private_file_check, stat()ed without following it. */
+static ota_err private_stat_check(const struct stat *st, const char *where, ota_error *err)
+{
+	if (S_ISLNK(st->st_mode))
+		return ota_error_set(err, OTA_ERR_PATH_SYMLINK, where,
+		                     "is a symlink: a database or state file is never followed");
+	if (!S_ISREG(st->st_mode))
+		return ota_error_set(err, OTA_ERR_NOT_REGULAR, where, "is not a regular file");
+	if (st->st_uid != geteuid())
+		return ota_error_set(err, OTA_ERR_FILE_UNSAFE, where,
+		                     "is owned by uid %lu, not by uid %lu running this: whoever owns it "
+		                     "can rewrite its records (chown it)",
+		                     (unsigned long)st->st_uid, (unsigned long)geteuid());
+	if ((st->st_mode & 022) != 0)
+		return ota_error_set(err, OTA_ERR_FILE_UNSAFE, where,
+		                     "mode %04o: writable by group or others, who could rewrite its "
+		                     "records (chmod 600)",
+		                     (unsigned)(st->st_mode & 07777));
+	return OTA_OK;
+}
+
+ota_err ota_private_file_check(const char *path, unsigned flags, ota_error *err)
+{
+	if (path == NULL || path[0] == '\0')
+		return ota_error_set(err, OTA_ERR_USAGE, "path", "no path");
+	size_t dend = 0;
+	const char *name = last_name(path, &dend);
+	char nm[256];
+	size_t nl = strcspn(name, "/");
+	if (nl == 0 || nl + 10 >= sizeof nm)
+		return ota_error_set(err, nl == 0 ? OTA_ERR_USAGE : OTA_ERR_TOO_LARGE, path,
+		                     nl == 0 ? "names no file" : "file name too long");
+	memcpy(nm, name, nl);
+	nm[nl] = '\0';
+	char dir[OTA_MAX_PATH_BYTES];
+	if (dend >= sizeof dir)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, path, "path too long");
+	if (dend == 0)
+		snprintf(dir, sizeof dir, ".");
+	else if (dend == 1)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(dend - 1), path);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ota_error_set(err, errno == ENOENT ? OTA_ERR_NOT_FOUND : OTA_ERR_IO, path,
+		                     "cannot open its directory %s: %s", dir, strerror(errno));
+	ota_err rc = OTA_OK;
+	struct stat st;
+	if (fstat(dfd, &st) != 0) {
+		rc = ota_error_set(err, OTA_ERR_IO, dir, "cannot stat: %s", strerror(errno));
+		goto out;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		rc = ota_error_set(err, OTA_ERR_FILE_UNSAFE, dir,
+		                   "the directory of %s is owned by uid %lu, neither uid %lu running "
+		                   "this nor root: its owner can replace the file",
+		                   path, (unsigned long)st.st_uid, (unsigned long)geteuid());
+		goto out;
+	}
+	if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0) {
+		rc = ota_error_set(err, OTA_ERR_FILE_UNSAFE, dir,
+		                   "the directory of %s has mode %04o: writable by group or others "
+		                   "(and not sticky), who can replace the file",
+		                   path, (unsigned)(st.st_mode & 07777));
+		goto out;
+	}
+	if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno != ENOENT) {
+			rc = ota_error_set(err, OTA_ERR_IO, path, "cannot stat: %s", strerror(errno));
+			goto out;
+		}
+		if ((flags & OTA_PRIVATE_CREATE) == 0) {
+			rc = ota_error_set(err, OTA_ERR_NOT_FOUND, path, "does not exist");
+			goto out;
+		}
+		int fd = openat(dfd, nm, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			/* 0600 whatever the umask was (it can only have removed bits) */
+			if (fchmod(fd, 0600) != 0 || fsync(fd) != 0 || fsync(dfd) != 0)
+				rc = ota_error_set(err, OTA_ERR_IO, path, "cannot create: %s",
+				                   strerror(errno));
+			close(fd);
+			if (rc != OTA_OK)
+				goto out;
+		} else if (errno != EEXIST) {
+			rc = ota_error_set(err, OTA_ERR_IO, path, "cannot create: %s", strerror(errno));
+			goto out;
+		}
+		if (fstatat(dfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			rc = ota_error_set(err, OTA_ERR_IO, path, "cannot stat: %s", strerror(errno));
+			goto out;
+		}
+	}
+	if ((rc = private_stat_check(&st, path, err)) != OTA_OK)
+		goto out;
+	static const char *const sfx[] = {"-wal", "-shm", "-journal"};
+	for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+		char side[sizeof nm], sw[OTA_MAX_PATH_BYTES];
+		snprintf(side, sizeof side, "%s%s", nm, sfx[i]);
+		snprintf(sw, sizeof sw, "%s%s", path, sfx[i]);
+		if (fstatat(dfd, side, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOENT)
+				continue;
+			rc = ota_error_set(err, OTA_ERR_IO, sw, "cannot stat: %s", strerror(errno));
+			goto out;
+		}
+		if ((rc = private_stat_check(&st, sw, err)) != OTA_OK)
+			goto out;
+	}
+out:
 	close(dfd);
 	return rc;
 }

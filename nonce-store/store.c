@@ -412,6 +412,11 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 		}
 		s->rd[i].mu_ok = true;
 	}
+	/* the store's records are what makes a nonce single-use: it is made
+	 * 0600 in a 0700 directory by us, and one that another user owns or
+	 * may write (or a symlink) is refused before sqlite opens it */
+	if ((e = ota_private_file_check(path, OTA_PRIVATE_CREATE, err)) != OTA_OK)
+		goto out_close;
 	int rc = sqlite3_open_v2(path, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 	                         NULL);

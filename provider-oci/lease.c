@@ -84,6 +84,14 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 		free(d);
 		return prc;
 	}
+	/* the file made 0600 by us (its -wal and -shm take that mode); one
+	 * another user owns or may write, or a symlink, is refused: a
+	 * rewritten lease would send cleanup after another container */
+	ota_err frc = ota_private_file_check(path, OTA_PRIVATE_CREATE, err);
+	if (frc != OTA_OK) {
+		free(d);
+		return frc;
+	}
 	if (sqlite3_open_v2(path, &d->db,
 	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 	                    NULL) != SQLITE_OK) {

@@ -49,6 +49,18 @@ static ota_err load(ota_trust_state *s, ota_error *err)
 		}
 		return ota_error_set(err, OTA_ERR_IO, s->path, "cannot stat: %s", strerror(errno));
 	}
+	/* the state is the floor that refuses a rolled-back trust root: one
+	 * another user owns or group or others may write could be lowered */
+	if (st.st_uid != geteuid())
+		return ota_error_set(err, OTA_ERR_FILE_UNSAFE, s->path,
+		                     "the trust state is owned by uid %lu, not by uid %lu running this "
+		                     "(chown it)",
+		                     (unsigned long)st.st_uid, (unsigned long)geteuid());
+	if ((st.st_mode & 022) != 0)
+		return ota_error_set(err, OTA_ERR_FILE_UNSAFE, s->path,
+		                     "the trust state has mode %04o: group or others can write it and "
+		                     "lower the versions it pins (chmod 600)",
+		                     (unsigned)(st.st_mode & 07777));
 	ota_err rc = ota_file_read(s->path, OTA_MAX_TRUST_STATE_BYTES, &buf, &len, err);
 	if (rc != OTA_OK)
 		return rc;

@@ -1824,6 +1824,18 @@ static ota_err ledger_stat(const char *path, ota_error *err)
 		                     : S_ISCHR(st.st_mode)  ? "a character device"
 		                     : S_ISBLK(st.st_mode)  ? "a block device"
 		                                            : "not a file");
+	/* the ledger is what refuses a replayed archive: one that another
+	 * user owns or that group or others may write is not trusted */
+	if (st.st_uid != geteuid())
+		return ota_error_set(err, OTA_ERR_FILE_UNSAFE, path,
+		                     "the ledger is owned by uid %lu, not by uid %lu running this: its "
+		                     "owner can remove the challenges it holds (chown it)",
+		                     (unsigned long)st.st_uid, (unsigned long)geteuid());
+	if ((st.st_mode & 022) != 0)
+		return ota_error_set(err, OTA_ERR_FILE_UNSAFE, path,
+		                     "the ledger has mode %04o: group or others can write it and remove "
+		                     "the challenges it holds (chmod 600)",
+		                     (unsigned)(st.st_mode & 07777));
 	if (st.st_size == 0)
 		return ota_error_set(err, OTA_ERR_ARCHIVE_LEDGER_MISSING, path,
 		                     "the file is empty (0 bytes): not a ledger (a ledger is never"
@@ -1863,7 +1875,7 @@ static ota_err ledger_create(const char *path, bool *made, ota_error *err)
 	int n = snprintf(tmp, sizeof tmp, "%s.init-%ld-%u", path, (long)getpid(), k);
 	if (n < 0 || (size_t)n >= sizeof tmp || !ledger_sqlite_name(tmp, name, sizeof name))
 		return ota_error_set(err, OTA_ERR_IO, path, "cannot create the ledger: path too long");
-	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return ota_error_set(err, OTA_ERR_IO, path, "cannot create the ledger (%s): %s", tmp,
 		                     strerror(errno));

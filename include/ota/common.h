@@ -147,6 +147,44 @@ OTA_API OTA_NODISCARD ota_err ota_file_write_atomic(const char *path,
                                                     unsigned mode,
                                                     ota_error *err);
 
+/*
+ * Writes data to path as a new file, atomically and without ever replacing
+ * anything: a temporary file created O_EXCL | O_NOFOLLOW (0600) in the same
+ * directory, fchmod to mode, written, fsync()ed, then renameat2(
+ * RENAME_NOREPLACE) onto path and the directory fsync()ed. A file, symlink
+ * or anything else already at path is already_exists, and nothing is
+ * written; a crash leaves either no file at path or the whole file. For
+ * private keys. Errors: already_exists, io_error, too_large, crypto_error.
+ */
+OTA_API OTA_NODISCARD ota_err ota_file_write_new(const char *path, ota_bytes data,
+                                                 unsigned mode, ota_error *err);
+
+/* ota_private_file_check flag: create a missing file (0600, O_EXCL); its
+ * directory must exist (the caller makes it, 0700). */
+#define OTA_PRIVATE_CREATE 1u
+
+/*
+ * The hygiene of a durable file only its owner may change (a sqlite
+ * database: the nonce store, the lease database, the verifier's ledger; the
+ * trust state file), checked before it is opened:
+ *  - its directory (opened by path: the operator's symlinks are followed)
+ *    is owned by the caller or root, and is not writable by group or
+ *    others unless sticky;
+ *  - path itself is not a symlink (path_symlink) and is a regular file
+ *    (not_regular_file), owned by the caller's effective uid and not
+ *    writable by group or others (file_permissions_unsafe);
+ *  - the same for path-wal, path-shm and path-journal where they exist
+ *    (sqlite creates them with the database's mode and reads them as part
+ *    of the database).
+ * Missing: with OTA_PRIVATE_CREATE the file is created empty, 0600,
+ * O_CREAT | O_EXCL | O_NOFOLLOW, whatever the umask (sqlite then gives its
+ * -wal and -shm the same mode); without it, not_found. A missing directory
+ * is not_found (nothing is made). Errors: file_permissions_unsafe,
+ * path_symlink, not_regular_file, not_found, io_error.
+ */
+OTA_API OTA_NODISCARD ota_err ota_private_file_check(const char *path, unsigned flags,
+                                                     ota_error *err);
+
 /* ---- files beneath a directory descriptor (never through a symlink) ----
  *
  * For everything a privileged process writes or reads inside a tree that

@@ -23,8 +23,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 v=$OTA_SOURCE_DIR/vectors/archive
 A=$v/a.json
 P=$v/a.json.root.json
-K=$v/a.json.runner.FIXTURE.pem
 tmp=$(mktemp -d /tmp/ota-archive-ledger-XXXXXX)
+# the checked-out FIXTURE key is 0644: a private key file is used only at 0600
+K=$tmp/runner.FIXTURE.pem
+install -m 600 "$v/a.json.runner.FIXTURE.pem" "$K"
 mnt=
 cleanup() {
   [ -z "$mnt" ] || umount "$mnt" 2>/dev/null || true
