@@ -28,11 +28,23 @@ int cli_exit_for(ota_err e);
  * ota-verify's mapping: cli_exit_for, but not_regular_file is 2 as an
  * unreadable input is (a FIFO, socket, device or directory given as the
  * archive, a snapshot, a key, a ledger or a state file), the same in every
- * subcommand. `ota` keeps 1 for it: there the file is the repository's
- * (a task's), a refusal, not the operator's argument.
+ * subcommand (every input of ota-verify is the operator's argument). `ota`
+ * does so for the files named on its command line (cli_error_exit).
  */
 int cli_verify_exit_for(ota_err e);
-/* Prints "ota: <code>: <where>: <what>" to stderr; returns cli_exit_for(code). */
+/*
+ * The command line of `ota` (its argv from the command on): a file it
+ * names that is a FIFO, socket or device (not_regular_file whose where is
+ * one of these arguments) is an input the operator named that cannot be
+ * used, exit 2 like a missing one (ota(1) EXIT STATUS); the repository's
+ * own files (REPO/.ota/org-policy.yaml, the default ./ota.yaml) are not
+ * named by the operator and stay a refusal, 1. Not set: nothing is named.
+ */
+void cli_set_named(int argc, char **argv);
+/* The exit status of e: cli_exit_for(e->code), but 2 for not_regular_file
+ * of a path named on the command line (cli_set_named). */
+int cli_error_exit(const ota_error *e);
+/* Prints "ota: <code>: <where>: <what>" to stderr; returns cli_error_exit(e). */
 int cli_fail(const char *prog, const ota_error *e);
 /* Prints "prog: usage: msg" to stderr and returns CLI_USAGE. */
 int cli_usage(const char *prog, const char *msg);

@@ -41,13 +41,31 @@ int cli_verify_exit_for(ota_err e)
 	return e == OTA_ERR_NOT_REGULAR ? CLI_USAGE : cli_exit_for(e);
 }
 
+static int g_named_argc;
+static char **g_named_argv;
+
+void cli_set_named(int argc, char **argv)
+{
+	g_named_argc = argc;
+	g_named_argv = argv;
+}
+
+int cli_error_exit(const ota_error *e)
+{
+	if (e->code == OTA_ERR_NOT_REGULAR && e->where[0] != '\0')
+		for (int i = 1; i < g_named_argc; i++)
+			if (g_named_argv[i] != NULL && strcmp(g_named_argv[i], e->where) == 0)
+				return CLI_USAGE;
+	return cli_exit_for(e->code);
+}
+
 int cli_fail(const char *prog, const ota_error *e)
 {
 	fprintf(stderr, "%s: %s", prog, ota_err_name(e->code));
 	if (e->where[0] != '\0')
 		fprintf(stderr, ": %s", e->where);
 	fprintf(stderr, ": %s\n", e->what[0] != '\0' ? e->what : ota_err_message(e->code));
-	return cli_exit_for(e->code);
+	return cli_error_exit(e);
 }
 
 int cli_usage(const char *prog, const char *msg)

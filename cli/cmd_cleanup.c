@@ -221,6 +221,6 @@ int cmd_cleanup(int argc, char **argv)
 	}
 	json_decref(rep);
 	if (rc != OTA_OK)
-		return json ? cli_exit_for(rc) : cli_fail("ota", &e);
+		return json ? cli_error_exit(&e) : cli_fail("ota", &e);
 	return CLI_OK;
 }

@@ -28,7 +28,7 @@ static int fail_json(bool json, const ota_error *e)
 		json_t *j = cli_error_json(e);
 		cli_print_json(j);
 		json_decref(j);
-		return cli_exit_for(e->code);
+		return cli_error_exit(e);
 	}
 	return cli_fail("ota", e);
 }
@@ -130,7 +130,7 @@ int cmd_image(int argc, char **argv)
 		json_decref(ev);
 		free(rootfs);
 		if (rc != OTA_OK)
-			return json ? cli_exit_for(rc) : cli_fail("ota", &e);
+			return json ? cli_error_exit(&e) : cli_fail("ota", &e);
 		return CLI_OK;
 	}
 	return cli_usage("ota", image_usage);

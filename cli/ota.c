@@ -45,8 +45,10 @@ int main(int argc, char **argv)
 		return CLI_OK;
 	}
 	for (const cli_command *c = commands; c->name != NULL; c++)
-		if (strcmp(argv[1], c->name) == 0)
+		if (strcmp(argv[1], c->name) == 0) {
+			cli_set_named(argc - 1, argv + 1);
 			return c->fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "ota: usage: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return CLI_USAGE;

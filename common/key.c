@@ -956,13 +956,24 @@ out:
 ota_err ota_key_load_file(const char *path, ota_key **out, ota_error *err)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO there is refused below, never waited on (the
+	 * open of a FIFO without a writer blocked forever) */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return ota_error_set(err, OTA_ERR_IO, path, "cannot open key: %s", strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
 		close(fd);
-		return ota_error_set(err, OTA_ERR_IO, path, "key is not a regular file");
+		return ota_error_set(err, OTA_ERR_IO, path, "cannot stat key: %s", strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		bool dir = S_ISDIR(st.st_mode);
+		close(fd);
+		if (dir)
+			return ota_error_set(err, OTA_ERR_IO, path, "key is a directory");
+		return ota_error_set(err, OTA_ERR_NOT_REGULAR, path,
+		                     "key is not a regular file (a FIFO, socket or device); not read");
 	}
 	if ((uint64_t)st.st_size > OTA_MAX_KEY_FILE_BYTES) {
 		close(fd);

@@ -43,10 +43,13 @@ gives the status an error leads to when a command fails with it (the
 `cli_exit_for` mapping); a few commands say more in their man page:
 `ota run`/`ota up` exit with the task's own status when it ran under
 enforcement and 130 when interrupted, `ota doctor` exits 1 when it found a
-problem (its finding codes are in [doctor.md](doctor.md)), and every
-`ota-verify` subcommand exits 2 for `not_regular_file`, as for every input
-its operator named that it cannot use (in `ota` the file is the
-repository's: a refusal).
+problem (its finding codes are in [doctor.md](doctor.md)), and
+`not_regular_file` (a FIFO, socket or device) is 2, as every input the
+operator named that cannot be used, in every `ota-verify` subcommand and
+in `ota` for a file named on its command line (`-f`, `--overlay`,
+`--org-policy`, `--key`, `--trust`, ...); in `ota` it stays 1, a refusal,
+for the repository's own files (the default `./ota.yaml`,
+`REPO/.ota/org-policy.yaml`), which the operator did not name.
 
 EOF
   local f title
