@@ -208,7 +208,10 @@ int verify_trust(int argc, char **argv)
 		ret = report(json, &err);
 		goto out;
 	}
-	ota_trust_verify_opts o = {.at = at, .state = st};
+	/* every error about a snapshot names its file ("FILE: line 1, column
+	 * 0"), never only its place in the chain */
+	ota_trust_verify_opts o = {.at = at, .state = st, .pinned_name = pinned,
+	                           .chain_names = (const char *const *)files};
 	if (ota_trust_chain_verify(ota_bytes_make(pbuf, plen), spans, n, &o, &latest, &err) !=
 	    OTA_OK) {
 		ret = report(json, &err);

@@ -169,6 +169,37 @@ static ota_err check_state(const ota_trust_root *r, bool have, int64_t sv, const
 	return OTA_OK;
 }
 
+/* The name of snapshot i of the chain (0: the pinned one, i: chain[i - 1])
+ * in errors: its name from o, else "chain[i]" (NULL for the pinned one). */
+static const char *snap_name(const ota_trust_verify_opts *o, size_t i, char *buf, size_t cap)
+{
+	if (i == 0)
+		return o->pinned_name;
+	if (o->chain_names != NULL && o->chain_names[i - 1] != NULL)
+		return o->chain_names[i - 1];
+	snprintf(buf, cap, "chain[%zu]", i);
+	return buf;
+}
+
+/* An error rc about the snapshot named name (may be NULL: nothing done):
+ * its where becomes "name: where" ("name" when where was empty). */
+static ota_err name_where(ota_error *err, ota_err rc, const char *name)
+{
+	if (err == NULL || err->code != rc || name == NULL)
+		return rc;
+	char t[2 * sizeof err->where];
+	if (err->where[0] == '\0')
+		snprintf(t, sizeof t, "%s", name);
+	else
+		snprintf(t, sizeof t, "%s: %s", name, err->where);
+	size_t len = strlen(t); /* cut at the end: the name stays whole */
+	if (len >= sizeof err->where)
+		len = sizeof err->where - 1;
+	memcpy(err->where, t, len);
+	err->where[len] = '\0';
+	return rc;
+}
+
 /*
  * The walk of ota_trust_chain_verify from cur, the pinned snapshot (its
  * principals may still be deferred): each successor is parsed deferred,
@@ -180,9 +211,13 @@ static ota_err chain_walk(ota_trust_root *cur, const ota_bytes *chain, size_t n,
                           ota_error *err)
 {
 	ota_err rc;
+	char nbuf[32];
+	size_t cur_i = 0; /* cur is snapshot cur_i (0: the pinned one) */
 	if ((rc = ota_trust_root_verify_self(cur, err)) != OTA_OK ||
-	    (rc = trust_root_load_principals(cur, NULL, err)) != OTA_OK)
+	    (rc = trust_root_load_principals(cur, NULL, err)) != OTA_OK) {
+		name_where(err, rc, o->pinned_name);
 		goto fail;
+	}
 	bool have = false;
 	int64_t sv = 0;
 	char sid[OTA_ID_LEN + 1] = "";
@@ -195,8 +230,10 @@ static ota_err chain_walk(ota_trust_root *cur, const ota_bytes *chain, size_t n,
 			goto fail;
 		}
 	}
-	if ((rc = check_state(cur, have, sv, sid, err)) != OTA_OK)
+	if ((rc = check_state(cur, have, sv, sid, err)) != OTA_OK) {
+		name_where(err, rc, o->pinned_name);
 		goto fail;
+	}
 	for (size_t i = 0; i < n; i++) {
 		ota_trust_root *next = NULL;
 		bool same = false;
@@ -206,11 +243,7 @@ static ota_err chain_walk(ota_trust_root *cur, const ota_bytes *chain, size_t n,
 		if (rc == OTA_OK)
 			rc = check_state(next, have, sv, sid, err);
 		if (rc != OTA_OK) {
-			char w[sizeof err->where];
-			if (err != NULL && err->code == rc) {
-				memcpy(w, err->where, sizeof w);
-				snprintf(err->where, sizeof err->where, "chain[%zu]: %.200s", i + 1, w);
-			}
+			name_where(err, rc, snap_name(o, i + 1, nbuf, sizeof nbuf));
 			ota_trust_root_free(next);
 			goto fail;
 		}
@@ -220,6 +253,7 @@ static ota_err chain_walk(ota_trust_root *cur, const ota_bytes *chain, size_t n,
 		}
 		ota_trust_root_free(cur);
 		cur = next;
+		cur_i = i + 1;
 	}
 	if (have && cur->version < sv) {
 		rc = ota_error_set(err, OTA_ERR_TRUST_ROLLBACK, "state",
@@ -234,6 +268,7 @@ static ota_err chain_walk(ota_trust_root *cur, const ota_bytes *chain, size_t n,
 		rc = ota_error_set(err, OTA_ERR_TRUST_EXPIRED, "expires",
 		                   "latest version %lld expired at %s (now %s)",
 		                   (long long)cur->version, t1, t2);
+		name_where(err, rc, snap_name(o, cur_i, nbuf, sizeof nbuf));
 		goto fail;
 	}
 	if (o->state != NULL &&
@@ -257,11 +292,15 @@ static ota_err chain_caps(size_t pinned_len, const ota_bytes *chain, size_t n,
 		return ota_error_set(err, OTA_ERR_TRUST_CHAIN_TOO_LONG, "chain",
 		                     "%zu snapshots after the pinned one, limit is %zu", n, cap);
 	if (pinned_len > OTA_MAX_TRUST_ROOT_BYTES)
-		return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "pinned", "%zu bytes, limit is %u",
-		                     pinned_len, OTA_MAX_TRUST_ROOT_BYTES);
+		return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE,
+		                     o->pinned_name != NULL ? o->pinned_name : "pinned",
+		                     "%zu bytes, limit is %u", pinned_len, OTA_MAX_TRUST_ROOT_BYTES);
 	for (size_t i = 0; i < n; i++)
 		if (chain[i].len > OTA_MAX_TRUST_ROOT_BYTES)
-			return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE, "chain",
+			return ota_error_set(err, OTA_ERR_TRUST_TOO_LARGE,
+			                     o->chain_names != NULL && o->chain_names[i] != NULL
+			                             ? o->chain_names[i]
+			                             : "chain",
 			                     "snapshot %zu has %zu bytes, limit is %u", i + 1,
 			                     chain[i].len, OTA_MAX_TRUST_ROOT_BYTES);
 	return OTA_OK;
@@ -277,7 +316,7 @@ ota_err ota_trust_chain_verify(ota_bytes pinned, const ota_bytes *chain, size_t 
 		return rc;
 	ota_trust_root *cur = NULL;
 	if ((rc = trust_root_parse_cached(pinned, NULL, true, &cur, err)) != OTA_OK)
-		return rc;
+		return name_where(err, rc, o->pinned_name);
 	return chain_walk(cur, chain, n, o, latest_out, err);
 }
 

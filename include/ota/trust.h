@@ -165,6 +165,11 @@ typedef struct ota_trust_verify_opts {
 	int64_t at;             /* verifier's time: the latest must not have expired */
 	ota_trust_state *state; /* optional (borrowed): checked and advanced */
 	size_t max_chain;       /* 0 = OTA_MAX_TRUST_CHAIN; larger values are clamped */
+	/* optional: what each snapshot came from (a file's path), put first in
+	 * the where of every error about it ("NAME: ..."); without them a
+	 * snapshot of the chain is "chain[i]" (1-based), the pinned one unnamed */
+	const char *pinned_name;
+	const char *const *chain_names; /* n names, or NULL */
 } ota_trust_verify_opts;
 
 /*

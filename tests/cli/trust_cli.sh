@@ -176,6 +176,29 @@ json_fail trust_snapshot_too_large 1 --pinned "$V1" "$work/huge.json"
 # the pinned snapshot over the cap is the gate's input: exit 2 as in archive --trust
 json_fail too_large 2 --pinned "$work/huge.json"
 json_fail trust_version_skip 1 --pinned "$V1" "$D/versions/3.root.json"
+# every chain/snapshot error names the file it came from, in the text line
+# and in --json's where (an empty or bad chain file was "line 1, column 0",
+# or "chain[1]: ...", naming no file)
+where_is() { # EXPECTED-WHERE-PREFIX CODE EXIT ARGS... (ota-verify trust ARGS)
+  local pre=$1 code=$2 want=$3; shift 3
+  run "$want" "$OTA_VERIFY" trust "$@"
+  grep -qF -- "ota-verify trust: $code: $pre" "$work/stderr" && pass "text names $pre" \
+    || bad "text does not name $pre: $(cat "$work/stderr")"
+  run "$want" "$OTA_VERIFY" trust "$@" --json
+  jq -e --arg c "$code" --arg p "$pre" '.code == $c and (.where | startswith($p))' "$work/stdout" >/dev/null \
+    && pass "--json where names $pre" || bad "--json where does not name $pre: $(cat "$work/stdout")"
+}
+printf '{"signed": ' >"$work/bad.json"
+echo '{}' >"$work/obj.json"
+where_is "$work/empty.json: line 1, column 0" json_syntax 1 --pinned "$V1" "$work/empty.json"
+where_is "$work/bad.json: line 1" json_syntax 1 --pinned "$V1" "$D/versions/2.root.json" "$work/bad.json"
+where_is "$work/bad.json: line 1" json_syntax 1 --pinned "$work/bad.json"
+where_is "$work/obj.json: /signed" trust_snapshot_malformed 1 --pinned "$V1" "$work/obj.json"
+where_is "$work/obj.json: /signed" trust_snapshot_malformed 1 --pinned "$work/obj.json"
+where_is "$D/versions/3.root.json: " trust_version_skip 1 --pinned "$V1" "$D/versions/3.root.json"
+where_is "$D/versions/2.root.json: expires" trust_expired 1 --pinned "$V1" "$D/versions/2.root.json" --at 2099-01-01T00:00:00Z
+where_is "$V1: expires" trust_expired 1 --pinned "$V1" --at 2099-01-01T00:00:00Z
+where_is "$work/huge.json" trust_snapshot_too_large 1 --pinned "$V1" "$work/huge.json"
 run 0 "$OTA_VERIFY" trust --pinned "$V1" "$D/versions/2.root.json" --json
 jq -e '.ok == true and .trusted.version == 2' "$work/stdout" >/dev/null && pass "--json success shape" || bad "--json success: $(cat "$work/stdout")"
 run 0 "$OTA_VERIFY" trust --help
