@@ -39,16 +39,10 @@ static const char *printable(const char *s, char *out, size_t cap)
  * `ota run` signs its records) and attached as "attestation"; --evidence
  * writes the whole report atomically.
  */
-static ota_err sign_report(json_t *rep, const char *key_path, const char *nonce_db,
+/* Signs every finalized record of rep with key, against challenges of nonces. */
+static ota_err sign_report(json_t *rep, const ota_key *key, ota_nonce_store *nonces,
                            const char *issuer, const char *trust_root, ota_error *e)
 {
-	ota_key *key = NULL;
-	ota_nonce_store *nonces = NULL;
-	ota_err rc = ota_key_load_file(key_path, &key, e);
-	ota_nonce_opts nopts;
-	ota_nonce_opts_init(&nopts);
-	if (rc == OTA_OK)
-		rc = ota_nonce_store_open(nonce_db, &nopts, &nonces, e);
 	ota_runner_opts ro;
 	memset(&ro, 0, sizeof ro);
 	ro.runner_key = key;
@@ -59,16 +53,13 @@ static ota_err sign_report(json_t *rep, const char *key_path, const char *nonce_
 	json_t *r;
 	json_array_foreach(json_object_get(rep, "finalized"), i, r)
 	{
-		if (rc != OTA_OK)
-			break;
 		json_t *att = NULL;
-		rc = ota_runner_sign_cleanup(&ro, r, &att, e);
-		if (rc == OTA_OK)
-			json_object_set_new(r, "attestation", att);
+		ota_err rc = ota_runner_sign_cleanup(&ro, r, &att, e);
+		if (rc != OTA_OK)
+			return rc;
+		json_object_set_new(r, "attestation", att);
 	}
-	ota_nonce_store_close(nonces);
-	ota_key_free(key);
-	return rc;
+	return OTA_OK;
 }
 
 int cmd_cleanup(int argc, char **argv)
@@ -148,6 +139,27 @@ int cmd_cleanup(int argc, char **argv)
 		const char *env_ndb = getenv("OTA_NONCE_DB");
 		nonce_db = env_ndb != NULL && env_ndb[0] != '\0' ? env_ndb : "/var/lib/ota/nonces.db";
 	}
+	/* the signing key and the nonce store before anything is acted upon: an
+	 * unusable key must not leave leases finalized with no signed record */
+	ota_key *skey = NULL;
+	ota_nonce_store *nonces = NULL;
+	if (key != NULL) {
+		ota_nonce_opts nopts;
+		ota_nonce_opts_init(&nopts);
+		ota_err prc = ota_key_load_file(key, &skey, &e);
+		if (prc == OTA_OK)
+			prc = ota_nonce_store_open(nonce_db, &nopts, &nonces, &e);
+		if (prc != OTA_OK) {
+			ota_key_free(skey);
+			if (json) {
+				json_t *j = json_pack("{s:b, s:o}", "ok", 0, "error", cli_error_json(&e));
+				cli_print_json(j);
+				json_decref(j);
+				return cli_error_exit(&e);
+			}
+			return cli_fail("ota", &e);
+		}
+	}
 	json_t *rep = NULL;
 	ota_err rc = ota_oci_cleanup(&o, &rep, &e);
 	/*
@@ -161,7 +173,7 @@ int cmd_cleanup(int argc, char **argv)
 	if (rep != NULL && key != NULL) {
 		ota_error se;
 		ota_error_clear(&se);
-		if (sign_report(rep, key, nonce_db, issuer, trust_root, &se) != OTA_OK) {
+		if (sign_report(rep, skey, nonces, issuer, trust_root, &se) != OTA_OK) {
 			signed_ok = false;
 			if (rc == OTA_OK) {
 				rc = se.code;
@@ -220,6 +232,8 @@ int cmd_cleanup(int argc, char **argv)
 		       json_array_size(json_object_get(rep, "untrusted")));
 	}
 	json_decref(rep);
+	ota_nonce_store_close(nonces);
+	ota_key_free(skey);
 	if (rc != OTA_OK)
 		return json ? cli_error_exit(&e) : cli_fail("ota", &e);
 	return CLI_OK;

@@ -8,7 +8,8 @@
 # runtime root holding a live container) run nothing, remove nothing, stay
 # open and make cleanup exit 1 with oci_lease_untrusted, while a real orphan
 # in the same database is still finalized; the next run's orphan sweep
-# leaves them alone too.
+# leaves them alone too. An unusable --key is refused before any lease is
+# acted upon.
 set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
@@ -61,6 +62,18 @@ sqlite3 "$db" "INSERT INTO oci_lease (id, txn, runtime, runtime_bin, runtime_roo
 
 "$OTA" cleanup --lease-db "$db" --list | grep -q "^$id" || fail "orphan not listed"
 "$OTA" cose keygen --alg ES256 --out "$tmp/runner.pem" --pub "$tmp/runner.pub" >/dev/null
+# an unusable key (readable by others) is refused before anything is acted
+# upon: the orphan is not finalized without its signed record
+cp "$tmp/runner.pem" "$tmp/open.pem" && chmod 644 "$tmp/open.pem"
+set +e
+"$OTA" cleanup "${cl[@]}" --key "$tmp/open.pem" --nonce-db "$tmp/nonces.db" --json >"$tmp/badkey.json"
+brc=$?
+set -e
+[ "$brc" -eq 2 ] && jq -e '.ok == false and .error.code == "key_permissions_unsafe"' "$tmp/badkey.json" >/dev/null \
+  || fail "cleanup with an unusable key: exit $brc $(cat "$tmp/badkey.json")"
+[ "$(runc --root "$root" state "$id" | jq -r .status)" = running ] || fail "an unusable key still killed the orphan"
+[ "$(sqlite3 "$db" "SELECT coalesce(terminal, 'open') FROM oci_lease WHERE id = '$id'")" = open ] \
+  || fail "an unusable key still finalized the lease"
 "$OTA" cleanup "${cl[@]}" --key "$tmp/runner.pem" --nonce-db "$tmp/nonces.db" \
   --evidence "$tmp/evidence.json" --json >"$tmp/rep.json"
 cmp -s <(jq -S .finalized "$tmp/rep.json") <(jq -S .finalized "$tmp/evidence.json") || fail "evidence file differs"
