@@ -39,6 +39,14 @@ static const char *printable(const char *s, char *out, size_t cap)
  * `ota run` signs its records) and attached as "attestation"; --evidence
  * writes the whole report atomically.
  */
+/* The report of a cleanup that acted on nothing (refused before, or failed
+ * to start): the schema's shape, ok false; the caller adds "error". */
+static json_t *empty_report(void)
+{
+	return json_pack("{s:s, s:[], s:[], s:I, s:b}", "kind", "ota.cleanup_report/v1", "finalized",
+	                 "untrusted", "skipped_live", (json_int_t)0, "ok", 0);
+}
+
 /* Signs every finalized record of rep with key, against challenges of nonces. */
 static ota_err sign_report(json_t *rep, const ota_key *key, ota_nonce_store *nonces,
                            const char *issuer, const char *trust_root, ota_error *e)
@@ -152,7 +160,8 @@ int cmd_cleanup(int argc, char **argv)
 		if (prc != OTA_OK) {
 			ota_key_free(skey);
 			if (json) {
-				json_t *j = json_pack("{s:b, s:o}", "ok", 0, "error", cli_error_json(&e));
+				json_t *j = empty_report();
+				json_object_set_new(j, "error", cli_error_json(&e));
 				cli_print_json(j);
 				json_decref(j);
 				return cli_error_exit(&e);
@@ -205,7 +214,7 @@ int cmd_cleanup(int argc, char **argv)
 	}
 	if (json) {
 		if (rep == NULL)
-			rep = json_object();
+			rep = empty_report();
 		json_object_set_new(rep, "ok", json_boolean(rc == OTA_OK));
 		if (rc != OTA_OK)
 			json_object_set_new(rep, "error", cli_error_json(&e));

@@ -71,6 +71,8 @@ brc=$?
 set -e
 [ "$brc" -eq 2 ] && jq -e '.ok == false and .error.code == "key_permissions_unsafe"' "$tmp/badkey.json" >/dev/null \
   || fail "cleanup with an unusable key: exit $brc $(cat "$tmp/badkey.json")"
+/usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+  "$OTA_SOURCE_DIR/docs/schemas/cleanup-report.schema.json" "$tmp/badkey.json" || fail "refused cleanup report schema"
 [ "$(runc --root "$root" state "$id" | jq -r .status)" = running ] || fail "an unusable key still killed the orphan"
 [ "$(sqlite3 "$db" "SELECT coalesce(terminal, 'open') FROM oci_lease WHERE id = '$id'")" = open ] \
   || fail "an unusable key still finalized the lease"
