@@ -310,12 +310,29 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 		 * files under a writable path (their link count) are stat'ed. */
 		bool w = !c->rootfs &&
 		         (in_writable || rel_in_list(sub, c->a->writable, c->a->n_writable));
+		/* a device node the image brings along (its layers are unpacked
+		 * as root) outside /dev, which the rendered /dev tmpfs hides: a
+		 * root task with no capabilities may still open it as far as its
+		 * mode goes, and crun runs here with no device cgroup
+		 * (--cgroup-manager=disabled): /dev/kmsg, ttys, input devices.
+		 * The repository's binds are nodev. */
+		bool dev_top = c->rootfs && depth == 0 && strcmp(de->d_name, "dev") == 0;
+		if (c->rootfs && (de->d_type == DT_CHR || de->d_type == DT_BLK)) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_ROOTFS_DEVICE, sub,
+			                   "device node in the root filesystem outside /dev");
+			break;
+		}
 		if (de->d_type == DT_LNK || de->d_type == DT_CHR || de->d_type == DT_BLK ||
 		    de->d_type == DT_FIFO || (de->d_type == DT_REG && !w))
 			continue;
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue; /* vanished */
+		if (c->rootfs && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_ROOTFS_DEVICE, sub,
+			                   "device node in the root filesystem outside /dev");
+			break;
+		}
 		if (S_ISSOCK(st.st_mode)) {
 			rc = ota_error_set(c->err, OTA_ERR_OCI_RUNTIME_SOCKET, sub,
 			                   "socket file inside the boundary (%s)",
@@ -323,7 +340,7 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 			break;
 		}
 		if (c->rootfs) {
-			if (S_ISDIR(st.st_mode)) {
+			if (S_ISDIR(st.st_mode) && !dev_top) {
 				int fd = openat(dirfd(d), de->d_name,
 				                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				if (fd < 0)

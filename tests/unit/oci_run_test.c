@@ -16,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -573,6 +574,102 @@ static void test_escapes_crun(void **state)
 }
 
 /* ---- cases that cannot be defended are refused before any mutation ---- */
+
+/*
+ * Device nodes an untrusted image brings along (umoci unpacks layers as
+ * root): a block node of the host's root disk, /dev/mem, /dev/kmsg and
+ * /dev/port, mode 0666, in the read-only root filesystem. The container's
+ * root user (no capabilities) may open them as far as file modes go; runc's
+ * default device rules refused all four, but crun runs here with
+ * --cgroup-manager=disabled (no device cgroup) and a task wrote into the
+ * host's kernel log through /dev/kmsg (ttys and input devices the same
+ * way). Admission now refuses a device node outside /dev
+ * (oci_rootfs_device); under /dev the rendered tmpfs hides them. Not in the
+ * research catalogue (FS-17 is mknod by the task, which has no CAP_MKNOD).
+ */
+static void expect_refusal(fx *f, ota_oci_plan *p, ota_err want);
+
+static const char device_script[] =
+	"R=/workspace/work/results.txt; t() { n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n "
+	"ESCAPED\" >>$R; else echo \"$n denied\" >>$R; fi; }\n"
+	"t DEV-00 test -e /dev/ota-dev/disk\n"
+	"t DEV-01 dd if=/dev/ota-dev/disk of=/dev/null bs=512 count=1\n"
+	"t DEV-02 dd if=/dev/ota-dev/mem of=/dev/null bs=1 count=1\n"
+	"t DEV-03 dd if=/dev/ota-dev/kmsg of=/dev/null bs=1 count=1\n"
+	"t DEV-04 sh -c 'echo x > /dev/ota-dev/kmsg'\n"
+	"t DEV-05 dd if=/dev/ota-dev/port of=/dev/null bs=1 count=1\n"
+	"t CTL-01 dd if=/dev/zero of=/dev/null bs=1 count=1\n"
+	"echo done >> $R\n";
+
+static void make_device_nodes(const char *dir)
+{
+	struct stat root;
+	assert_int_equal(stat("/", &root), 0);
+	sh("mkdir -p '%s' && mknod -m 666 '%s/disk' b %u %u && mknod -m 666 '%s/mem' c 1 1 && "
+	   "mknod -m 666 '%s/kmsg' c 1 11 && mknod -m 666 '%s/port' c 1 4",
+	   dir, dir, major(root.st_dev), minor(root.st_dev), dir, dir, dir);
+}
+
+static void image_devices(ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	/* a private copy of the test image with the nodes in it */
+	char img[1024], nodes[1100];
+	snprintf(img, sizeof img, "%s/image-rootfs", f->tmp);
+	sh("cp -a '%s' '%s'", f->rootfs, img);
+	snprintf(nodes, sizeof nodes, "%s/opt/ota-dev", img);
+	make_device_nodes(nodes);
+	ota_oci_plan p = fx_plan(f, device_script);
+	p.rootfs = img;
+	/* outside /dev: refused before anything is prepared */
+	expect_refusal(f, &p, OTA_ERR_OCI_ROOTFS_DEVICE);
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_result r;
+	ota_error e;
+	ota_err rc;
+	/* under /dev: hidden by the rendered /dev tmpfs, the run goes ahead */
+	sh("rm -rf '%s'", nodes);
+	snprintf(nodes, sizeof nodes, "%s/dev/ota-dev", img);
+	make_device_nodes(nodes);
+	ota_error_clear(&e);
+	rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	char path[1024];
+	snprintf(path, sizeof path, "%s/work/results.txt", f->repo);
+	char *res = slurp(path);
+	assert_non_null(res);
+	if (getenv("OTA_TEST_VERBOSE") != NULL)
+		fprintf(stderr, "%s", res);
+	assert_non_null(strstr(res, "DEV-00 denied"));
+	assert_non_null(strstr(res, "DEV-01 denied"));
+	assert_non_null(strstr(res, "DEV-02 denied"));
+	assert_non_null(strstr(res, "DEV-03 denied"));
+	assert_non_null(strstr(res, "DEV-04 denied"));
+	assert_non_null(strstr(res, "DEV-05 denied"));
+	/* the control: the standard pseudo-devices still work, so the denials
+	 * are not a broken shell */
+	assert_non_null(strstr(res, "CTL-01 ESCAPED"));
+	assert_non_null(strstr(res, "done"));
+	free(res);
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
+static void test_image_devices_runc(void **state)
+{
+	(void)state;
+	image_devices(OTA_OCI_RUNC);
+}
+
+static void test_image_devices_crun(void **state)
+{
+	(void)state;
+	image_devices(OTA_OCI_CRUN);
+}
 
 static void expect_refusal(fx *f, ota_oci_plan *p, ota_err want)
 {
@@ -1169,6 +1266,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_gate_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_escapes_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_escapes_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_image_devices_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_image_devices_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_refusals, fx_teardown),
 		cmocka_unit_test_teardown(test_private_paths, fx_teardown),
 		cmocka_unit_test_teardown(test_toctou_runc, fx_teardown),
