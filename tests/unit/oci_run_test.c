@@ -659,6 +659,53 @@ static void image_devices(ota_oci_runtime_kind kind)
 	fx_free(f);
 }
 
+/*
+ * An image whose /workspace is a symlink (to /tmp): the runtime resolves
+ * mount destinations inside the rootfs, so the repository and its
+ * carve-outs land under /tmp, not where the boundary says. The host-side
+ * inspection must refuse it (held: oci_mount_unexpected) before the task
+ * runs, and no container may be left.
+ */
+static void image_workspace_symlink(ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	char img[1024];
+	snprintf(img, sizeof img, "%s/image-rootfs", f->tmp);
+	sh("cp -a '%s' '%s' && rm -rf '%s/workspace' && ln -s /tmp '%s/workspace'", f->rootfs, img,
+	   img, img);
+	ota_oci_plan p = fx_plan(f, "echo ran > /workspace/work/ran");
+	p.rootfs = img;
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc == OTA_OK)
+		fail_msg("an image with /workspace -> /tmp ran (terminal %d)", (int)r.terminal);
+	assert_int_equal(r.terminal, OTA_OCI_REFUSED);
+	assert_false(r.started);
+	char path[1024];
+	snprintf(path, sizeof path, "%s/work/ran", f->repo);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(count_containers(f), 0);
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
+static void test_image_workspace_symlink_runc(void **state)
+{
+	(void)state;
+	image_workspace_symlink(OTA_OCI_RUNC);
+}
+
+static void test_image_workspace_symlink_crun(void **state)
+{
+	(void)state;
+	image_workspace_symlink(OTA_OCI_CRUN);
+}
+
 static void test_image_devices_runc(void **state)
 {
 	(void)state;
@@ -1268,6 +1315,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_escapes_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_image_devices_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_image_devices_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_image_workspace_symlink_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_image_workspace_symlink_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_refusals, fx_teardown),
 		cmocka_unit_test_teardown(test_private_paths, fx_teardown),
 		cmocka_unit_test_teardown(test_toctou_runc, fx_teardown),
