@@ -261,6 +261,34 @@ static void scan_free(scan_ctx *c)
 	c->nlinks = c->cap = 0;
 }
 
+/*
+ * The rendered config mounts /proc, /dev, /sys, /tmp and /workspace over the
+ * image's own entries. The runtime resolves a destination inside the rootfs,
+ * so an image whose /tmp is a symlink to /workspace/reports had its tmpfs
+ * land there (then hidden by the repository) and the task's /tmp become the
+ * host carve-out; one whose /workspace is a symlink moved the repository.
+ * Each must be a directory or absent (the runtime then makes it).
+ */
+static ota_err rootfs_mount_points(int rootfd, ota_error *err)
+{
+	static const char *const points[] = {"proc", "dev", "sys", "tmp", "workspace"};
+	for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+		struct stat st;
+		if (fstatat(rootfd, points[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOENT)
+				continue;
+			return ota_error_set(err, OTA_ERR_IO, points[i], "rootfs: fstatat: %s",
+			                     strerror(errno));
+		}
+		if (!S_ISDIR(st.st_mode))
+			return ota_error_set(err, OTA_ERR_OCI_ROOTFS_MOUNT_POINT, points[i],
+			                     "the root filesystem's /%s is a %s, not a directory: the "
+			                     "rendered mount would land elsewhere",
+			                     points[i], S_ISLNK(st.st_mode) ? "symlink" : "non-directory");
+	}
+	return OTA_OK;
+}
+
 static bool rel_in_list(const char *rel, const oci_path *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -672,6 +700,11 @@ ota_err ota_oci_admit_with(const ota_oci_plan *plan, const ota_oci_admit_opts *o
 	fd = open(a->rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = ota_error_set(err, OTA_ERR_IO, a->rootfs, "open: %s", strerror(errno));
+		goto out_fail;
+	}
+	rc = rootfs_mount_points(fd, err);
+	if (rc != OTA_OK) {
+		close(fd);
 		goto out_fail;
 	}
 	rc = scan_dir(&c, fd, "", false, 0);

@@ -660,50 +660,57 @@ static void image_devices(ota_oci_runtime_kind kind)
 }
 
 /*
- * An image whose /workspace is a symlink (to /tmp): the runtime resolves
- * mount destinations inside the rootfs, so the repository and its
- * carve-outs land under /tmp, not where the boundary says. The host-side
- * inspection must refuse it (held: oci_mount_unexpected) before the task
- * runs, and no container may be left.
+ * An image whose mount points are symlinks: the runtime resolves mount
+ * destinations inside the rootfs, so with /tmp -> /workspace/reports the
+ * rendered tmpfs landed in the image's /workspace/reports (then hidden by
+ * the repository) and the task's /tmp was the host carve-out, while the run
+ * said enforced_through_completion; with /workspace -> /tmp the repository
+ * and carve-outs moved (the inspection refused that one). Admission now
+ * refuses each before anything is prepared (oci_rootfs_mount_point).
  */
-static void image_workspace_symlink(ota_oci_runtime_kind kind)
+static void image_mount_point_symlinks(ota_oci_runtime_kind kind)
 {
 	if (!runtime_available(kind))
 		skip();
+	static const char *const cases[][2] = {
+		{"tmp", "/workspace/reports"},
+		{"workspace", "/tmp"},
+		{"proc", "/tmp"},
+		{"dev", "/workspace"},
+		{"sys", "/workspace/reports"},
+	};
 	fx *f = fx_new(kind);
 	char img[1024];
 	snprintf(img, sizeof img, "%s/image-rootfs", f->tmp);
-	sh("cp -a '%s' '%s' && rm -rf '%s/workspace' && ln -s /tmp '%s/workspace'", f->rootfs, img,
-	   img, img);
+	sh("cp -a '%s' '%s'", f->rootfs, img);
 	ota_oci_plan p = fx_plan(f, "echo ran > /workspace/work/ran");
 	p.rootfs = img;
-	ota_oci_run_opts o = fx_opts(f);
-	ota_oci_result r;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_oci_run(&p, &o, &r, &e);
-	if (rc == OTA_OK)
-		fail_msg("an image with /workspace -> /tmp ran (terminal %d)", (int)r.terminal);
-	assert_int_equal(r.terminal, OTA_OCI_REFUSED);
-	assert_false(r.started);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		sh("mv '%s/%s' '%s/%s.orig' 2>/dev/null; ln -s '%s' '%s/%s'", img, cases[i][0], img,
+		   cases[i][0], cases[i][1], img, cases[i][0]);
+		expect_refusal(f, &p, OTA_ERR_OCI_ROOTFS_MOUNT_POINT);
+		sh("rm -f '%s/%s'; mv '%s/%s.orig' '%s/%s' 2>/dev/null || true", img, cases[i][0], img,
+		   cases[i][0], img, cases[i][0]);
+	}
+	/* a regular file where a mount point belongs is refused the same way */
+	sh("mv '%s/tmp' '%s/tmp.orig' 2>/dev/null; : > '%s/tmp'", img, img, img);
+	expect_refusal(f, &p, OTA_ERR_OCI_ROOTFS_MOUNT_POINT);
 	char path[1024];
 	snprintf(path, sizeof path, "%s/work/ran", f->repo);
 	assert_int_equal(access(path, F_OK), -1);
-	assert_int_equal(count_containers(f), 0);
-	ota_oci_result_clear(&r);
 	fx_free(f);
 }
 
-static void test_image_workspace_symlink_runc(void **state)
+static void test_image_mount_points_runc(void **state)
 {
 	(void)state;
-	image_workspace_symlink(OTA_OCI_RUNC);
+	image_mount_point_symlinks(OTA_OCI_RUNC);
 }
 
-static void test_image_workspace_symlink_crun(void **state)
+static void test_image_mount_points_crun(void **state)
 {
 	(void)state;
-	image_workspace_symlink(OTA_OCI_CRUN);
+	image_mount_point_symlinks(OTA_OCI_CRUN);
 }
 
 static void test_image_devices_runc(void **state)
@@ -1315,8 +1322,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_escapes_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_image_devices_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_image_devices_crun, fx_teardown),
-		cmocka_unit_test_teardown(test_image_workspace_symlink_runc, fx_teardown),
-		cmocka_unit_test_teardown(test_image_workspace_symlink_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_image_mount_points_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_image_mount_points_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_refusals, fx_teardown),
 		cmocka_unit_test_teardown(test_private_paths, fx_teardown),
 		cmocka_unit_test_teardown(test_toctou_runc, fx_teardown),
