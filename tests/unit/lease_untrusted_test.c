@@ -37,58 +37,26 @@ typedef struct world {
 	char db[512];
 } world;
 
-static void put(const char *path, const char *text, mode_t mode)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_true(fputs(text, f) >= 0);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, mode), 0);
-}
-
-/* out = a/b */
-static void pathf(char *out, size_t cap, const char *a, const char *b)
-{
-	int n = snprintf(out, cap, "%s/%s", a, b);
-	assert_true(n > 0 && (size_t)n < cap);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
-}
-
 static void world_make(world *w)
 {
 	memset(w, 0, sizeof *w);
 	w->tmp = test_tmpdir();
-	pathf(w->state, sizeof w->state, w->tmp, "state");
-	pathf(w->bundles, sizeof w->bundles, w->state, "bundles");
-	pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
-	pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
-	pathf(w->log, sizeof w->log, w->tmp, "rt.log");
-	pathf(w->evil, sizeof w->evil, w->tmp, "evil.sh");
-	pathf(w->marker, sizeof w->marker, w->tmp, "evil-ran");
-	pathf(w->db, sizeof w->db, w->tmp, "leases.db");
+	test_pathf(w->state, sizeof w->state, w->tmp, "state");
+	test_pathf(w->bundles, sizeof w->bundles, w->state, "bundles");
+	test_pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
+	test_pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
+	test_pathf(w->log, sizeof w->log, w->tmp, "rt.log");
+	test_pathf(w->evil, sizeof w->evil, w->tmp, "evil.sh");
+	test_pathf(w->marker, sizeof w->marker, w->tmp, "evil-ran");
+	test_pathf(w->db, sizeof w->db, w->tmp, "leases.db");
 	assert_int_equal(mkdir(w->state, 0700), 0);
 	assert_int_equal(mkdir(w->bundles, 0700), 0);
 	assert_int_equal(mkdir(w->rtroot, 0700), 0);
-	char text[2048];
-	int n = snprintf(text, sizeof text,
-	                 "#!/bin/sh\n"
-	                 "echo \"$*\" >> '%s'\n"
-	                 "case \" $* \" in\n"
-	                 "  *' state '*) echo 'container does not exist' >&2; exit 1;;\n"
-	                 "  *' run '*) echo 'no containers in this test' >&2; exit 1;;\n"
-	                 "esac\n"
-	                 "exit 0\n",
-	                 w->log);
+	test_fake_runtime(w->fakert, w->log);
+	char text[1024];
+	int n = snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" > '%s'\nexit 0\n", w->marker);
 	assert_true(n > 0 && (size_t)n < (int)sizeof text);
-	put(w->fakert, text, 0755);
-	n = snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" > '%s'\nexit 0\n", w->marker);
-	assert_true(n > 0 && (size_t)n < (int)sizeof text);
-	put(w->evil, text, 0755);
+	test_put(w->evil, text, 0755);
 	json_t *rows = NULL;
 	assert_ota(ota_oci_lease_list(w->db, true, &rows, NULL), OTA_OK); /* the schema */
 	json_decref(rows);
@@ -130,15 +98,15 @@ static void victim(const char *dir)
 {
 	assert_int_equal(mkdir(dir, 0755), 0);
 	char p[1024];
-	pathf(p, sizeof p, dir, "keep");
-	put(p, "precious", 0644);
+	test_pathf(p, sizeof p, dir, "keep");
+	test_put(p, "precious", 0644);
 }
 
 static bool kept(const char *dir)
 {
 	char p[1024];
-	pathf(p, sizeof p, dir, "keep");
-	return exists(p);
+	test_pathf(p, sizeof p, dir, "keep");
+	return test_lexists(p);
 }
 
 /* The forged rows, with what each must leave in place. */
@@ -157,23 +125,23 @@ static void plant_forged(const world *w, forged f[N_FORGED])
 	/* 0: an id that is a path: its "bundle" STATE/bundles/../x = STATE/x */
 	f[0].id = "../x";
 	f[0].field = "id";
-	pathf(f[0].keep, sizeof f[0].keep, w->state, "x");
+	test_pathf(f[0].keep, sizeof f[0].keep, w->state, "x");
 	victim(f[0].keep);
-	pathf(b, sizeof b, w->bundles, "../x");
+	test_pathf(b, sizeof b, w->bundles, "../x");
 	plant(w, f[0].id, "runc", w->fakert, w->rtroot, b);
 	/* 1, 2: ids the runner never makes (upper case, one digit short) */
 	f[1].id = "ota-0123456789ABCDEF01234567";
 	f[2].id = "ota-89abcdef0123456789abcde";
 	for (int i = 1; i <= 2; i++) {
 		f[i].field = "id";
-		pathf(f[i].keep, sizeof f[i].keep, w->bundles, f[i].id);
+		test_pathf(f[i].keep, sizeof f[i].keep, w->bundles, f[i].id);
 		victim(f[i].keep);
 		plant(w, f[i].id, "runc", w->fakert, w->rtroot, f[i].keep);
 	}
 	/* 3: a bundle outside STATE/bundles */
 	f[3].id = "ota-333333333333333333333333";
 	f[3].field = "bundle";
-	pathf(f[3].keep, sizeof f[3].keep, w->tmp, "victim");
+	test_pathf(f[3].keep, sizeof f[3].keep, w->tmp, "victim");
 	victim(f[3].keep);
 	plant(w, f[3].id, "runc", w->fakert, w->rtroot, f[3].keep);
 	/* 4: /bin/sh as the runtime binary; 5: a script that leaves a marker */
@@ -181,7 +149,7 @@ static void plant_forged(const world *w, forged f[N_FORGED])
 	f[5].id = "ota-555555555555555555555555";
 	for (int i = 4; i <= 5; i++) {
 		f[i].field = "runtime_bin";
-		pathf(f[i].keep, sizeof f[i].keep, w->bundles, f[i].id);
+		test_pathf(f[i].keep, sizeof f[i].keep, w->bundles, f[i].id);
 		victim(f[i].keep);
 		plant(w, f[i].id, "runc", i == 4 ? "/bin/sh" : w->evil, w->rtroot, f[i].keep);
 	}
@@ -189,20 +157,20 @@ static void plant_forged(const world *w, forged f[N_FORGED])
 	 * creation of that id (a trusted finalization would remove it) */
 	f[6].id = "ota-666666666666666666666666";
 	f[6].field = "runtime_root";
-	pathf(other, sizeof other, w->tmp, "otherroot");
+	test_pathf(other, sizeof other, w->tmp, "otherroot");
 	assert_int_equal(mkdir(other, 0700), 0);
 	char fifo[1100];
-	pathf(b, sizeof b, other, f[6].id);
+	test_pathf(b, sizeof b, other, f[6].id);
 	assert_int_equal(mkdir(b, 0711), 0);
-	pathf(fifo, sizeof fifo, b, "exec.fifo");
+	test_pathf(fifo, sizeof fifo, b, "exec.fifo");
 	assert_int_equal(mkfifo(fifo, 0622), 0);
-	pathf(f[6].keep, sizeof f[6].keep, w->bundles, f[6].id);
+	test_pathf(f[6].keep, sizeof f[6].keep, w->bundles, f[6].id);
 	victim(f[6].keep);
 	plant(w, f[6].id, "runc", w->fakert, other, f[6].keep);
 	/* 7: a runtime that is neither runc nor crun */
 	f[7].id = "ota-777777777777777777777777";
 	f[7].field = "runtime";
-	pathf(f[7].keep, sizeof f[7].keep, w->bundles, f[7].id);
+	test_pathf(f[7].keep, sizeof f[7].keep, w->bundles, f[7].id);
 	victim(f[7].keep);
 	plant(w, f[7].id, "sh", w->fakert, w->rtroot, f[7].keep);
 }
@@ -224,7 +192,7 @@ static bool has_token(const char *text, const char *word)
  * its binary nor the configured one), nothing removed, the row open. */
 static void assert_untouched(const world *w, const forged f[N_FORGED])
 {
-	assert_false(exists(w->marker));
+	assert_false(test_lexists(w->marker));
 	uint8_t *log = NULL;
 	size_t n = 0;
 	ota_error e;
@@ -239,10 +207,10 @@ static void assert_untouched(const world *w, const forged f[N_FORGED])
 	}
 	free(log);
 	char other[1024], b[1100], fifo[1200];
-	pathf(other, sizeof other, w->tmp, "otherroot");
-	pathf(b, sizeof b, other, f[6].id);
-	pathf(fifo, sizeof fifo, b, "exec.fifo");
-	assert_true(exists(fifo)); /* its "half-built creation" was not removed */
+	test_pathf(other, sizeof other, w->tmp, "otherroot");
+	test_pathf(b, sizeof b, other, f[6].id);
+	test_pathf(fifo, sizeof fifo, b, "exec.fifo");
+	assert_true(test_lexists(fifo)); /* its "half-built creation" was not removed */
 	json_t *open_rows = NULL;
 	assert_ota(ota_oci_lease_list(w->db, true, &open_rows, NULL), OTA_OK);
 	for (int i = 0; i < N_FORGED; i++) {
@@ -304,15 +272,15 @@ static ota_oci_run_opts opts_of(const world *w)
 static void plant_good(const world *w, char victim2[1024])
 {
 	char b[1024];
-	pathf(b, sizeof b, w->bundles, GOOD);
+	test_pathf(b, sizeof b, w->bundles, GOOD);
 	assert_int_equal(mkdir(b, 0700), 0);
 	char cfg[1100];
-	pathf(cfg, sizeof cfg, b, "config.json");
-	put(cfg, "{}", 0600);
+	test_pathf(cfg, sizeof cfg, b, "config.json");
+	test_put(cfg, "{}", 0600);
 	plant(w, GOOD, "runc", w->fakert, w->rtroot, b);
-	pathf(victim2, 1024, w->tmp, "victim2");
+	test_pathf(victim2, 1024, w->tmp, "victim2");
 	victim(victim2);
-	pathf(b, sizeof b, w->bundles, SYML);
+	test_pathf(b, sizeof b, w->bundles, SYML);
 	assert_int_equal(symlink(victim2, b), 0);
 	plant(w, SYML, "runc", w->fakert, w->rtroot, b);
 }
@@ -358,8 +326,8 @@ static void test_cleanup_refuses_forged_rows(void **state)
 	assert_true(json_is_true(json_object_get(g, "bundle_removed")));
 	assert_true(log_has(&w, GOOD));
 	char b[1024];
-	pathf(b, sizeof b, w.bundles, GOOD);
-	assert_false(exists(b));
+	test_pathf(b, sizeof b, w.bundles, GOOD);
+	assert_false(test_lexists(b));
 	/* the symlink at a bundle path is not followed: the lease is closed
 	 * (the container is gone), the link and what it points at stay */
 	const json_t *s = record_of(fin, SYML);
@@ -367,8 +335,8 @@ static void test_cleanup_refuses_forged_rows(void **state)
 	assert_true(json_is_true(json_object_get(s, "lease_closed")));
 	assert_true(json_is_false(json_object_get(s, "bundle_removed")));
 	assert_true(kept(victim2));
-	pathf(b, sizeof b, w.bundles, SYML);
-	assert_true(exists(b));
+	test_pathf(b, sizeof b, w.bundles, SYML);
+	assert_true(test_lexists(b));
 	json_decref(rep);
 	/* a second cleanup: the same forged rows, still refused, still open */
 	rep = NULL;
@@ -392,7 +360,7 @@ static void test_state_dir(void **state)
 	plant_good(&w, victim2);
 	ota_oci_run_opts o = opts_of(&w);
 	char other[1024];
-	pathf(other, sizeof other, w.tmp, "other-state");
+	test_pathf(other, sizeof other, w.tmp, "other-state");
 	o.state_dir = other;
 	json_t *rep = NULL;
 	ota_error e;
@@ -404,8 +372,8 @@ static void test_state_dir(void **state)
 	assert_false(log_has(&w, GOOD));
 	json_decref(rep);
 	char b[1024];
-	pathf(b, sizeof b, w.bundles, GOOD);
-	assert_true(exists(b));
+	test_pathf(b, sizeof b, w.bundles, GOOD);
+	assert_true(test_lexists(b));
 
 	/* the default state directory is /run/ota: these rows are not its */
 	o.state_dir = NULL;
@@ -423,13 +391,13 @@ static void test_state_dir(void **state)
 	world_make(&w);
 	o = opts_of(&w);
 	char tgt[1024];
-	pathf(tgt, sizeof tgt, w.tmp, "elsewhere");
+	test_pathf(tgt, sizeof tgt, w.tmp, "elsewhere");
 	assert_int_equal(mkdir(tgt, 0755), 0);
-	pathf(b, sizeof b, tgt, GOOD);
+	test_pathf(b, sizeof b, tgt, GOOD);
 	victim(b);
 	assert_int_equal(rmdir(w.bundles), 0);
 	assert_int_equal(symlink(tgt, w.bundles), 0);
-	pathf(b, sizeof b, w.bundles, GOOD);
+	test_pathf(b, sizeof b, w.bundles, GOOD);
 	plant(&w, GOOD, "runc", w.fakert, w.rtroot, b);
 	rep = NULL;
 	ota_error_clear(&e);
@@ -440,7 +408,7 @@ static void test_state_dir(void **state)
 	assert_true(json_is_false(json_object_get(g, "bundle_removed")));
 	assert_int_equal(json_array_size(json_object_get(rep, "untrusted")), 0);
 	json_decref(rep);
-	pathf(b, sizeof b, tgt, GOOD);
+	test_pathf(b, sizeof b, tgt, GOOD);
 	assert_true(kept(b));
 	world_free(&w);
 }
@@ -487,8 +455,8 @@ static void test_run_sweep(void **state)
 	/* the run's own container id and bundle have the checked form */
 	char b[1024];
 	assert_true(strncmp(r.container_id, "ota-", 4) == 0 && strlen(r.container_id) == 28);
-	pathf(b, sizeof b, w.bundles, r.container_id);
-	assert_false(exists(b)); /* its own bundle removed */
+	test_pathf(b, sizeof b, w.bundles, r.container_id);
+	assert_false(test_lexists(b)); /* its own bundle removed */
 	assert_true(log_has(&w, r.container_id));
 	ota_oci_result_clear(&r);
 	assert_untouched(&w, f);

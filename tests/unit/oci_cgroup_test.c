@@ -38,41 +38,6 @@ typedef struct world {
 	char state[512], rtroot[512], fakert[512], log[512], db[512], repo[512];
 } world;
 
-static void pathf(char *out, size_t cap, const char *a, const char *b)
-{
-	int n = snprintf(out, cap, "%s/%s", a, b);
-	assert_true(n > 0 && (size_t)n < cap);
-}
-
-static void put(const char *path, const char *text, mode_t mode)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_true(fputs(text, f) >= 0);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, mode), 0);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
-}
-
-static void sh(const char *fmt, ...) OTA_PRINTF(1, 2);
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof cmd);
-	int rc = system(cmd);
-	if (rc != 0)
-		fail_msg("command failed (%d): %s", rc, cmd);
-}
-
 /* A fresh container id of the runner's form. */
 static void fresh_id(char out[32])
 {
@@ -100,11 +65,11 @@ static void world_make(world *w, const char *runtime_body)
 {
 	memset(w, 0, sizeof *w);
 	w->tmp = test_tmpdir();
-	pathf(w->state, sizeof w->state, w->tmp, "state");
-	pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
-	pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
-	pathf(w->log, sizeof w->log, w->tmp, "rt.log");
-	pathf(w->db, sizeof w->db, w->tmp, "leases.db");
+	test_pathf(w->state, sizeof w->state, w->tmp, "state");
+	test_pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
+	test_pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
+	test_pathf(w->log, sizeof w->log, w->tmp, "rt.log");
+	test_pathf(w->db, sizeof w->db, w->tmp, "leases.db");
 	assert_int_equal(mkdir(w->state, 0700), 0);
 	assert_int_equal(mkdir(w->rtroot, 0700), 0);
 	char text[4096];
@@ -115,7 +80,7 @@ static void world_make(world *w, const char *runtime_body)
 	                           "  *' state '*) echo 'container does not exist' >&2; exit 1;;\n"
 	                           "esac\nexit 0\n");
 	assert_true(n > 0 && (size_t)n < (int)sizeof text);
-	put(w->fakert, text, 0755);
+	test_put(w->fakert, text, 0755);
 }
 
 static void world_free(world *w)
@@ -265,7 +230,7 @@ static void test_sweep_removes(void **state)
 	assert_int_equal(json_array_size(json_object_get(c, "cgroups_left")), 0);
 	size_t i;
 	json_t *v;
-	json_array_foreach(dirs, i, v) assert_false(exists(json_string_value(v)));
+	json_array_foreach(dirs, i, v) assert_false(test_lexists(json_string_value(v)));
 	json_decref(rep);
 	json_decref(dirs);
 	world_free(&w);
@@ -307,7 +272,7 @@ static void test_held_not_removed(void **state)
 		if (held != NULL || strstr(json_string_value(v), "/cpuset/") != NULL)
 			continue;
 		char procs[1200];
-		pathf(procs, sizeof procs, json_string_value(v), "cgroup.procs");
+		test_pathf(procs, sizeof procs, json_string_value(v), "cgroup.procs");
 		int fd = open(procs, O_WRONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -335,9 +300,9 @@ static void test_held_not_removed(void **state)
 	const json_t *left = json_object_get(c, "cgroups_left");
 	assert_int_equal(json_array_size(left), 1);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(left, 0), "dir")), held);
-	assert_true(exists(held));
+	assert_true(test_lexists(held));
 	json_array_foreach(dirs, i, v) if (json_string_value(v) != held)
-		assert_false(exists(json_string_value(v)));
+		assert_false(test_lexists(json_string_value(v)));
 	json_decref(rep);
 	rows = NULL;
 	assert_ota(ota_oci_lease_list(w.db, true, &rows, NULL), OTA_OK);
@@ -348,14 +313,14 @@ static void test_held_not_removed(void **state)
 	assert_int_equal(kill(kid, SIGKILL), 0);
 	assert_int_equal(waitpid(kid, NULL, 0), kid);
 	char sub[1200];
-	pathf(sub, sizeof sub, held, "child");
+	test_pathf(sub, sizeof sub, held, "child");
 	assert_int_equal(mkdir(sub, 0755), 0);
 	rep = NULL;
 	ota_error_clear(&e);
 	assert_ota(ota_oci_cleanup(&o, &rep, &e), OTA_ERR_OCI_CLEANUP_UNCONFIRMED);
 	r = record_of(json_object_get(rep, "finalized"), id);
 	assert_true(json_is_false(json_object_get(r, "lease_closed")));
-	assert_true(exists(sub));
+	assert_true(test_lexists(sub));
 	json_decref(rep);
 
 	/* empty: removed, confirmed, closed */
@@ -366,7 +331,7 @@ static void test_held_not_removed(void **state)
 	r = record_of(json_object_get(rep, "finalized"), id);
 	assert_true(json_is_true(json_object_get(r, "confirmed")));
 	assert_true(json_is_true(json_object_get(r, "lease_closed")));
-	assert_false(exists(held));
+	assert_false(test_lexists(held));
 	json_decref(rep);
 	rmdirs(dirs);
 	json_decref(dirs);
@@ -391,7 +356,7 @@ static void test_forged_rows(void **state)
 	char parent[1024];
 	snprintf(parent, sizeof parent, "%.*s", (int)(strlen(d0) - strlen(id) - 1), d0);
 	char outside[700];
-	pathf(outside, sizeof outside, w.tmp, id);
+	test_pathf(outside, sizeof outside, w.tmp, id);
 	assert_int_equal(mkdir(outside, 0755), 0);
 	enum { N = 8 };
 	char ids[N][32], val[N][2400];
@@ -402,7 +367,7 @@ static void test_forged_rows(void **state)
 	char v4[1200], out5[700];
 	snprintf(v4, sizeof v4, "%s/%s", parent, ids[4]);
 	assert_int_equal(mkdir(v4, 0755), 0);
-	pathf(out5, sizeof out5, w.tmp, ids[5]);
+	test_pathf(out5, sizeof out5, w.tmp, ids[5]);
 	assert_int_equal(mkdir(out5, 0755), 0);
 	snprintf(val[0], sizeof val[0], "[\"%s\"]", d0); /* another id's directory */
 	snprintf(val[1], sizeof val[1], "not json");
@@ -443,10 +408,10 @@ static void test_forged_rows(void **state)
 	json_decref(rep);
 	size_t i;
 	json_t *v;
-	json_array_foreach(dirs, i, v) assert_true(exists(json_string_value(v)));
-	assert_true(exists(outside));
-	assert_true(exists(out5));
-	assert_true(exists(v4));
+	json_array_foreach(dirs, i, v) assert_true(test_lexists(json_string_value(v)));
+	assert_true(test_lexists(outside));
+	assert_true(test_lexists(out5));
+	assert_true(test_lexists(v4));
 	assert_int_equal(rmdir(v4), 0);
 	/* nothing of the refused rows was run */
 	uint8_t *lg = NULL;
@@ -511,7 +476,7 @@ static void test_old_database(void **state)
 	assert_true(json_is_true(json_object_get(r, "lease_closed")));
 	size_t i;
 	json_t *v;
-	json_array_foreach(dirs, i, v) assert_false(exists(json_string_value(v)));
+	json_array_foreach(dirs, i, v) assert_false(test_lexists(json_string_value(v)));
 	json_decref(rep);
 	json_decref(dirs);
 	world_free(&w);
@@ -526,7 +491,7 @@ static const char *rootfs_dir(void)
 		const char *c = getenv("OTA_CACHE");
 		snprintf(dir, sizeof dir, "%s/test-rootfs-busybox", c != NULL ? c : "/var/cache/ota");
 		char *script = test_src_path("scripts/make-test-rootfs.sh");
-		sh("bash '%s' busybox '%s' >/dev/null", script, dir);
+		test_sh("bash '%s' busybox '%s' >/dev/null", script, dir);
 		free(script);
 	}
 	return dir;
@@ -598,7 +563,7 @@ static void wrapper_make(world *w, bool kill_creation)
 {
 	world_make(w, NULL);
 	char seen[600];
-	pathf(seen, sizeof seen, w->tmp, "seen");
+	test_pathf(seen, sizeof seen, w->tmp, "seen");
 	const char *watch =
 		kill_creation
 			? "runc \"$@\" & pid=$!\n"
@@ -647,13 +612,13 @@ static void wrapper_make(world *w, bool kill_creation)
 	                 "exit $st\n",
 	                 w->log, parent, watch, seen);
 	assert_true(n > 0 && (size_t)n < sizeof body);
-	put(w->fakert, body, 0755);
+	test_put(w->fakert, body, 0755);
 }
 
 static char *slurp_seen(const world *w)
 {
 	char seen[600];
-	pathf(seen, sizeof seen, w->tmp, "seen");
+	test_pathf(seen, sizeof seen, w->tmp, "seen");
 	uint8_t *b = NULL;
 	size_t n = 0;
 	assert_ota(ota_file_read(seen, 1u << 16, &b, &n, NULL), OTA_OK);
@@ -662,8 +627,8 @@ static char *slurp_seen(const world *w)
 
 static ota_err run_in(world *w, const char *script, ota_oci_result *r, ota_error *e)
 {
-	sh("mkdir -p '%s/repo/reports'", w->tmp);
-	pathf(w->repo, sizeof w->repo, w->tmp, "repo");
+	test_sh("mkdir -p '%s/repo/reports'", w->tmp);
+	test_pathf(w->repo, sizeof w->repo, w->tmp, "repo");
 	static const char *const W[] = {"reports"};
 	const char *argv[] = {"/bin/sh", "-c", script, NULL};
 	ota_oci_plan p;

@@ -34,12 +34,6 @@ typedef struct world {
 	oci_rt rt;
 } world;
 
-static void pathf(char *out, size_t cap, const char *a, const char *b)
-{
-	int n = snprintf(out, cap, "%s/%s", a, b);
-	assert_true(n > 0 && (size_t)n < cap);
-}
-
 static void put_bytes(const char *path, const void *p, size_t n, mode_t mode)
 {
 	FILE *f = fopen(path, "w");
@@ -59,12 +53,12 @@ static int setup(void **state)
 	world *w = calloc(1, sizeof *w);
 	assert_non_null(w);
 	w->tmp = test_tmpdir();
-	pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
-	pathf(w->out, sizeof w->out, w->tmp, "state.out");
-	pathf(w->err, sizeof w->err, w->tmp, "state.err");
-	pathf(w->code, sizeof w->code, w->tmp, "state.code");
-	pathf(w->log, sizeof w->log, w->tmp, "rt.log");
-	pathf(w->root, sizeof w->root, w->tmp, "root");
+	test_pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
+	test_pathf(w->out, sizeof w->out, w->tmp, "state.out");
+	test_pathf(w->err, sizeof w->err, w->tmp, "state.err");
+	test_pathf(w->code, sizeof w->code, w->tmp, "state.code");
+	test_pathf(w->log, sizeof w->log, w->tmp, "rt.log");
+	test_pathf(w->root, sizeof w->root, w->tmp, "root");
 	char text[4096];
 	int n = snprintf(text, sizeof text,
 	                 "#!/bin/sh\n"

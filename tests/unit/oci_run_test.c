@@ -54,20 +54,6 @@ static const char *rootfs_dir(void)
 	return dir;
 }
 
-static void sh(const char *fmt, ...) OTA_PRINTF(1, 2);
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof cmd);
-	int rc = system(cmd);
-	if (rc != 0)
-		fail_msg("command failed (%d): %s", rc, cmd);
-}
-
 static bool runtime_available(ota_oci_runtime_kind k)
 {
 	return system(k == OTA_OCI_CRUN ? "command -v crun >/dev/null 2>&1"
@@ -91,9 +77,9 @@ static fx *fx_new(ota_oci_runtime_kind kind)
 	         kind == OTA_OCI_CRUN ? "crun" : "runc");
 	snprintf(f->db, sizeof f->db, "%s/leases.db", f->tmp);
 	snprintf(f->state, sizeof f->state, "%s/state", f->tmp);
-	sh("mkdir -p '%s'/reports '%s'/.git '%s'/.github/workflows '%s'/work/cfg '%s'/sub", f->repo,
+	test_sh("mkdir -p '%s'/reports '%s'/.git '%s'/.github/workflows '%s'/work/cfg '%s'/sub", f->repo,
 	   f->repo, f->repo, f->repo, f->repo);
-	sh("printf 'orig-git-config' > '%s/.git/config'; printf 'version: 1' > '%s/ota.yaml';"
+	test_sh("printf 'orig-git-config' > '%s/.git/config'; printf 'version: 1' > '%s/ota.yaml';"
 	   "printf '{}' > '%s/work/cfg/settings.json'; printf 'on: push' > "
 	   "'%s/.github/workflows/ci.yml'",
 	   f->repo, f->repo, f->repo, f->repo);
@@ -605,7 +591,7 @@ static void make_device_nodes(const char *dir)
 {
 	struct stat root;
 	assert_int_equal(stat("/", &root), 0);
-	sh("mkdir -p '%s' && mknod -m 666 '%s/disk' b %u %u && mknod -m 666 '%s/mem' c 1 1 && "
+	test_sh("mkdir -p '%s' && mknod -m 666 '%s/disk' b %u %u && mknod -m 666 '%s/mem' c 1 1 && "
 	   "mknod -m 666 '%s/kmsg' c 1 11 && mknod -m 666 '%s/port' c 1 4",
 	   dir, dir, major(root.st_dev), minor(root.st_dev), dir, dir, dir);
 }
@@ -618,7 +604,7 @@ static void image_devices(ota_oci_runtime_kind kind)
 	/* a private copy of the test image with the nodes in it */
 	char img[1024], nodes[1100];
 	snprintf(img, sizeof img, "%s/image-rootfs", f->tmp);
-	sh("cp -a '%s' '%s'", f->rootfs, img);
+	test_sh("cp -a '%s' '%s'", f->rootfs, img);
 	snprintf(nodes, sizeof nodes, "%s/opt/ota-dev", img);
 	make_device_nodes(nodes);
 	ota_oci_plan p = fx_plan(f, device_script);
@@ -630,7 +616,7 @@ static void image_devices(ota_oci_runtime_kind kind)
 	ota_error e;
 	ota_err rc;
 	/* under /dev: hidden by the rendered /dev tmpfs, the run goes ahead */
-	sh("rm -rf '%s'", nodes);
+	test_sh("rm -rf '%s'", nodes);
 	snprintf(nodes, sizeof nodes, "%s/dev/ota-dev", img);
 	make_device_nodes(nodes);
 	ota_error_clear(&e);
@@ -682,18 +668,18 @@ static void image_mount_point_symlinks(ota_oci_runtime_kind kind)
 	fx *f = fx_new(kind);
 	char img[1024];
 	snprintf(img, sizeof img, "%s/image-rootfs", f->tmp);
-	sh("cp -a '%s' '%s'", f->rootfs, img);
+	test_sh("cp -a '%s' '%s'", f->rootfs, img);
 	ota_oci_plan p = fx_plan(f, "echo ran > /workspace/work/ran");
 	p.rootfs = img;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		sh("mv '%s/%s' '%s/%s.orig' 2>/dev/null; ln -s '%s' '%s/%s'", img, cases[i][0], img,
+		test_sh("mv '%s/%s' '%s/%s.orig' 2>/dev/null; ln -s '%s' '%s/%s'", img, cases[i][0], img,
 		   cases[i][0], cases[i][1], img, cases[i][0]);
 		expect_refusal(f, &p, OTA_ERR_OCI_ROOTFS_MOUNT_POINT);
-		sh("rm -f '%s/%s'; mv '%s/%s.orig' '%s/%s' 2>/dev/null || true", img, cases[i][0], img,
+		test_sh("rm -f '%s/%s'; mv '%s/%s.orig' '%s/%s' 2>/dev/null || true", img, cases[i][0], img,
 		   cases[i][0], img, cases[i][0]);
 	}
 	/* a regular file where a mount point belongs is refused the same way */
-	sh("mv '%s/tmp' '%s/tmp.orig' 2>/dev/null; : > '%s/tmp'", img, img, img);
+	test_sh("mv '%s/tmp' '%s/tmp.orig' 2>/dev/null; : > '%s/tmp'", img, img, img);
 	expect_refusal(f, &p, OTA_ERR_OCI_ROOTFS_MOUNT_POINT);
 	char path[1024];
 	snprintf(path, sizeof path, "%s/work/ran", f->repo);
@@ -755,9 +741,9 @@ static void test_refusals(void **state)
 	fx *f = fx_new(OTA_OCI_RUNC);
 	ota_oci_plan p = fx_plan(f, "true");
 	/* FS-05: pre-existing hardlink in a carve-out to protected content */
-	sh("ln '%s/.git/config' '%s/work/prehl'", f->repo, f->repo);
+	test_sh("ln '%s/.git/config' '%s/work/prehl'", f->repo, f->repo);
 	expect_refusal(f, &p, OTA_ERR_OCI_HARDLINK_ALIAS);
-	sh("rm '%s/work/prehl'", f->repo);
+	test_sh("rm '%s/work/prehl'", f->repo);
 	/* FS-13: protected name missing under a writable parent */
 	const char *w1[] = {"work"};
 	const char *p1[] = {"work/.git"};
@@ -767,19 +753,19 @@ static void test_refusals(void **state)
 	p.n_protected = 1;
 	expect_refusal(f, &p, OTA_ERR_OCI_PROTECTED_UNDEFENDABLE);
 	/* FS-25: carve-out declared through a symlink */
-	sh("ln -s /etc '%s/build'", f->repo);
+	test_sh("ln -s /etc '%s/build'", f->repo);
 	const char *w2[] = {"build"};
 	p.writable = w2;
 	p.n_protected = 0;
 	expect_refusal(f, &p, OTA_ERR_OCI_PATH_SYMLINK);
 	/* FS-26: protected path that is itself a symlink */
-	sh("ln -s decoy '%s/work/.codex'", f->repo);
+	test_sh("ln -s decoy '%s/work/.codex'", f->repo);
 	const char *p2[] = {"work/.codex"};
 	p.writable = w1;
 	p.protected_paths = p2;
 	p.n_protected = 1;
 	expect_refusal(f, &p, OTA_ERR_OCI_PATH_SYMLINK);
-	sh("rm '%s/work/.codex'", f->repo);
+	test_sh("rm '%s/work/.codex'", f->repo);
 	p.n_protected = 0;
 	/* writable path outside the repo */
 	const char *w3[] = {"/tmp"};
@@ -790,7 +776,7 @@ static void test_refusals(void **state)
 	expect_refusal(f, &p, OTA_ERR_OCI_PATH_ESCAPE);
 	/* a host mount below a carve-out (mount alias) */
 	p.writable = w1;
-	sh("mkdir -p '%s/work/m'", f->repo);
+	test_sh("mkdir -p '%s/work/m'", f->repo);
 	char m[1024];
 	snprintf(m, sizeof m, "%s/work/m", f->repo);
 	assert_int_equal(mount("tmpfs", m, "tmpfs", 0, "size=1m"), 0);
@@ -847,7 +833,7 @@ static void test_private_paths(void **state)
 	snprintf(nonces, sizeof nonces, "%s/reports/new/nonces.db", f->repo);
 	snprintf(link, sizeof link, "%s/key-link.pem", f->tmp);
 	snprintf(other, sizeof other, "%s/outside.pem", f->tmp);
-	sh("printf 'PRIVATE KEY' > '%s' && ln -s '%s' '%s' && printf 'PRIVATE KEY' > '%s'", key, key,
+	test_sh("printf 'PRIVATE KEY' > '%s' && ln -s '%s' '%s' && printf 'PRIVATE KEY' > '%s'", key, key,
 	   link, other);
 	ota_oci_run_opts o = fx_opts(f);
 	const char *priv[2] = {key, other};
@@ -918,7 +904,7 @@ static void setid_run(ota_oci_runtime_kind kind)
 	if (!runtime_available(kind))
 		skip();
 	fx *f = fx_new(kind);
-	sh("mkdir '%s/work/setid' && cp '%s' '%s/work/probe' && cp '%s/bin/busybox' "
+	test_sh("mkdir '%s/work/setid' && cp '%s' '%s/work/probe' && cp '%s/bin/busybox' "
 	   "'%s/work/bb'",
 	   f->repo, OTA_TASK_PROBE, f->repo, f->rootfs, f->repo);
 	ota_oci_run_opts o = fx_opts(f);
@@ -989,7 +975,7 @@ static void write_failing_runc(const fx *f, char *bin, size_t cap, char *flag, s
 {
 	snprintf(bin, cap, "%s/failing-runc", f->tmp);
 	snprintf(flag, fcap, "%s/fail", f->tmp);
-	sh("printf '#!/bin/sh\\nfor a; do case \"$a\" in kill|state|delete) "
+	test_sh("printf '#!/bin/sh\\nfor a; do case \"$a\" in kill|state|delete) "
 	   "[ -e %s ] && exit 1;; esac; done\\nexec runc \"$@\"\\n' > '%s' && chmod 755 '%s'",
 	   flag, bin, bin);
 }
@@ -1008,8 +994,8 @@ static void test_kill_without_runtime(void **state)
 	p.timeout_seconds = 1;
 
 	/* `kill` fails: the init is killed through its pidfd all the same */
-	sh("touch '%s'", flag);
-	sh("sed -i 's/kill|state|delete/kill/' '%s'", bin);
+	test_sh("touch '%s'", flag);
+	test_sh("sed -i 's/kill|state|delete/kill/' '%s'", bin);
 	ota_oci_result r;
 	ota_error e;
 	ota_error_clear(&e);
@@ -1054,7 +1040,7 @@ static void test_kill_without_runtime(void **state)
 	json_decref(open_rows);
 	assert_int_equal(count_containers(f), 1); /* runc still knows it */
 	/* the runtime works again: cleanup finalizes the lease it left open */
-	sh("rm '%s'", flag);
+	test_sh("rm '%s'", flag);
 	json_t *rep = NULL;
 	ota_error_clear(&e);
 	rc = ota_oci_cleanup(&o, &rep, &e);
@@ -1207,7 +1193,7 @@ static void test_upstream_example_debian(void **state)
 	fx *f = fx_new(OTA_OCI_RUNC);
 	char *yaml = test_src_path("vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml");
 	assert_int_equal(access(yaml, R_OK), 0);
-	sh("cp '%s' '%s/ota.yaml'", yaml, f->repo);
+	test_sh("cp '%s' '%s/ota.yaml'", yaml, f->repo);
 	free(yaml);
 	ota_oci_run_opts o = fx_opts(f);
 	static const char *const argv[] = {"bash", "-lc", "printf verified > reports/result.txt"};
@@ -1250,13 +1236,13 @@ static void swap_carve_out(void *ctx)
 {
 	const swap_ctx *c = ctx;
 	const fx *f = c->f;
-	sh("mkdir -p '%s/decoy' && echo SECRET > '%s/decoy/secret' && mv '%s/reports' "
+	test_sh("mkdir -p '%s/decoy' && echo SECRET > '%s/decoy/secret' && mv '%s/reports' "
 	   "'%s/reports.real'",
 	   f->tmp, f->tmp, f->repo, f->repo);
 	if (c->symlink)
-		sh("ln -s '%s/decoy' '%s/reports'", f->tmp, f->repo);
+		test_sh("ln -s '%s/decoy' '%s/reports'", f->tmp, f->repo);
 	else
-		sh("mkdir '%s/reports' && echo SECRET > '%s/reports/secret'", f->repo, f->repo);
+		test_sh("mkdir '%s/reports' && echo SECRET > '%s/reports/secret'", f->repo, f->repo);
 }
 
 static void toctou_swap(ota_oci_runtime_kind kind, bool symlink)

@@ -37,52 +37,20 @@ typedef struct world {
 	char repo[512], rootfs[512];
 } world;
 
-static void pathf(char *out, size_t cap, const char *a, const char *b)
-{
-	int n = snprintf(out, cap, "%s/%s", a, b);
-	assert_true(n > 0 && (size_t)n < cap);
-}
-
-static void put(const char *path, const char *text, mode_t mode)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_true(fputs(text, f) >= 0);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, mode), 0);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
-}
-
 static void world_make(world *w)
 {
 	memset(w, 0, sizeof *w);
 	w->tmp = test_tmpdir();
-	pathf(w->state, sizeof w->state, w->tmp, "state");
-	pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
-	pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
-	pathf(w->log, sizeof w->log, w->tmp, "rt.log");
-	pathf(w->outside, sizeof w->outside, w->tmp, "outside");
-	pathf(w->db, sizeof w->db, w->tmp, "leases.db");
+	test_pathf(w->state, sizeof w->state, w->tmp, "state");
+	test_pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
+	test_pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
+	test_pathf(w->log, sizeof w->log, w->tmp, "rt.log");
+	test_pathf(w->outside, sizeof w->outside, w->tmp, "outside");
+	test_pathf(w->db, sizeof w->db, w->tmp, "leases.db");
 	test_mkdir_in(w->tmp, "repo", w->repo, sizeof w->repo);
 	test_mkdir_in(w->tmp, "rootfs", w->rootfs, sizeof w->rootfs);
 	assert_int_equal(mkdir(w->outside, 0755), 0);
-	char text[2048];
-	int n = snprintf(text, sizeof text,
-	                 "#!/bin/sh\n"
-	                 "echo \"$*\" >> '%s'\n"
-	                 "case \" $* \" in\n"
-	                 "  *' state '*) echo 'container does not exist' >&2; exit 1;;\n"
-	                 "  *' run '*) echo 'no containers in this test' >&2; exit 1;;\n"
-	                 "esac\n"
-	                 "exit 0\n",
-	                 w->log);
-	assert_true(n > 0 && (size_t)n < (int)sizeof text);
-	put(w->fakert, text, 0755);
+	test_fake_runtime(w->fakert, w->log);
 }
 
 static void world_free(world *w)
@@ -128,9 +96,9 @@ static void assert_refused(world *w, const char *where)
 	assert_ota(run(w, &o, &r, &e), OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
 	assert_int_equal(r.terminal, OTA_OCI_NOT_STARTED);
 	assert_string_equal(e.where, where);
-	assert_false(exists(w->db));
-	assert_false(exists(w->state));
-	assert_false(exists(w->log));
+	assert_false(test_lexists(w->db));
+	assert_false(test_lexists(w->state));
+	assert_false(test_lexists(w->log));
 	ota_oci_result_clear(&r);
 }
 
@@ -150,9 +118,9 @@ static void test_root_made(void **state)
 	world w;
 	world_make(&w);
 	char a[600], b[700];
-	pathf(a, sizeof a, w.tmp, "a");
-	pathf(b, sizeof b, a, "b");
-	pathf(w.rtroot, sizeof w.rtroot, b, "runc");
+	test_pathf(a, sizeof a, w.tmp, "a");
+	test_pathf(b, sizeof b, a, "b");
+	test_pathf(w.rtroot, sizeof w.rtroot, b, "runc");
 	ota_oci_run_opts o = opts_of(&w);
 	ota_oci_result r;
 	ota_error e;
@@ -178,7 +146,7 @@ static void test_root_symlink(void **state)
 	world_make(&w);
 	/* the root a symlink to a directory of root's, 0700 */
 	char target[600];
-	pathf(target, sizeof target, w.outside, "rt");
+	test_pathf(target, sizeof target, w.outside, "rt");
 	assert_int_equal(mkdir(target, 0700), 0);
 	assert_int_equal(symlink(target, w.rtroot), 0);
 	assert_refused(&w, w.rtroot);
@@ -186,22 +154,22 @@ static void test_root_symlink(void **state)
 	/* a dangling one: nothing is made at its target */
 	assert_int_equal(unlink(w.rtroot), 0);
 	char nowhere[600];
-	pathf(nowhere, sizeof nowhere, w.outside, "made");
+	test_pathf(nowhere, sizeof nowhere, w.outside, "made");
 	assert_int_equal(symlink(nowhere, w.rtroot), 0);
 	assert_refused(&w, w.rtroot);
-	assert_false(exists(nowhere));
+	assert_false(test_lexists(nowhere));
 	assert_int_equal(unlink(w.rtroot), 0);
 	/* a symlink above the root: the root is not made through it */
 	char link[600];
-	pathf(link, sizeof link, w.tmp, "link");
+	test_pathf(link, sizeof link, w.tmp, "link");
 	assert_int_equal(symlink(w.outside, link), 0);
 	char where[600];
 	snprintf(where, sizeof where, "%s", link);
-	pathf(w.rtroot, sizeof w.rtroot, link, "runc");
+	test_pathf(w.rtroot, sizeof w.rtroot, link, "runc");
 	assert_refused(&w, where);
 	char made[700];
-	pathf(made, sizeof made, w.outside, "runc");
-	assert_false(exists(made));
+	test_pathf(made, sizeof made, w.outside, "runc");
+	assert_false(test_lexists(made));
 	world_free(&w);
 }
 
@@ -210,7 +178,7 @@ static void test_root_not_directory(void **state)
 	(void)state;
 	world w;
 	world_make(&w);
-	put(w.rtroot, "not a directory", 0600);
+	test_put(w.rtroot, "not a directory", 0600);
 	assert_refused(&w, w.rtroot);
 	world_free(&w);
 }
@@ -259,25 +227,25 @@ static void test_root_swapped(void **state)
 	assert_int_equal(st, 0);
 	assert_int_equal(unlink(w.log), 0);
 	char moved[600];
-	pathf(moved, sizeof moved, w.tmp, "moved");
+	test_pathf(moved, sizeof moved, w.tmp, "moved");
 	assert_int_equal(rename(w.rtroot, moved), 0);
 	char target[600];
-	pathf(target, sizeof target, w.outside, "rt");
+	test_pathf(target, sizeof target, w.outside, "rt");
 	assert_int_equal(mkdir(target, 0700), 0);
 	assert_int_equal(symlink(target, w.rtroot), 0);
 	assert_ota(oci_rt_cmd(&rt, args, -1, -1, NULL, 0, NULL, 0, &st, &e),
 	           OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
 	assert_string_equal(e.where, w.rtroot);
-	assert_false(exists(w.log));
+	assert_false(test_lexists(w.log));
 	/* gone altogether */
 	assert_int_equal(unlink(w.rtroot), 0);
 	assert_ota(oci_rt_cmd(&rt, args, -1, -1, NULL, 0, NULL, 0, &st, &e),
 	           OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
-	assert_false(exists(w.log));
+	assert_false(test_lexists(w.log));
 	/* back in place: run again */
 	assert_int_equal(rename(moved, w.rtroot), 0);
 	assert_ota(oci_rt_cmd(&rt, args, -1, -1, NULL, 0, NULL, 0, &st, &e), OTA_OK);
-	assert_true(exists(w.log));
+	assert_true(test_lexists(w.log));
 	world_free(&w);
 }
 
@@ -349,7 +317,7 @@ static void test_cleanup_refuses(void **state)
 	                    "oci_runtime_dir_unsafe");
 	assert_false(json_is_true(json_object_get(json_array_get(fin, 0), "lease_closed")));
 	json_decref(report);
-	assert_false(exists(w.log));
+	assert_false(test_lexists(w.log));
 	assert_int_equal(open_leases(&w), 1);
 	/* nobody's */
 	assert_int_equal(chmod(w.rtroot, 0700), 0);
@@ -358,19 +326,19 @@ static void test_cleanup_refuses(void **state)
 		ota_error_clear(&e);
 		assert_ota(ota_oci_cleanup(&o, &report, &e), OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
 		json_decref(report);
-		assert_false(exists(w.log));
+		assert_false(test_lexists(w.log));
 		assert_int_equal(open_leases(&w), 1);
 		assert_int_equal(chown(w.rtroot, 0, 0), 0);
 	}
 	/* a symlink to a directory of root's */
 	char moved[600];
-	pathf(moved, sizeof moved, w.tmp, "moved");
+	test_pathf(moved, sizeof moved, w.tmp, "moved");
 	assert_int_equal(rename(w.rtroot, moved), 0);
 	assert_int_equal(symlink(moved, w.rtroot), 0);
 	ota_error_clear(&e);
 	assert_ota(ota_oci_cleanup(&o, &report, &e), OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
 	json_decref(report);
-	assert_false(exists(w.log));
+	assert_false(test_lexists(w.log));
 	assert_int_equal(open_leases(&w), 1);
 	/* the root in place again: the lease is finalized */
 	assert_int_equal(unlink(w.rtroot), 0);
@@ -379,7 +347,7 @@ static void test_cleanup_refuses(void **state)
 	ota_err rc = ota_oci_cleanup(&o, &report, &e);
 	assert_true(rc != OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
 	json_decref(report);
-	assert_true(exists(w.log));
+	assert_true(test_lexists(w.log));
 	world_free(&w);
 }
 
@@ -391,9 +359,9 @@ static void test_lease_db_parents(void **state)
 	world w;
 	world_make(&w);
 	char a[600], b[700], db[800];
-	pathf(a, sizeof a, w.tmp, "a");
-	pathf(b, sizeof b, a, "b");
-	pathf(db, sizeof db, b, "leases.db");
+	test_pathf(a, sizeof a, w.tmp, "a");
+	test_pathf(b, sizeof b, a, "b");
+	test_pathf(db, sizeof db, b, "leases.db");
 	oci_lease_db *h = NULL;
 	ota_error e;
 	ota_error_clear(&e);
@@ -401,18 +369,18 @@ static void test_lease_db_parents(void **state)
 	oci_lease_close(h);
 	assert_mode(a, 0700);
 	assert_mode(b, 0700);
-	assert_true(exists(db));
+	assert_true(test_lexists(db));
 	/* a symlink above: refused, nothing made at its target */
 	char link[600], db2[800], made[700];
-	pathf(link, sizeof link, w.tmp, "link");
+	test_pathf(link, sizeof link, w.tmp, "link");
 	assert_int_equal(symlink(w.outside, link), 0);
 	snprintf(db2, sizeof db2, "%s/sub/leases.db", link);
 	ota_error_clear(&e);
 	assert_ota(oci_lease_open(db2, &h, &e), OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
 	assert_null(h);
 	assert_string_equal(e.where, link);
-	pathf(made, sizeof made, w.outside, "sub");
-	assert_false(exists(made));
+	test_pathf(made, sizeof made, w.outside, "sub");
+	assert_false(test_lexists(made));
 	/* the database's own directory a symlink */
 	char db3[800];
 	snprintf(db3, sizeof db3, "%s/leases.db", link);
@@ -425,7 +393,7 @@ static void test_lease_db_parents(void **state)
 	ota_oci_result r;
 	assert_ota(run(&w, &o, &r, &e), OTA_ERR_OCI_RUNTIME_DIR_UNSAFE);
 	assert_int_equal(r.terminal, OTA_OCI_NOT_STARTED);
-	assert_false(exists(w.log));
+	assert_false(test_lexists(w.log));
 	assert_int_equal(test_count_entries(w.outside, false), 0);
 	ota_oci_result_clear(&r);
 	world_free(&w);

@@ -37,54 +37,22 @@ typedef struct world {
 	char db[512], repo[512], rootfs[512];
 } world;
 
-static void pathf(char *out, size_t cap, const char *a, const char *b)
-{
-	int n = snprintf(out, cap, "%s/%s", a, b);
-	assert_true(n > 0 && (size_t)n < cap);
-}
-
-static void put(const char *path, const char *text, mode_t mode)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_true(fputs(text, f) >= 0);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, mode), 0);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
-}
-
 static void world_make(world *w)
 {
 	memset(w, 0, sizeof *w);
 	w->tmp = test_tmpdir();
-	pathf(w->state, sizeof w->state, w->tmp, "state");
-	pathf(w->bundles, sizeof w->bundles, w->state, "bundles");
-	pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
-	pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
-	pathf(w->log, sizeof w->log, w->tmp, "rt.log");
-	pathf(w->outside, sizeof w->outside, w->tmp, "outside");
-	pathf(w->db, sizeof w->db, w->tmp, "leases.db");
+	test_pathf(w->state, sizeof w->state, w->tmp, "state");
+	test_pathf(w->bundles, sizeof w->bundles, w->state, "bundles");
+	test_pathf(w->rtroot, sizeof w->rtroot, w->tmp, "rtroot");
+	test_pathf(w->fakert, sizeof w->fakert, w->tmp, "fakert");
+	test_pathf(w->log, sizeof w->log, w->tmp, "rt.log");
+	test_pathf(w->outside, sizeof w->outside, w->tmp, "outside");
+	test_pathf(w->db, sizeof w->db, w->tmp, "leases.db");
 	test_mkdir_in(w->tmp, "repo", w->repo, sizeof w->repo);
 	test_mkdir_in(w->tmp, "rootfs", w->rootfs, sizeof w->rootfs);
 	assert_int_equal(mkdir(w->rtroot, 0700), 0);
 	assert_int_equal(mkdir(w->outside, 0755), 0);
-	char text[2048];
-	int n = snprintf(text, sizeof text,
-	                 "#!/bin/sh\n"
-	                 "echo \"$*\" >> '%s'\n"
-	                 "case \" $* \" in\n"
-	                 "  *' state '*) echo 'container does not exist' >&2; exit 1;;\n"
-	                 "  *' run '*) echo 'no containers in this test' >&2; exit 1;;\n"
-	                 "esac\n"
-	                 "exit 0\n",
-	                 w->log);
-	assert_true(n > 0 && (size_t)n < (int)sizeof text);
-	put(w->fakert, text, 0755);
+	test_fake_runtime(w->fakert, w->log);
 }
 
 static void world_free(world *w)
@@ -147,8 +115,8 @@ static void assert_refused(world *w, const char *where)
 	assert_ota(run(w, &o, &r, &e), OTA_ERR_OCI_STATE_DIR_UNSAFE);
 	assert_int_equal(r.terminal, OTA_OCI_NOT_STARTED);
 	assert_string_equal(e.where, where);
-	assert_false(exists(w->db));
-	assert_false(exists(w->log));
+	assert_false(test_lexists(w->db));
+	assert_false(test_lexists(w->log));
 	ota_oci_result_clear(&r);
 }
 
@@ -202,10 +170,10 @@ static void test_state_symlink(void **state)
 	/* a dangling one: nothing is made at its target */
 	assert_int_equal(unlink(w.state), 0);
 	char nowhere[600];
-	pathf(nowhere, sizeof nowhere, w.outside, "made");
+	test_pathf(nowhere, sizeof nowhere, w.outside, "made");
 	assert_int_equal(symlink(nowhere, w.state), 0);
 	assert_refused(&w, w.state);
-	assert_false(exists(nowhere));
+	assert_false(test_lexists(nowhere));
 	world_free(&w);
 }
 
@@ -221,18 +189,18 @@ static void test_bundles_symlink(void **state)
 	/* dangling */
 	assert_int_equal(unlink(w.bundles), 0);
 	char nowhere[600];
-	pathf(nowhere, sizeof nowhere, w.outside, "made");
+	test_pathf(nowhere, sizeof nowhere, w.outside, "made");
 	assert_int_equal(symlink(nowhere, w.bundles), 0);
 	assert_refused(&w, w.bundles);
-	assert_false(exists(nowhere));
+	assert_false(test_lexists(nowhere));
 	/* a regular file */
 	assert_int_equal(unlink(w.bundles), 0);
-	put(w.bundles, "not a directory", 0600);
+	test_put(w.bundles, "not a directory", 0600);
 	assert_refused(&w, w.bundles);
 	world_free(&w);
 	/* STATE a regular file */
 	world_make(&w);
-	put(w.state, "not a directory", 0600);
+	test_put(w.state, "not a directory", 0600);
 	assert_refused(&w, w.state);
 	world_free(&w);
 }
@@ -283,7 +251,7 @@ static void test_bundle_beneath(void **state)
 	int bfd = -1;
 	assert_ota(oci_state_open(w.state, true, &bfd, &e), OTA_OK);
 	char bundle[700];
-	pathf(bundle, sizeof bundle, w.bundles, ID);
+	test_pathf(bundle, sizeof bundle, w.bundles, ID);
 
 	/* a symlink planted at STATE/bundles/ID (to a directory outside):
 	 * not used, not followed, nothing made at its target */
@@ -294,22 +262,22 @@ static void test_bundle_beneath(void **state)
 	assert_int_equal(entries(w.outside), 0);
 	/* nor removed through it */
 	char keep[700];
-	pathf(keep, sizeof keep, w.outside, "keep");
-	put(keep, "precious", 0644);
+	test_pathf(keep, sizeof keep, w.outside, "keep");
+	test_put(keep, "precious", 0644);
 	assert_false(oci_bundle_remove_at(bfd, ID));
-	assert_true(exists(keep));
+	assert_true(test_lexists(keep));
 	assert_int_equal(unlink(bundle), 0);
 
 	/* a directory already there (with a config.json) is not taken over */
 	assert_int_equal(mkdir(bundle, 0700), 0);
 	char cfg[800];
-	pathf(cfg, sizeof cfg, bundle, "config.json");
-	put(cfg, "planted", 0600);
+	test_pathf(cfg, sizeof cfg, bundle, "config.json");
+	test_put(cfg, "planted", 0600);
 	ota_error_clear(&e);
 	assert_ota(oci_bundle_create(bfd, bundle, ID, &dfd, &e), OTA_ERR_OCI_STATE_DIR_UNSAFE);
 	assert_string_equal(e.where, bundle);
 	assert_true(oci_bundle_remove_at(bfd, ID));
-	assert_false(exists(bundle));
+	assert_false(test_lexists(bundle));
 
 	/* made here: 0700, then config.json beneath it */
 	ota_error_clear(&e);
@@ -318,7 +286,7 @@ static void test_bundle_beneath(void **state)
 	assert_int_equal(lstat(bundle, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0700);
 	/* a pre-existing config.json is refused, not overwritten */
-	put(cfg, "planted", 0644);
+	test_put(cfg, "planted", 0644);
 	ota_error_clear(&e);
 	assert_ota(oci_bundle_write(dfd, "config.json", ota_bytes_make("{}", 2), cfg, &e),
 	           OTA_ERR_OCI_STATE_DIR_UNSAFE);
@@ -332,12 +300,12 @@ static void test_bundle_beneath(void **state)
 	 * target not created */
 	assert_int_equal(unlink(cfg), 0);
 	char target[800];
-	pathf(target, sizeof target, w.outside, "written");
+	test_pathf(target, sizeof target, w.outside, "written");
 	assert_int_equal(symlink(target, cfg), 0);
 	ota_error_clear(&e);
 	assert_ota(oci_bundle_write(dfd, "config.json", ota_bytes_make("{}", 2), cfg, &e),
 	           OTA_ERR_OCI_STATE_DIR_UNSAFE);
-	assert_false(exists(target));
+	assert_false(test_lexists(target));
 	assert_int_equal(unlink(cfg), 0);
 	/* written whole, 0600 */
 	ota_error_clear(&e);
@@ -352,7 +320,7 @@ static void test_bundle_beneath(void **state)
 	assert_ota(oci_bundle_verify_path(dfd, bundle, &e), OTA_OK);
 	/* swapped for a symlink to a look-alike outside: refused */
 	char moved[800];
-	pathf(moved, sizeof moved, w.bundles, "moved");
+	test_pathf(moved, sizeof moved, w.bundles, "moved");
 	assert_int_equal(rename(bundle, moved), 0);
 	assert_int_equal(symlink(w.outside, bundle), 0);
 	ota_error_clear(&e);
@@ -362,7 +330,7 @@ static void test_bundle_beneath(void **state)
 	assert_ota(oci_bundle_verify_path(dfd, bundle, &e), OTA_ERR_OCI_STATE_DIR_UNSAFE);
 	close(dfd);
 	close(bfd);
-	assert_true(exists(keep));
+	assert_true(test_lexists(keep));
 	assert_int_equal(entries(w.outside), 1);
 	world_free(&w);
 }
@@ -387,11 +355,11 @@ static void swap_bundle(void *ctx)
 	closedir(d);
 	assert_true(s->id[0] != '\0');
 	char b[700], real[700], cfg[800];
-	pathf(b, sizeof b, s->w->bundles, s->id);
-	pathf(real, sizeof real, s->w->bundles, "real");
+	test_pathf(b, sizeof b, s->w->bundles, s->id);
+	test_pathf(real, sizeof real, s->w->bundles, "real");
 	assert_int_equal(rename(b, real), 0);
-	pathf(cfg, sizeof cfg, s->w->outside, "config.json");
-	put(cfg, "{\"evil\":true}", 0644);
+	test_pathf(cfg, sizeof cfg, s->w->outside, "config.json");
+	test_put(cfg, "{\"evil\":true}", 0644);
 	assert_int_equal(symlink(s->w->outside, b), 0);
 }
 
@@ -411,8 +379,8 @@ static void test_swapped_before_create(void **state)
 	assert_string_equal(r.container_id, s.id);
 	assert_false(log_has(&w, " run "));
 	char cfg[800];
-	pathf(cfg, sizeof cfg, w.outside, "config.json");
-	assert_true(exists(cfg));
+	test_pathf(cfg, sizeof cfg, w.outside, "config.json");
+	assert_true(test_lexists(cfg));
 	assert_int_equal(entries(w.outside), 1);
 	/* nothing was created: the lease is closed, the removal confirmed */
 	json_t *rows = NULL;
@@ -432,21 +400,21 @@ static void test_remove_refuses_unsafe(void **state)
 	assert_int_equal(mkdir(w.state, 0700), 0);
 	assert_int_equal(mkdir(w.bundles, 0700), 0);
 	char b[700], keep[800];
-	pathf(b, sizeof b, w.bundles, ID);
+	test_pathf(b, sizeof b, w.bundles, ID);
 	assert_int_equal(mkdir(b, 0700), 0);
-	pathf(keep, sizeof keep, b, "config.json");
-	put(keep, "{}", 0600);
+	test_pathf(keep, sizeof keep, b, "config.json");
+	test_put(keep, "{}", 0600);
 	assert_int_equal(chmod(w.bundles, 0777), 0);
 	assert_false(oci_bundle_remove(w.state, ID));
-	assert_true(exists(keep));
+	assert_true(test_lexists(keep));
 	assert_int_equal(chmod(w.bundles, 0700), 0);
 	assert_true(oci_bundle_remove(w.state, ID));
-	assert_false(exists(b));
+	assert_false(test_lexists(b));
 	/* no state directory at all: nothing to remove */
 	char none[600];
-	pathf(none, sizeof none, w.tmp, "none");
+	test_pathf(none, sizeof none, w.tmp, "none");
 	assert_true(oci_bundle_remove(none, ID));
-	assert_false(exists(none));
+	assert_false(test_lexists(none));
 	world_free(&w);
 }
 

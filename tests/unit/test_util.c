@@ -436,3 +436,53 @@ uint8_t *test_attestation_sign(const ota_attestation *a, const ota_key *k, bool 
 	free(p);
 	return msg;
 }
+
+void test_pathf(char *out, size_t cap, const char *a, const char *b)
+{
+	int n = snprintf(out, cap, "%s/%s", a, b);
+	assert_true(n > 0 && (size_t)n < cap);
+}
+
+void test_put(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+bool test_lexists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+void test_sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	assert_true(n > 0 && (size_t)n < sizeof cmd);
+	int rc = system(cmd);
+	if (rc != 0)
+		fail_msg("command failed (%d): %s", rc, cmd);
+}
+
+void test_fake_runtime(const char *path, const char *log)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof text,
+	                 "#!/bin/sh\n"
+	                 "echo \"$*\" >> '%s'\n"
+	                 "case \" $* \" in\n"
+	                 "  *' state '*) echo 'container does not exist' >&2; exit 1;;\n"
+	                 "  *' run '*) echo 'no containers in this test' >&2; exit 1;;\n"
+	                 "esac\n"
+	                 "exit 0\n",
+	                 log);
+	assert_true(n > 0 && (size_t)n < sizeof text);
+	test_put(path, text, 0755);
+}

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cmocka.h>
 
 #include <jansson.h>
@@ -26,6 +27,21 @@ uint8_t *test_read_src(const char *rel, size_t *len);
 /* A fresh temporary directory (new string); removed by test_rmtree. */
 char *test_tmpdir(void);
 void test_rmtree(const char *path);
+/* out = a/b; fails the test when it does not fit. */
+void test_pathf(char *out, size_t cap, const char *a, const char *b);
+/* Writes text to path (created or truncated), then sets its mode. */
+void test_put(const char *path, const char *text, mode_t mode);
+/* Something is at path (lstat: a dangling symlink counts). */
+bool test_lexists(const char *path);
+/* Runs a shell command; fails the test on any other status than 0. */
+void test_sh(const char *fmt, ...) OTA_PRINTF(1, 2);
+/*
+ * A fake OCI runtime at path (mode 0755): appends its arguments to log,
+ * answers `state` as an unknown container, refuses `run`, succeeds at
+ * anything else (kill, delete). For tests that must see which runtime
+ * commands were (not) run.
+ */
+void test_fake_runtime(const char *path, const char *log);
 /*
  * A fresh temporary directory with an empty DIR/repo in it, repo opened as
  * a directory (open_flags | O_DIRECTORY | O_CLOEXEC); _free closes repo_fd
