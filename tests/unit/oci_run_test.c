@@ -424,10 +424,26 @@ static char *fingerprint_cmd(const fx *f)
 	return buf;
 }
 
-/* The attack script: every attempt appends "NAME rc" to work/results.txt. */
-static const char escape_script[] =
-	"R=/workspace/work/results.txt; t() { n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n "
+/* The attack scripts' prelude: t NAME CMD... appends "NAME denied", or
+ * "NAME ESCAPED" when CMD succeeded, to work/results.txt. */
+#define ATTACK_PRELUDE \
+	"R=/workspace/work/results.txt; t() { n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n " \
 	"ESCAPED\" >>$R; else echo \"$n denied\" >>$R; fi; }\n"
+
+/* work/results.txt as the attack script left it (freed by the caller). */
+static char *attack_results(const fx *f)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/work/results.txt", f->repo);
+	char *res = slurp(path);
+	assert_non_null(res);
+	if (getenv("OTA_TEST_VERBOSE") != NULL)
+		fprintf(stderr, "%s", res);
+	return res;
+}
+
+/* The escape catalogue's attacks, each by its research name. */
+static const char escape_script[] = ATTACK_PRELUDE
 	"t FS-01 sh -c 'echo PWNED >> /workspace/.git/config'\n"
 	"t FS-02 sh -c 'echo PWNED >> /workspace/work/cfg/settings.json'\n"
 	"ln -s /workspace/.git/config /workspace/work/lnk; t FS-03 sh -c 'echo PWNED >> "
@@ -519,11 +535,7 @@ static void escape_catalogue(ota_oci_runtime_kind kind)
 	assert_int_equal(accept(l, (struct sockaddr *)&peer, &pl), -1); /* NET-06 */
 	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
 	close(l);
-	snprintf(path, sizeof path, "%s/work/results.txt", f->repo);
-	char *res = slurp(path);
-	assert_non_null(res);
-	if (getenv("OTA_TEST_VERBOSE") != NULL)
-		fprintf(stderr, "%s", res);
+	char *res = attack_results(f);
 	assert_null(strstr(res, "ESCAPED")); /* in-sandbox errno side: all denied */
 	assert_non_null(strstr(res, "FS-01 denied"));
 	assert_non_null(strstr(res, "NET-06 denied"));
@@ -575,9 +587,7 @@ static void test_escapes_crun(void **state)
  */
 static void expect_refusal(fx *f, ota_oci_plan *p, ota_err want);
 
-static const char device_script[] =
-	"R=/workspace/work/results.txt; t() { n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n "
-	"ESCAPED\" >>$R; else echo \"$n denied\" >>$R; fi; }\n"
+static const char device_script[] = ATTACK_PRELUDE
 	"t DEV-00 test -e /dev/ota-dev/disk\n"
 	"t DEV-01 dd if=/dev/ota-dev/disk of=/dev/null bs=512 count=1\n"
 	"t DEV-02 dd if=/dev/ota-dev/mem of=/dev/null bs=1 count=1\n"
@@ -624,12 +634,7 @@ static void image_devices(ota_oci_runtime_kind kind)
 	if (rc != OTA_OK)
 		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
 	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
-	char path[1024];
-	snprintf(path, sizeof path, "%s/work/results.txt", f->repo);
-	char *res = slurp(path);
-	assert_non_null(res);
-	if (getenv("OTA_TEST_VERBOSE") != NULL)
-		fprintf(stderr, "%s", res);
+	char *res = attack_results(f);
 	assert_non_null(strstr(res, "DEV-00 denied"));
 	assert_non_null(strstr(res, "DEV-01 denied"));
 	assert_non_null(strstr(res, "DEV-02 denied"));
