@@ -71,6 +71,49 @@ static void on_output(void *ctx, int fd, const uint8_t *p, size_t n)
 	fflush(f);
 }
 
+/*
+ * A lane that ends before the runner starts (contract, overlay, policy,
+ * key or trust-chain refusal): with --json the same object as the dry run's
+ * failure (policy-error.schema.json) on stdout, naming command, path and
+ * lane, nothing started; the error line on stderr always.
+ */
+static int run_fail(const run_opts *o, bool workflow, const ota_error *e)
+{
+	if (o->json) {
+		json_t *j = cli_error_json(e);
+		if (j != NULL) {
+			json_object_set_new(j, "command", json_string(workflow ? "up" : "run"));
+			json_object_set_new(j, "path", json_string(o->file));
+			const char *lane = workflow ? o->workflow : o->lane;
+			if (lane != NULL)
+				json_object_set_new(j, workflow ? "workflow" : "task", json_string(lane));
+			json_object_set_new(j, "dry_run", json_false());
+			json_object_set_new(j, "execution_started", json_false());
+			cli_print_json(j);
+			json_decref(j);
+		}
+	}
+	return cli_fail("ota", e);
+}
+
+/* The refusal of a lane's admission, as the dry run prints it (command, path,
+ * lane, dry_run false, the admission), on stdout with --json. */
+static void print_refusal(const run_opts *o, bool workflow, const ota_contract *c,
+                          const json_t *adm)
+{
+	if (!o->json)
+		return;
+	json_t *j = json_pack("{s:b, s:s, s:s, s:s?, s:b, s:b, s:s, s:s, s:O}", "ok", 0, "command",
+	                      workflow ? "up" : "run", "path", o->file,
+	                      workflow ? "workflow" : "task", workflow ? o->workflow : o->lane,
+	                      "dry_run", 0, "execution_started", 0, "contract_snapshot_identity",
+	                      ota_contract_snapshot_identity(c), "contract_identity",
+	                      ota_contract_identity(c), "sandbox_admission", adm);
+	if (j != NULL)
+		cli_print_json(j);
+	json_decref(j);
+}
+
 /* A container id as a file name: [A-Za-z0-9_-], then [A-Za-z0-9._-]. */
 static bool safe_name(const char *s)
 {
@@ -245,11 +288,8 @@ static int run_lane(int argc, char **argv, bool workflow)
 		                "sandbox: pass --agent or --sandbox-target oci_local\n");
 		return CLI_USAGE;
 	}
-	if (o.target != NULL && strcmp(o.target, "oci_local") != 0) {
-		fprintf(stderr, "ota: oci_policy_unsupported: --sandbox-target %s: this runner "
-		                "executes oci_local only\n", o.target);
-		return CLI_REFUSED;
-	}
+	/* any other --sandbox-target is refused by the admission below, as the
+	 * dry run refuses it (sandbox_target_unknown): one decision for both */
 	ota_oci_runtime_kind kind = OTA_OCI_RUNC;
 	const char *rt_env = o.runtime != NULL ? o.runtime : getenv("OTA_OCI_RUNTIME");
 	if (rt_env != NULL && strcmp(rt_env, "crun") == 0)
@@ -273,7 +313,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 		snprintf(tmp, sizeof tmp, "%s", o.file);
 		if (realpath(dirname(tmp), repo) == NULL) {
 			ota_error_set(&e, OTA_ERR_IO, o.file, "cannot resolve the contract directory");
-			return cli_fail("ota", &e);
+			return run_fail(&o, workflow, &e);
 		}
 	}
 	uint8_t *yaml = NULL; /* kept for the archive */
@@ -345,15 +385,11 @@ static int run_lane(int argc, char **argv, bool workflow)
 	if (rc == OTA_OK)
 		rc = ota_policy_admit(p, &req, &adm, &admitted, &e);
 	if (rc != OTA_OK) {
-		ret = cli_fail("ota", &e);
+		ret = run_fail(&o, workflow, &e);
 		goto out;
 	}
 	if (!admitted) {
-		json_t *j = json_pack("{s:b, s:b, s:O}", "ok", 0, "execution_started", 0,
-		                      "sandbox_admission", adm);
-		if (o.json)
-			cli_print_json(j);
-		json_decref(j);
+		print_refusal(&o, workflow, c, adm);
 		fprintf(stderr, "ota: refused: %s\n",
 		        json_string_value(json_object_get(adm, "message")) != NULL
 		                ? json_string_value(json_object_get(adm, "message"))
@@ -365,11 +401,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 	    strcmp(json_string_value(json_object_get(adm, "provider_target")), "oci_local") != 0) {
 		/* e.g. not_required: plain agent admission, no sandbox evaluation; this
 		 * build executes lanes only inside an oci_local boundary */
-		json_t *j = json_pack("{s:b, s:b, s:O}", "ok", 0, "execution_started", 0,
-		                      "sandbox_admission", adm);
-		if (o.json)
-			cli_print_json(j);
-		json_decref(j);
+		print_refusal(&o, workflow, c, adm);
 		fprintf(stderr, "ota: refused: admission decision %s: this runner executes a lane only "
 		                "when it is admitted to oci_local (pass --sandbox-target oci_local to "
 		                "evaluate it)\n",
@@ -424,7 +456,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 			rc = ota_nonce_store_open(ndb != NULL ? ndb : "/var/lib/ota/nonces.db", &nopts,
 			                          &nonces, &e);
 		if (rc != OTA_OK) {
-			ret = cli_fail("ota", &e);
+			ret = run_fail(&o, workflow, &e);
 			goto out;
 		}
 		private_paths[0] = o.key;
@@ -447,7 +479,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 		rc = cli_archive_runner_principal(&chain, key, ota_clock_now(NULL), runner_id,
 		                                  sizeof runner_id, &e);
 	if (rc != OTA_OK) {
-		ret = cli_fail("ota", &e);
+		ret = run_fail(&o, workflow, &e);
 		ota_nonce_store_close(nonces);
 		goto out;
 	}
@@ -504,7 +536,9 @@ static int run_lane(int argc, char **argv, bool workflow)
 	if (!o.json)
 		fprintf(stderr, "ota: sandbox %s\n", st != NULL ? st : "unknown");
 	if (rc != OTA_OK) {
-		if (!o.json)
+		if (receipt == NULL) /* no receipt to print: the error, as above */
+			(void)run_fail(&o, workflow, &e);
+		else if (!o.json)
 			(void)cli_fail("ota", &e);
 		ret = rc == OTA_ERR_OCI_INTERRUPTED ? 130 : cli_exit_for(rc);
 	} else {

@@ -104,6 +104,27 @@ SA=$EX/reference/safe-agent-execution/ota.yaml
 check "unsafe task refused in agent mode" test "$(rc_of "$OTA" run publish --agent --dry-run --json -f "$SA")" = 1
 check "agent refusal before sandbox" test "$(jq -r .sandbox_admission.kind "$T/out")" = agent_unsafe_closure
 
+# a real run refused before the runner starts says why on stdout with --json,
+# as the dry run does (it printed nothing there: contract, overlay and policy
+# errors went to stderr only), and an unknown --sandbox-target gets the dry
+# run's decision (it was oci_policy_unsupported, with no JSON)
+mkdir -p "$T/rr"
+cp "$PV/base.yaml" "$T/rr/ota.yaml"
+check "real run, widening overlay exits 1" test "$(rc_of "$OTA" run test --agent --no-archive --no-org-policy --overlay "$PV/overlay-widen.yaml" --json -f "$T/rr/ota.yaml")" = 1
+check "real run, widening overlay named on stdout" test "$(jq -r '[.ok, .code, .command, .task, .execution_started] | map(tostring) | join(",")' "$T/out")" = "false,policy_overlay_widens,run,test,false"
+cp "$T/out" "$T/f.json"
+printf 'version: 1\nproject: {name: x}\ntasks:\n  a:\n    run: x\n    runtime_boundary: {filesystem: {writable_paths: [../up]}}\n' >"$T/rr/esc.yaml"
+check "real run, invalid contract exits 1" test "$(rc_of "$OTA" run a --agent --no-archive --json -f "$T/rr/esc.yaml")" = 1
+check "real run, invalid contract named on stdout" test "$(jq -r '.code' "$T/out")" = policy_path_escape
+check "up, unknown workflow exits 1" test "$(rc_of "$OTA" up --workflow nope --agent --no-archive --no-org-policy --json -f "$T/rr/ota.yaml")" = 1
+check "up, unknown workflow named on stdout" test "$(jq -r '[.ok, .command, .workflow, (.code | length > 0)] | map(tostring) | join(",")' "$T/out")" = "false,up,nope,true"
+for cmd in "run verify --agent --dry-run" "run verify --agent"; do
+	# shellcheck disable=SC2086
+	rc_of "$OTA" $cmd --sandbox-target bogus --no-archive --json -f "$OCI" >/dev/null
+	check "$cmd --sandbox-target bogus: sandbox_target_unknown" test "$(jq -r .sandbox_admission.kind "$T/out")" = sandbox_target_unknown
+done
+check "real run refusal names command and task" test "$(jq -r '[.command, .task, .dry_run, .execution_started] | map(tostring) | join(",")' "$T/out")" = "run,verify,false,false"
+
 # JSON outputs against docs/schemas (when python3-jsonschema is installed)
 if python3 -c 'import jsonschema' 2>/dev/null; then
 	"$OTA" run verify --agent --dry-run --json -f "$RB" >"$T/a.json" 2>/dev/null
@@ -115,7 +136,7 @@ if python3 -c 'import jsonschema' 2>/dev/null; then
 import json, sys, jsonschema
 d, t = sys.argv[1], sys.argv[2]
 for schema, out in [("policy-dry-run", "a"), ("policy-dry-run", "b"), ("policy-show", "c"),
-                    ("policy-lanes", "d"), ("policy-error", "e")]:
+                    ("policy-lanes", "d"), ("policy-error", "e"), ("policy-error", "f")]:
     jsonschema.validate(json.load(open(f"{t}/{out}.json")), json.load(open(f"{d}/{schema}.schema.json")))
 PY
 else
