@@ -191,8 +191,25 @@ static bool digest_is(const json_t *list, const json_t *want)
 
 /* ---- the verification ---- */
 
+/*
+ * What the structural walk reads of an attestation's claims, kept per
+ * attestation (the whole ota_attestation, 3.3 KB of fixed buffers, lives only
+ * while its attestation is checked). The strings are exact copies, never
+ * truncated; "" until the claims parse.
+ */
+typedef struct att_claims {
+	char kind[32];
+	bool has_prior;
+	const char *segment;
+	const char *policy_canonical;
+	const char *policy_effective;
+	const char *boundary;
+	const char *prior;
+} att_claims;
+
 typedef struct att_info {
-	ota_attestation claims;
+	att_claims claims;
+	char *strings;   /* owned: the strings of claims, one allocation */
 	char record[OTA_ID_LEN + 1];
 	size_t rec;      /* index into evidence or SIZE_MAX */
 	bool ok;         /* signature and bindings verified */
@@ -220,6 +237,7 @@ typedef struct vctx {
 	idx_entry *ch_idx;
 	size_t *ch_uses;
 	att_info *ai;
+	size_t nai;
 	idx_entry *att_idx;
 	ota_acceptance *acc;
 	bool *acc_ok;
@@ -648,6 +666,11 @@ static ota_err index_members(vctx *v)
 	v->ch_idx = calloc(a->nch + 1, sizeof *v->ch_idx);
 	v->ch_uses = calloc(a->nch + 1, sizeof *v->ch_uses);
 	v->ai = calloc(a->natt + 1, sizeof *v->ai);
+	for (size_t i = 0; v->ai != NULL && i < a->natt + 1; i++) {
+		att_claims *c = &v->ai[i].claims;
+		c->segment = c->policy_canonical = c->policy_effective = c->boundary = c->prior = "";
+	}
+	v->nai = v->ai != NULL ? a->natt : 0;
 	v->att_idx = calloc(a->natt + 1, sizeof *v->att_idx);
 	v->acc = calloc(a->nacc + 1, sizeof *v->acc);
 	v->acc_ok = calloc(a->nacc + 1, sizeof *v->acc_ok);
@@ -794,6 +817,37 @@ static bool platform_is(const ota_attestation *c, const json_t *tp)
 	       seq(c->platform_variant, var != NULL ? var : "");
 }
 
+_Static_assert(sizeof(((att_claims *)0)->kind) == sizeof(((ota_attestation *)0)->kind),
+               "att_claims.kind holds an attestation kind");
+
+/* Keeps what the walk reads of claims c in ai (exact copies). */
+static ota_err att_keep(att_info *ai, const ota_attestation *c, ota_error *e)
+{
+	const char *src[5] = {c->segment, c->policy_canonical, c->policy_effective, c->boundary,
+	                      c->prior};
+	size_t len[5], total = 0;
+	for (int k = 0; k < 5; k++) {
+		len[k] = strlen(src[k]);
+		total += len[k] + 1;
+	}
+	char *buf = malloc(total);
+	if (buf == NULL)
+		return ota_error_set(e, OTA_ERR_NOMEM, "attestation", "out of memory");
+	const char **dst[5] = {&ai->claims.segment, &ai->claims.policy_canonical,
+	                       &ai->claims.policy_effective, &ai->claims.boundary, &ai->claims.prior};
+	size_t off = 0;
+	for (int k = 0; k < 5; k++) {
+		memcpy(buf + off, src[k], len[k] + 1);
+		*dst[k] = buf + off;
+		off += len[k] + 1;
+	}
+	memcpy(ai->claims.kind, c->kind, sizeof ai->claims.kind);
+	ai->claims.has_prior = c->has_prior;
+	free(ai->strings);
+	ai->strings = buf;
+	return OTA_OK;
+}
+
 /* One attestation: identity, signature at acceptance time, bindings. */
 static void attestation_check(vctx *v, size_t i)
 {
@@ -813,16 +867,19 @@ static void attestation_check(vctx *v, size_t i)
 	ota_error e;
 	ota_error_clear(&e);
 	ota_cose_sign1 m;
+	ota_attestation claims;
 	ota_err rc = ota_cose_sign1_decode(cb, NULL, &m, &e);
 	if (rc == OTA_OK)
 		rc = one_form(&m, &e);
 	if (rc == OTA_OK)
-		rc = ota_attestation_parse(m.payload, &ai->claims, &e);
+		rc = ota_attestation_parse(m.payload, &claims, &e);
+	if (rc == OTA_OK)
+		rc = att_keep(ai, &claims, &e);
 	if (rc != OTA_OK) {
 		fail_e(r, &e, where);
 		return;
 	}
-	const ota_attestation *c = &ai->claims;
+	const ota_attestation *c = &claims;
 	/* its challenge */
 	size_t ci = idx_find(v->ch_idx, a->nch, a->att[i].chid);
 	const ota_challenge *ch = ci != SIZE_MAX ? &a->ch[ci].c : NULL;
@@ -2212,6 +2269,8 @@ out:
 	free(v.ev_ref);
 	free(v.ch_idx);
 	free(v.ch_uses);
+	for (size_t i = 0; i < v.nai; i++)
+		free(v.ai[i].strings);
 	free(v.ai);
 	free(v.att_idx);
 	free(v.acc);
