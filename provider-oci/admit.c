@@ -297,6 +297,13 @@ static bool rel_in_list(const char *rel, const oci_path *v, size_t n)
 	return false;
 }
 
+static ota_err repo_device(scan_ctx *c, const char *rel)
+{
+	return ota_error_set(c->err, OTA_ERR_OCI_REPO_DEVICE, rel,
+	                     "device node in the repository (a root task may open it wherever a "
+	                     "mount lacks nodev, e.g. a host mount nested in the repository)");
+}
+
 static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable, unsigned depth)
 {
 	if (depth > 256)
@@ -350,15 +357,26 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 			                   "device node in the root filesystem outside /dev");
 			break;
 		}
+		/* a device node in the repository: the binds are rendered
+		 * nodev (recursively), but a host mount nested in the repository
+		 * kept its own flags under the non-recursive nodev, and under
+		 * crun (no device cgroup) a 0666 /dev/kmsg node there let the
+		 * task write into the host's kernel log. The repository's
+		 * content is the task author's: no node is admitted. */
+		if (!c->rootfs && (de->d_type == DT_CHR || de->d_type == DT_BLK)) {
+			rc = repo_device(c, sub);
+			break;
+		}
 		if (de->d_type == DT_LNK || de->d_type == DT_CHR || de->d_type == DT_BLK ||
 		    de->d_type == DT_FIFO || (de->d_type == DT_REG && !w))
 			continue;
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue; /* vanished */
-		if (c->rootfs && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
-			rc = ota_error_set(c->err, OTA_ERR_OCI_ROOTFS_DEVICE, sub,
-			                   "device node in the root filesystem outside /dev");
+		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+			rc = c->rootfs ? ota_error_set(c->err, OTA_ERR_OCI_ROOTFS_DEVICE, sub,
+			                               "device node in the root filesystem outside /dev")
+			               : repo_device(c, sub);
 			break;
 		}
 		if (S_ISSOCK(st.st_mode)) {

@@ -244,6 +244,14 @@ ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo, 
 					bad = strcmp(role, "protected") == 0 ? "protected path is writable"
 					                                     : "nested mount under the repository is writable";
 			}
+			/* every mount of the repository is rendered nosuid,nodev
+			 * (recursively: a host mount nested in it kept its own
+			 * flags under the plain options, and a device node there
+			 * opened for a root task under crun, which has no device
+			 * cgroup); a runtime that drops them (MNT-05) is refused */
+			if (bad == NULL &&
+			    (!oci_opts_has(x->opts, "nosuid") || !oci_opts_has(x->opts, "nodev")))
+				bad = "mount under the repository lacks nosuid or nodev";
 		} else if (strcmp(x->point, "/proc") == 0) {
 			role = "proc";
 			saw_proc = true;

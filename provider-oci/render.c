@@ -117,10 +117,16 @@ ota_err ota_oci_render(const ota_oci_plan *plan, const ota_oci_admitted *a,
 	static const char *const o_mq[] = {"nosuid", "noexec", "nodev"};
 	static const char *const o_sys[] = {"nosuid", "noexec", "nodev", "ro"};
 	static const char *const o_tmp[] = {"nosuid", "nodev", "mode=1777", "size=262144k"};
-	static const char *const o_repo_ro[] = {"rbind", "rro", "nosuid", "nodev", "rprivate"};
+	/* rro, rnosuid, rnodev: mount_setattr(AT_RECURSIVE), so a host mount
+	 * nested in the repository or a protected directory is read-only,
+	 * nosuid and nodev as well (the plain options reach the top mount
+	 * only: a device node on such a mount opened for the task) */
+	static const char *const o_repo_ro[] = {"rbind", "rro", "nosuid", "nodev", "rnosuid", "rnodev",
+	                                       "rprivate"};
 	static const char *const o_repo_rw[] = {"bind", "rw", "nosuid", "nodev", "rprivate"};
 	static const char *const o_carve[] = {"bind", "rw", "nosuid", "nodev", "rprivate"};
-	static const char *const o_prot_dir[] = {"rbind", "rro", "nosuid", "nodev", "rprivate"};
+	static const char *const o_prot_dir[] = {"rbind", "rro", "nosuid", "nodev", "rnosuid", "rnodev",
+	                                        "rprivate"};
 	static const char *const o_prot_file[] = {"bind", "ro", "nosuid", "nodev", "rprivate"};
 	static const char *const o_canary[] = {"bind", "ro", "nosuid", "nodev", "rprivate"};
 	if (add_mount(mounts, "/proc", "proc", "proc", o_proc, N(o_proc)) ||

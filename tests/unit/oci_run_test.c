@@ -716,6 +716,121 @@ static void test_image_devices_crun(void **state)
 	image_devices(OTA_OCI_CRUN);
 }
 
+/*
+ * Device nodes in the repository on a host mount nested in it (FS-21's
+ * tmpfs at repo/sub). The repository's binds were rendered "nosuid,nodev",
+ * which the runtimes apply to the top mount only: the nested mount came out
+ * "ro,relatime" in the container, and under crun (no device cgroup here) a
+ * 0666 /dev/kmsg node on it let the task write into the host's kernel log
+ * while the run said enforced_through_completion (runc's default device
+ * rules refused the open). Now a device node anywhere in the repository is
+ * refused before anything is prepared (oci_repo_device), the recursive
+ * binds are also rnosuid,rnodev, and the inspection refuses a mount under
+ * /workspace without nosuid or nodev. The second part puts the nodes there
+ * after admission (a host process: outside the threat model, it tests the
+ * rendered flags): the task cannot open them and the kernel log never
+ * sees the marker.
+ */
+static const char repo_device_script[] = ATTACK_PRELUDE
+	"t RDEV-01 sh -c 'echo OTA-RDEV-MARKER-$MARK > /workspace/sub/kmsg'\n"
+	"t RDEV-02 sh -c 'echo x > /workspace/sub/null'\n"
+	"t RDEV-03 dd if=/workspace/sub/null of=/dev/null bs=1 count=1\n"
+	"t CTL-01 dd if=/dev/zero of=/dev/null bs=1 count=1\n"
+	"echo done >> $R\n";
+
+static void add_sub_nodes(void *ctx)
+{
+	const fx *f = ctx;
+	test_sh("mknod -m 666 '%s/sub/kmsg' c 1 11 && mknod -m 666 '%s/sub/null' c 1 3", f->repo,
+	        f->repo);
+}
+
+static bool kernel_log_has(const char *marker)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "dmesg 2>/dev/null | grep -q -- '%s'", marker);
+	return system(cmd) == 0;
+}
+
+static void repo_devices(ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	char sub[1024];
+	snprintf(sub, sizeof sub, "%s/sub", f->repo);
+	assert_int_equal(mount("tmpfs", sub, "tmpfs", 0, "size=1m"), 0);
+	char mark[64], markenv[80], marker[96];
+	snprintf(mark, sizeof mark, "%ld-%s-%ld", (long)getpid(), kind == OTA_OCI_CRUN ? "crun" : "runc",
+	         (long)time(NULL));
+	snprintf(markenv, sizeof markenv, "MARK=%s", mark);
+	snprintf(marker, sizeof marker, "OTA-RDEV-MARKER-%s", mark);
+	ota_oci_plan p = fx_plan(f, repo_device_script);
+	const char *env[] = {"PATH=/bin:/usr/bin", markenv};
+	p.env = env;
+	p.n_env = 2;
+	/* a node on the nested mount, in the read-only part, in a carve-out:
+	 * refused before anything is prepared */
+	static const char *const at[] = {"sub/kmsg", "kmsg", "work/kmsg"};
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+		test_sh("mknod -m 666 '%s/%s' c 1 11", f->repo, at[i]);
+		expect_refusal(f, &p, OTA_ERR_OCI_REPO_DEVICE);
+		test_sh("rm '%s/%s'", f->repo, at[i]);
+	}
+	char path[1024];
+	snprintf(path, sizeof path, "%s/work/results.txt", f->repo);
+	assert_int_equal(access(path, F_OK), -1); /* the task never ran */
+	/* nodes made after admission: inert on the rnodev nested mount */
+	ota_oci_run_opts o = fx_opts(f);
+	o.before_create = add_sub_nodes;
+	o.before_create_ctx = f;
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	assert_false(kernel_log_has(marker)); /* host-side oracle */
+	char *res = attack_results(f);
+	assert_non_null(strstr(res, "RDEV-01 denied"));
+	assert_non_null(strstr(res, "RDEV-02 denied"));
+	assert_non_null(strstr(res, "RDEV-03 denied"));
+	assert_non_null(strstr(res, "CTL-01 ESCAPED")); /* the shell works */
+	assert_non_null(strstr(res, "done"));
+	free(res);
+	/* the inspected nested mount carries nosuid and nodev */
+	bool seen = false;
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(json_object_get(r.applied, "mounts"), "mounts"), i, m)
+	{
+		if (strcmp(json_string_value(json_object_get(m, "path")), "/workspace/sub") != 0)
+			continue;
+		seen = true;
+		const char *opts = json_string_value(json_object_get(m, "options"));
+		assert_non_null(opts);
+		if (strstr(opts, "nodev") == NULL || strstr(opts, "nosuid") == NULL)
+			fail_msg("/workspace/sub mounted %s", opts);
+	}
+	assert_true(seen);
+	ota_oci_result_clear(&r);
+	assert_int_equal(umount2(sub, MNT_DETACH), 0);
+	fx_free(f);
+}
+
+static void test_repo_devices_runc(void **state)
+{
+	(void)state;
+	repo_devices(OTA_OCI_RUNC);
+}
+
+static void test_repo_devices_crun(void **state)
+{
+	(void)state;
+	repo_devices(OTA_OCI_CRUN);
+}
+
 static void expect_refusal(fx *f, ota_oci_plan *p, ota_err want)
 {
 	ota_oci_run_opts o = fx_opts(f);
@@ -1314,6 +1429,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_image_devices_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_image_devices_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_image_mount_points_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_repo_devices_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_repo_devices_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_image_mount_points_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_refusals, fx_teardown),
 		cmocka_unit_test_teardown(test_private_paths, fx_teardown),

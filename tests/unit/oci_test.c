@@ -224,6 +224,29 @@ static void test_admit_paths(void **state)
 		pl = plan_of(f, w, 1, NULL, 0);
 		assert_ota(admit(&pl), OTA_OK);
 	}
+	/* a device node anywhere in the repository (the read-only part, a
+	 * carve-out, a protected directory, deep down): oci_repo_device, as
+	 * the rootfs's outside /dev; a FIFO stays allowed */
+	if (geteuid() == 0) {
+		static const char *const at[] = {"kmsg", "out/kmsg", ".git/kmsg", "work/a/b/c/kmsg"};
+		shf("mkdir -p %s/work/a/b/c && mkfifo %s/out/fifo", f->repo, f->repo);
+		pl = plan_of(f, w, 1, p, 2);
+		assert_ota(admit(&pl), OTA_OK);
+		for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+			for (int blk = 0; blk < 2; blk++) {
+				shf("mknod -m 666 %s/%s %s", f->repo, at[i], blk ? "b 7 0" : "c 1 11");
+				ota_oci_admitted *a = NULL;
+				ota_error e;
+				ota_error_clear(&e);
+				assert_ota(ota_oci_admit(&pl, "/run/ota/test-none", &a, &e),
+				           OTA_ERR_OCI_REPO_DEVICE);
+				assert_null(a);
+				assert_string_equal(e.where, at[i]);
+				shf("rm %s/%s", f->repo, at[i]);
+			}
+		}
+		shf("rm -r %s/work/a %s/out/fifo", f->repo, f->repo);
+	}
 	/* rootfs and repository must not overlap; argv is required */
 	pl = plan_of(f, NULL, 0, NULL, 0);
 	pl.rootfs = f->repo;
@@ -280,6 +303,10 @@ static void test_render(void **state)
 	json_t *prot = mount_at(cfg, "/workspace/work/cfg", &ip);
 	assert_non_null(prot);
 	assert_true(has_opt(prot, "rro"));
+	/* recursive nosuid and nodev too: a host mount nested in the
+	 * repository or a protected directory kept its own flags */
+	assert_true(has_opt(ws, "rnodev") && has_opt(ws, "rnosuid"));
+	assert_true(has_opt(prot, "rnodev") && has_opt(prot, "rnosuid"));
 	assert_true(iw < ic && ic < ip); /* FS-24: protected wins over its carve-out */
 	assert_true(has_opt(mount_at(cfg, "/workspace/ota.yaml", NULL), "ro"));
 	assert_true(has_opt(mount_at(cfg, "/proc", NULL), "noexec"));
@@ -338,7 +365,7 @@ static const char *good_mountinfo(void)
 	       "73 67 0:45 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n"
 	       "74 67 0:46 / /tmp rw,nosuid,nodev,relatime - tmpfs tmpfs rw\n"
 	       "84 67 254:0 /r /workspace ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
-	       "85 84 0:39 / /workspace/sub ro,relatime - tmpfs tmpfs rw\n"
+	       "85 84 0:39 / /workspace/sub ro,nosuid,nodev,relatime - tmpfs tmpfs rw\n"
 	       "86 84 254:0 /r/work /workspace/work rw,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
 	       "87 86 254:0 /r/work/cfg /workspace/work/cfg ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
 	       "88 84 254:0 /r/my\\040dir /workspace/my\\040dir ro,nosuid,nodev - ext4 /dev/vda rw\n"
@@ -390,6 +417,22 @@ static void test_mountinfo(void **state)
 	} cases[] = {
 		/* FS-21: a nested mount left writable */
 		{"/workspace/sub ro,", "/workspace/sub rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/workspace/sub"},
+		/* MNT-05: a nested mount without nodev or nosuid (the runtimes
+		 * apply the plain options to the top mount only; a device node
+		 * on it opened for the task under crun) */
+		{"/workspace/sub ro,nosuid,nodev,", "/workspace/sub ro,", OTA_ERR_OCI_MOUNT_UNEXPECTED,
+		 "/workspace/sub"},
+		{"/workspace/sub ro,nosuid,nodev,", "/workspace/sub ro,nosuid,", OTA_ERR_OCI_MOUNT_UNEXPECTED,
+		 "/workspace/sub"},
+		{"/workspace/sub ro,nosuid,nodev,", "/workspace/sub ro,nodev,", OTA_ERR_OCI_MOUNT_UNEXPECTED,
+		 "/workspace/sub"},
+		/* ... nor the repository, a carve-out or a protected path */
+		{"/workspace ro,nosuid,nodev,", "/workspace ro,nosuid,", OTA_ERR_OCI_MOUNT_UNEXPECTED,
+		 "/workspace"},
+		{"/workspace/work rw,nosuid,nodev,", "/workspace/work rw,nosuid,", OTA_ERR_OCI_MOUNT_UNEXPECTED,
+		 "/workspace/work"},
+		{"/workspace/work/cfg ro,nosuid,nodev,", "/workspace/work/cfg ro,nodev,",
+		 OTA_ERR_OCI_MOUNT_UNEXPECTED, "/workspace/work/cfg"},
 		/* repository root writable */
 		{"/workspace ro,", "/workspace rw,", OTA_ERR_OCI_MOUNT_UNEXPECTED, "/workspace"},
 		/* protected path writable under its carve-out */
