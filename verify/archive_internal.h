@@ -16,19 +16,20 @@ typedef struct arc_blob {
 	size_t len;
 } arc_blob;
 
+/* The identities are copies: a lean parse drops these members from doc. */
 typedef struct arc_att {
-	const char *id;  /* stated identity (borrowed from doc) */
-	const char *chid;
+	char id[OTA_ID_LEN + 1];  /* stated identity */
+	char chid[OTA_ID_LEN + 1];
 	arc_blob cose;
 } arc_att;
 
 typedef struct arc_acc {
-	const char *id;
+	char id[OTA_ID_LEN + 1];
 	arc_blob cose;
 } arc_acc;
 
 typedef struct arc_ch {
-	const char *id;
+	char id[OTA_ID_LEN + 1];
 	ota_challenge c;
 } arc_ch;
 
@@ -42,7 +43,7 @@ struct ota_archive {
 	json_t *doc;
 	arc_blob contract;
 	const char *contract_name;
-	const char *contract_snapshot;
+	char contract_snapshot[OTA_ID_LEN + 1];
 	arc_overlay *ov;
 	size_t nov;
 	const json_t *selection;
@@ -61,8 +62,17 @@ struct ota_archive {
 	size_t nacc;
 	const json_t *evidence; /* array (borrowed from doc) */
 	arc_blob receipt;       /* COSE bytes; empty when unsigned */
-	const char *receipt_id;
+	char receipt_id[OTA_ID_LEN + 1];
 	bool receipt_unsigned;
 };
+
+/*
+ * ota_archive_parse; lean: every member whose content the parse has copied
+ * or decoded (attestations, challenges, acceptances, the contract's and the
+ * receipt's bytes) is dropped from doc as soon as it is, so the base64 text
+ * and the decoded bytes are not held together (ota_archive_verify: doc keeps
+ * the selection, the evidence and the small members).
+ */
+ota_err arc_parse(ota_bytes in, bool lean, ota_archive **out, ota_error *err);
 
 #endif

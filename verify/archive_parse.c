@@ -89,6 +89,17 @@ static ota_err get_id(const json_t *o, const char *k, const char *where, const c
 	return rc;
 }
 
+/* get_id, copied into out (a lean parse drops the member afterwards). */
+static ota_err get_id_copy(const json_t *o, const char *k, const char *where,
+                           char out[OTA_ID_LEN + 1], ota_error *err)
+{
+	const char *s = NULL;
+	ota_err rc = get_id(o, k, where, &s, err);
+	if (rc == OTA_OK)
+		memcpy(out, s, OTA_ID_LEN + 1); /* ota_id_is_valid: exactly OTA_ID_LEN */
+	return rc;
+}
+
 static ota_err get_int(const json_t *o, const char *k, const char *where, int64_t *out,
                        ota_error *err)
 {
@@ -262,7 +273,7 @@ static ota_err parse_challenge(const json_t *c, arc_ch *out, ota_error *err)
 	ota_err rc = members(c, "challenges[]", n, 9, 0x1ffu, err);
 	if (rc != OTA_OK)
 		return rc;
-	rc = get_id(c, "identity", "challenges[]", &out->id, err);
+	rc = get_id_copy(c, "identity", "challenges[]", out->id, err);
 	arc_blob nb = {NULL, 0};
 	if (rc == OTA_OK)
 		rc = get_b64(json_object_get(c, "nonce"), "challenges[].nonce", OTA_NONCE_MAX_BYTES,
@@ -297,12 +308,12 @@ static ota_err parse_challenge(const json_t *c, arc_ch *out, ota_error *err)
 	return OTA_OK;
 }
 
-static ota_err parse_doc(ota_archive *a, ota_error *err)
+static ota_err parse_doc(ota_archive *a, bool lean, ota_error *err)
 {
 	static const char *const top[] = {"kind",       "contract",     "overlays",
 	                                  "selection",  "trust_chain",  "challenges",
 	                                  "attestations", "acceptances", "evidence", "receipt"};
-	const json_t *d = a->doc;
+	json_t *d = a->doc;
 	if (!json_is_object(d))
 		return bad(err, "archive", "not an object");
 	const char *kind = json_string_value(json_object_get(d, "kind"));
@@ -316,10 +327,13 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 	const json_t *c = json_object_get(d, "contract");
 	a->contract_name = "ota.yaml";
 	if ((rc = members(c, "contract", cn, 2, 3u, err)) != OTA_OK ||
-	    (rc = get_id(c, "snapshot_identity", "contract", &a->contract_snapshot, err)) != OTA_OK ||
+	    (rc = get_id_copy(c, "snapshot_identity", "contract", a->contract_snapshot, err)) !=
+	            OTA_OK ||
 	    (rc = get_b64(json_object_get(c, "bytes"), "contract.bytes", OTA_MAX_YAML_BYTES,
 	                  &a->contract, err)) != OTA_OK)
 		return rc;
+	if (lean)
+		json_object_del((json_t *)(uintptr_t)c, "bytes");
 	/* overlays */
 	const json_t *ov = NULL;
 	if ((rc = get_array(d, "overlays", ARC_MAX_OVERLAYS, &ov, err)) != OTA_OK)
@@ -397,6 +411,8 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 		if ((rc = parse_challenge(json_array_get(chs, i), &a->ch[i], err)) != OTA_OK)
 			return rc;
 		a->nch = i + 1;
+		if (lean)
+			json_array_set_new((json_t *)(uintptr_t)chs, i, json_null());
 	}
 	/* attestations */
 	const json_t *at = NULL;
@@ -409,14 +425,16 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 		static const char *const an[] = {"identity", "challenge", "cose_sign1"};
 		const json_t *x = json_array_get(at, i);
 		if ((rc = members(x, "attestations[]", an, 3, 7u, err)) != OTA_OK ||
-		    (rc = get_id(x, "identity", "attestations[]", &a->att[i].id, err)) != OTA_OK ||
-		    (rc = get_id(x, "challenge", "attestations[]", &a->att[i].chid, err)) != OTA_OK)
+		    (rc = get_id_copy(x, "identity", "attestations[]", a->att[i].id, err)) != OTA_OK ||
+		    (rc = get_id_copy(x, "challenge", "attestations[]", a->att[i].chid, err)) != OTA_OK)
 			return rc;
 		rc = get_b64(json_object_get(x, "cose_sign1"), "attestations[].cose_sign1",
 		             OTA_MAX_COSE_BYTES, &a->att[i].cose, err);
 		a->natt = i + 1;
 		if (rc != OTA_OK)
 			return rc;
+		if (lean)
+			json_array_set_new((json_t *)(uintptr_t)at, i, json_null());
 	}
 	/* acceptances */
 	const json_t *ac = NULL;
@@ -429,13 +447,15 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 		static const char *const an[] = {"identity", "cose_sign1"};
 		const json_t *x = json_array_get(ac, i);
 		if ((rc = members(x, "acceptances[]", an, 2, 3u, err)) != OTA_OK ||
-		    (rc = get_id(x, "identity", "acceptances[]", &a->acc[i].id, err)) != OTA_OK)
+		    (rc = get_id_copy(x, "identity", "acceptances[]", a->acc[i].id, err)) != OTA_OK)
 			return rc;
 		rc = get_b64(json_object_get(x, "cose_sign1"), "acceptances[].cose_sign1",
 		             OTA_MAX_COSE_BYTES, &a->acc[i].cose, err);
 		a->nacc = i + 1;
 		if (rc != OTA_OK)
 			return rc;
+		if (lean)
+			json_array_set_new((json_t *)(uintptr_t)ac, i, json_null());
 	}
 	/* evidence: identified objects */
 	const json_t *ev = NULL;
@@ -461,13 +481,21 @@ static ota_err parse_doc(ota_archive *a, ota_error *err)
 	}
 	if (json_object_get(r, "unsigned") != NULL)
 		return bad(err, "receipt", "a signed receipt has no unsigned member");
-	if ((rc = get_id(r, "identity", "receipt", &a->receipt_id, err)) != OTA_OK)
+	if ((rc = get_id_copy(r, "identity", "receipt", a->receipt_id, err)) != OTA_OK ||
+	    (rc = get_b64(json_object_get(r, "cose_sign1"), "receipt.cose_sign1",
+	                  OTA_MAX_COSE_BYTES, &a->receipt, err)) != OTA_OK)
 		return rc;
-	return get_b64(json_object_get(r, "cose_sign1"), "receipt.cose_sign1", OTA_MAX_COSE_BYTES,
-	               &a->receipt, err);
+	if (lean)
+		json_object_del((json_t *)(uintptr_t)r, "cose_sign1");
+	return OTA_OK;
 }
 
 ota_err ota_archive_parse(ota_bytes in, ota_archive **out, ota_error *err)
+{
+	return arc_parse(in, false, out, err);
+}
+
+ota_err arc_parse(ota_bytes in, bool lean, ota_archive **out, ota_error *err)
 {
 	*out = NULL;
 	if (in.len > OTA_MAX_ARCHIVE_BYTES)
@@ -491,10 +519,15 @@ ota_err ota_archive_parse(ota_bytes in, ota_archive **out, ota_error *err)
 		return OTA_ERR_NOMEM;
 	}
 	a->doc = doc;
-	rc = parse_doc(a, err);
+	rc = parse_doc(a, lean, err);
 	if (rc != OTA_OK) {
 		ota_archive_free(a);
 		return rc;
+	}
+	if (lean) { /* their entries are copied or decoded (and nulled) */
+		json_object_del(doc, "attestations");
+		json_object_del(doc, "challenges");
+		json_object_del(doc, "acceptances");
 	}
 	*out = a;
 	return OTA_OK;

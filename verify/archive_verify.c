@@ -2204,7 +2204,7 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 		fail(r, e.code, e.where, "%s", e.what);
 		return ota_error_set(err, e.code, e.where, "%s", e.what);
 	}
-	ota_err rc = ota_archive_parse(in, &v.a, &e);
+	ota_err rc = arc_parse(in, true, &v.a, &e);
 	if (rc != OTA_OK) {
 		fail_e(r, &e, "archive");
 		goto out;
