@@ -180,7 +180,7 @@ ota_err ota_capability_descriptor_parse(ota_bytes in, const ota_platform *host,
 	}
 	static const char *const exkeys[] = {"backends", "lifecycles", "kinds",
 	                                     "requires_declared_platform", "requires_read_only_root",
-	                                     "pre_boundary_actions", NULL};
+	                                     "pre_boundary_actions", "failure_hooks", NULL};
 	json_object_foreach((json_t *)(uintptr_t)ex, k, v) {
 		bool ok = false;
 		for (size_t i = 0; exkeys[i]; i++)
@@ -204,7 +204,8 @@ ota_err ota_capability_descriptor_parse(ota_bytes in, const ota_platform *host,
 	    (rc = opt_bool(ex, "requires_declared_platform", &d.requires_declared_platform, err)) !=
 	        OTA_OK ||
 	    (rc = opt_bool(ex, "requires_read_only_root", &d.requires_read_only_root, err)) != OTA_OK ||
-	    (rc = opt_bool(ex, "pre_boundary_actions", &d.pre_boundary_actions, err)) != OTA_OK)
+	    (rc = opt_bool(ex, "pre_boundary_actions", &d.pre_boundary_actions, err)) != OTA_OK ||
+	    (rc = opt_bool(ex, "failure_hooks", &d.failure_hooks, err)) != OTA_OK)
 		goto out;
 	*out = d;
 out:
@@ -246,12 +247,21 @@ json_t *ota_capability_descriptor_json(const ota_capability_descriptor *d)
 	for (int i = 0; i < 5; i++)
 		if (kk[i])
 			json_array_append_new(k, json_string(kn[i]));
-	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:o, s:o, s:o, s:b, s:b, s:b}}", "kind",
-	                 "ota.capability_descriptor/v1", "target", d->target, "adapter_version",
-	                 d->adapter_version, "target_platforms", plats, "controls", ctl, "execution",
-	                 "backends", b, "lifecycles", l, "kinds", k, "requires_declared_platform",
-	                 d->requires_declared_platform, "requires_read_only_root",
-	                 d->requires_read_only_root, "pre_boundary_actions", d->pre_boundary_actions);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:o, s:o, s:o, s:b, s:b, s:b}}", "kind",
+	                      "ota.capability_descriptor/v1", "target", d->target, "adapter_version",
+	                      d->adapter_version, "target_platforms", plats, "controls", ctl,
+	                      "execution", "backends", b, "lifecycles", l, "kinds", k,
+	                      "requires_declared_platform", d->requires_declared_platform,
+	                      "requires_read_only_root", d->requires_read_only_root,
+	                      "pre_boundary_actions", d->pre_boundary_actions);
+	/* only when true, so the identity of every descriptor without it
+	 * (oci_local's included, which archives bind) is unchanged */
+	if (j != NULL && d->failure_hooks &&
+	    json_object_set_new(json_object_get(j, "execution"), "failure_hooks", json_true()) != 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 ota_err ota_capability_descriptor_identity(const ota_capability_descriptor *d,
@@ -374,6 +384,22 @@ static void evaluate(const ota_policy *p, const ota_capability_descriptor *d, ev
 		if (!kind_ok(d, s->kind)) {
 			snprintf(reason, sizeof reason, "%s does not run %s task bodies", d->target, s->kind);
 			refuse(e, sid, "execution.kind", s->kind, OTA_CAP_UNSUPPORTED, reason);
+		}
+		/* a hook chosen by its parent's outcome: a runner that runs the
+		 * ordered segments and stops at the first failure would run an
+		 * after_failure hook after success and skip both kinds after a
+		 * failure (execution truth changed, not refused) */
+		for (size_t k = 0; k < p->nedges && !d->failure_hooks; k++) {
+			const edge *ed = &p->edges[k];
+			if (ed->dst != i ||
+			    (strcmp(ed->cond, "on_failure") != 0 && strcmp(ed->cond, "always") != 0))
+				continue;
+			const char *from = json_string_value(json_object_get(p->segs[ed->src].cjson, "id"));
+			snprintf(reason, sizeof reason,
+			         "%s cannot select a segment by the outcome of another: %s is an %s hook of %s (it runs segments in order and stops at the first failure)",
+			         d->target, sid, strcmp(ed->cond, "on_failure") == 0 ? "after_failure" : "after_always",
+			         from != NULL ? from : "?");
+			refuse(e, sid, "execution.hook_condition", ed->cond, OTA_CAP_UNSUPPORTED, reason);
 		}
 		if (s->pre.n > 0 && !d->pre_boundary_actions) {
 			char req[200] = "";

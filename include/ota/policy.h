@@ -193,6 +193,11 @@ typedef struct ota_capability_descriptor {
 	bool requires_declared_platform;
 	bool requires_read_only_root;
 	bool pre_boundary_actions;
+	/* after_failure and after_always hooks: the target's runner selects a
+	 * segment by the outcome of the one it hooks (runs it after a failure,
+	 * skips an after_failure hook after success). false (the default, and
+	 * oci_local's): such a lane is refused (execution.hook_condition). */
+	bool failure_hooks;
 } ota_capability_descriptor;
 
 /*

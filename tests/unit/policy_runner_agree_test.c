@@ -180,11 +180,101 @@ static void test_runner_requires_admission(void **state)
 	ota_contract_free(c);
 }
 
+/*
+ * A hook chosen by its parent's outcome (after_failure, after_always): the
+ * runner runs the ordered segments and stops at the first failure, so it
+ * would run an after_failure hook after a success and skip both kinds after
+ * a failure. oci_local refuses such a lane before anything is prepared
+ * (execution.hook_condition, on the hook's segment); after_success hooks,
+ * which that order honours, stay admitted; a descriptor that declares
+ * failure_hooks admits them, and oci_local's identity does not change.
+ */
+static void test_failure_hooks_refused(void **state)
+{
+	(void)state;
+	ota_capability_descriptor d = test_policy_oci_descriptor();
+	assert_false(d.failure_hooks);
+	const char *y = HEAD OCI_EXEC
+		"  runtime_boundary: {filesystem: {repo_root_mode: read_only, writable_paths: [out]}, network: {default: deny}}\n"
+		"tasks:\n"
+		"  t: {run: x, safe_for_agent: true, after_success: [s], after_failure: [f], after_always: [a]}\n"
+		"  ok: {run: x, safe_for_agent: true, after_success: [s]}\n"
+		"  only_always: {run: x, safe_for_agent: true, after_always: [a]}\n"
+		"  s: {run: x, safe_for_agent: true}\n"
+		"  f: {run: x, safe_for_agent: true}\n"
+		"  a: {run: x, safe_for_agent: true}\n";
+	ota_contract *c = test_contract_load(y, "hooks.yaml");
+	static const struct {
+		const char *lane;
+		bool admitted;
+		const char *refused_segment, *required;
+	} want[] = {
+		{"t", false, "task:f", "on_failure"},
+		{"only_always", false, "task:a", "always"},
+		{"ok", true, NULL, NULL},
+	};
+	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+		ota_policy *p = test_policy_compile(c, OTA_LANE_TASK, want[k].lane, NULL, 0);
+		for (int agent = 0; agent < 2; agent++) {
+			ota_admission_request r = {agent != 0, agent ? NULL : "oci_local", &d, 1};
+			json_t *adm = NULL;
+			bool admitted = true;
+			assert_ota(ota_policy_admit(p, &r, &adm, &admitted, NULL), OTA_OK);
+			assert_int_equal(admitted, want[k].admitted);
+			assert_int_equal(test_policy_has_refusal(adm, "execution.hook_condition"),
+			                 !want[k].admitted);
+			bool named = false;
+			size_t i;
+			json_t *rf;
+			json_array_foreach(json_object_get(adm, "refusals"), i, rf) {
+				const char *sid = json_string_value(json_object_get(rf, "segment_id"));
+				const char *req = json_string_value(json_object_get(rf, "required"));
+				assert_string_equal(json_string_value(json_object_get(rf, "capability")),
+				                    "unsupported");
+				if (want[k].refused_segment != NULL && sid != NULL &&
+				    strcmp(sid, want[k].refused_segment) == 0 && req != NULL &&
+				    strcmp(req, want[k].required) == 0)
+					named = true;
+			}
+			assert_int_equal(named, !want[k].admitted);
+			json_decref(adm);
+		}
+		ota_policy_free(p);
+	}
+	/* a target whose runner honours them admits the lane */
+	char before[OTA_ID_LEN + 1], after[OTA_ID_LEN + 1];
+	assert_ota(ota_capability_descriptor_identity(&d, before, NULL), OTA_OK);
+	json_t *dj = ota_capability_descriptor_json(&d);
+	assert_null(json_object_get(json_object_get(dj, "execution"), "failure_hooks"));
+	json_object_set_new(json_object_get(dj, "execution"), "failure_hooks", json_true());
+	char *txt = ota_json_dumps(dj, false);
+	json_decref(dj);
+	ota_capability_descriptor withh;
+	ota_platform host = {"linux", "amd64", ""};
+	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)), &host, &withh, NULL),
+	           OTA_OK);
+	free(txt);
+	assert_true(withh.failure_hooks);
+	assert_ota(ota_capability_descriptor_identity(&withh, after, NULL), OTA_OK);
+	assert_string_not_equal(before, after);
+	ota_policy *p = test_policy_compile(c, OTA_LANE_TASK, "t", NULL, 0);
+	json_t *adm = NULL;
+	bool admitted = false;
+	assert_ota(ota_policy_admit(p, &(ota_admission_request){true, NULL, &withh, 1}, &adm,
+	                            &admitted, NULL),
+	           OTA_OK);
+	assert_true(admitted);
+	json_decref(adm);
+	ota_policy_free(p);
+	ota_contract_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_admission_matches_runner),
 		cmocka_unit_test(test_runner_requires_admission),
+		cmocka_unit_test(test_failure_hooks_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
