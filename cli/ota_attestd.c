@@ -20,6 +20,9 @@ static const char usage_text[] =
 	"  --port-file FILE     write the bound port to FILE once listening\n"
 	"  --max-connections N  concurrent connections, served by one event loop per core\n"
 	"                       (default 256)\n"
+	"  --max-connections-per-address N\n"
+	"                       concurrent connections from one client address; one more\n"
+	"                       is closed as accepted, without an answer (default: no limit)\n"
 	"  --timeout S          idle connection timeout in seconds (default 10)\n"
 	"  --request-timeout S  deadline to read one request and write its answer, however\n"
 	"                       slowly bytes arrive (default 30)\n"
@@ -61,6 +64,7 @@ int main(int argc, char **argv)
 		{"port", required_argument, NULL, 'p'},
 		{"port-file", required_argument, NULL, 'P'},
 		{"max-connections", required_argument, NULL, 'c'},
+		{"max-connections-per-address", required_argument, NULL, 'A'},
 		{"timeout", required_argument, NULL, 'o'},
 		{"request-timeout", required_argument, NULL, 'T'},
 		{"max-body", required_argument, NULL, 'b'},
@@ -100,12 +104,13 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return CLI_OK;
-		case 'p': case 'c': case 'o': case 'T': case 'b': case 'B': case 'C': case 'a':
+		case 'p': case 'c': case 'A': case 'o': case 'T': case 'b': case 'B': case 'C': case 'a':
 		case 'S': case 'L':
 			if (!parse_num(optarg, ch == 'p' ? 0 : 1, ch == 'p' ? 65535 : 100000000, &v))
 				return cli_usage("ota-attestd", "numeric option out of range");
 			if (ch == 'p') o.port = (uint16_t)v;
 			else if (ch == 'c') o.max_connections = (unsigned)v;
+			else if (ch == 'A') o.max_connections_per_address = (unsigned)v;
 			else if (ch == 'o') o.timeout_s = (unsigned)v;
 			else if (ch == 'T') o.request_timeout_s = (unsigned)v;
 			else if (ch == 'b') o.max_body = (size_t)v;

@@ -1413,6 +1413,7 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 			flags, 0, NULL, NULL, handler, d, MHD_OPTION_LISTEN_SOCKET, fd,
 			MHD_OPTION_THREAD_POOL_SIZE, (unsigned)d->opts.threads,
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
+			MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->opts.max_connections_per_address,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
 			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16u * 1024u),
 			MHD_OPTION_NOTIFY_COMPLETED, completed, d,
@@ -1421,6 +1422,7 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		d->mhd = MHD_start_daemon(
 			flags, 0, NULL, NULL, handler, d, MHD_OPTION_LISTEN_SOCKET, fd,
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)d->opts.max_connections,
+			MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)d->opts.max_connections_per_address,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)d->opts.timeout_s,
 			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16u * 1024u),
 			MHD_OPTION_NOTIFY_COMPLETED, completed, d,

@@ -30,6 +30,10 @@ typedef struct ota_attestd_opts {
 	const char *verifier_key_path;/* the endpoint's private key (required); its kid
 	                                 must name a verifier principal of the root */
 	unsigned max_connections;     /* default OTA_MAX_HTTP_CONNECTIONS */
+	unsigned max_connections_per_address; /* concurrent connections from one client
+	                                 address (MHD_OPTION_PER_IP_CONNECTION_LIMIT; one
+	                                 more is closed as accepted, without an answer);
+	                                 0 (default): no per-address limit */
 	unsigned timeout_s;           /* idle connection timeout; default OTA_HTTP_TIMEOUT_SECONDS */
 	unsigned request_timeout_s;   /* deadline for reading one request (from the connection's
 	                                 start or the previous answer) and for writing its
