@@ -1005,6 +1005,32 @@ static unsigned header_count_of(struct MHD_Connection *c, const char *name)
 	return h.n;
 }
 
+/* RFC 9110 section 5.6.2: a field name is a token. */
+static bool is_token(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL)))
+			return false;
+	}
+	return true;
+}
+
+static enum MHD_Result scan_name(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size)
+{
+	bool *bad = cls;
+	(void)kind;
+	(void)value;
+	(void)value_size;
+	if (key == NULL || !is_token(key, key_size))
+		*bad = true;
+	return MHD_YES;
+}
+
 /* ---- the request deadline (conn_watch) ---- */
 
 static conn_watch *watch_of(struct MHD_Connection *c)
@@ -1108,6 +1134,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*con_cls = r;
 		/* Content-Length and Content-Type are singletons: with two, MHD
 		 * and a proxy in front may each take another one */
+		/* a field name with whitespace before its colon ("Content-Length :
+		 * 5") is not the field to MHD but may be to a proxy that trims it:
+		 * the request would be framed twice (RFC 9112 section 5.1: 400) */
+		bool bad_name = false;
+		MHD_get_connection_values_n(c, MHD_HEADER_KIND, scan_name, &bad_name);
+		if (bad_name)
+			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "header",
+			                    "a field name that is not a token");
 		if (header_count_of(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "content-length",
 			                    "more than one Content-Length header");
@@ -1121,6 +1155,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		     header_count_of(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 0))
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "transfer-encoding",
 			                    "Transfer-Encoding with Content-Length, or twice");
+		/* MHD reads a body as chunked only when the coding is exactly
+		 * "chunked"; any other (identity, "gzip, chunked") left it waiting
+		 * for the peer's close with no length: RFC 9112 section 6.1 says 400 */
+		const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		                                             MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		if (te != NULL && strcasecmp(te, "chunked") != 0)
+			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "transfer-encoding",
+			                    "a transfer coding other than chunked");
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL) {
