@@ -173,8 +173,8 @@ int verify_archive(int argc, char **argv)
 	}
 	o.pinned = ota_bytes_make(pb, pl);
 	ota_archive_report *rep = NULL;
-	rc = ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, &e);
-	free(ab);
+	/* the text is freed as soon as it is parsed (peak memory) */
+	rc = ota_archive_verify_take(&ab, al, &o, &rep, &e);
 	free(pb);
 	if (rep == NULL) {
 		ota_error_clear(&e);

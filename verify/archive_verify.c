@@ -2158,8 +2158,27 @@ static void ledger_check(vctx *v)
 	sqlite3_close(db);
 }
 
+static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_opts *o,
+                      ota_archive_report **report, ota_error *err);
+
 ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
                            ota_archive_report **report, ota_error *err)
+{
+	return verify(in, NULL, o, report, err);
+}
+
+ota_err ota_archive_verify_take(uint8_t **in, size_t len, const ota_archive_verify_opts *o,
+                                ota_archive_report **report, ota_error *err)
+{
+	ota_err rc = verify(ota_bytes_make(*in, len), in, o, report, err);
+	free(*in); /* a return before the parse */
+	*in = NULL;
+	return rc;
+}
+
+/* owned: the text of in, freed once parsed (NULL: the caller's). */
+static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_opts *o,
+                      ota_archive_report **report, ota_error *err)
 {
 	*report = NULL;
 	ota_archive_report *r = calloc(1, sizeof *r);
@@ -2205,6 +2224,11 @@ ota_err ota_archive_verify(ota_bytes in, const ota_archive_verify_opts *o,
 		return ota_error_set(err, e.code, e.where, "%s", e.what);
 	}
 	ota_err rc = arc_parse(in, true, &v.a, &e);
+	if (owned != NULL) { /* nothing reads the text again */
+		free(*owned);
+		*owned = NULL;
+		in = ota_bytes_make(NULL, 0);
+	}
 	if (rc != OTA_OK) {
 		fail_e(r, &e, "archive");
 		goto out;

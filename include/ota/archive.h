@@ -160,6 +160,16 @@ typedef struct ota_archive_report ota_archive_report;
 OTA_API OTA_NODISCARD ota_err ota_archive_verify(ota_bytes archive,
                                                  const ota_archive_verify_opts *o,
                                                  ota_archive_report **report, ota_error *err);
+/*
+ * ota_archive_verify of *archive (len bytes, malloc'd), which the call takes:
+ * freed as soon as it is parsed (so the text is not held beside its parsed
+ * form while everything is checked: ota-verify archive), or on any earlier
+ * return; *archive is NULL on return. The same checks and answers.
+ */
+OTA_API OTA_NODISCARD ota_err ota_archive_verify_take(uint8_t **archive, size_t len,
+                                                      const ota_archive_verify_opts *o,
+                                                      ota_archive_report **report,
+                                                      ota_error *err);
 OTA_API void ota_archive_report_free(ota_archive_report *r);
 /* Number of failed checks. */
 OTA_API size_t ota_archive_report_failure_count(const ota_archive_report *r);
