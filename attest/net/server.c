@@ -46,6 +46,7 @@ typedef struct answer {
 	const char *ctype;
 	char *body;
 	size_t len;
+	const char *allow; /* the route's methods, with a 405 (RFC 9110 section 15.5.6) */
 } answer;
 
 /* READING -> QUEUED (suspended, the committer's) -> COMMITTED (its operation
@@ -351,6 +352,7 @@ static void answer_set(answer *a, unsigned status, const char *ctype, char *body
 	a->ctype = ctype;
 	a->body = body;
 	a->len = len;
+	a->allow = NULL;
 }
 
 /* o (consumed) as compact JSON with sorted keys and a newline. */
@@ -418,6 +420,8 @@ static enum MHD_Result answer_send(struct MHD_Connection *c, answer *a)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->ctype);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (a->allow != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, a->allow);
 	enum MHD_Result ret = MHD_queue_response(c, a->status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -917,11 +921,16 @@ static void route_metrics(ota_attestd *d, answer *a)
 	answer_set(a, MHD_HTTP_OK, "text/plain; version=0.0.4", s, n);
 }
 
+static void answer_method(ota_attestd *d, answer *a, const char *method, const char *url,
+                          const char *allow);
+
 /* Fills *a, or queues r and returns true (the committer answers). */
 static bool dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a)
 {
 	const char *url = r->url, *method = r->method;
-	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+	/* HEAD is GET without the body (MHD sends the head only) */
+	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0,
+	     post = strcmp(method, "POST") == 0;
 	if (r->too_large) {
 		atomic_fetch_add(&d->too_large, 1);
 		answer_fail(d, a, method, url, OTA_ERR_HTTP_BODY_TOO_LARGE, "body", "request body too large");
@@ -929,21 +938,21 @@ static bool dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a
 	}
 	if (strcmp(url, "/v1/attestations") == 0) {
 		if (!post) {
-			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "POST only");
+			answer_method(d, a, method, url, "POST");
 			return false;
 		}
 		return route_attestations(d, c, r, a);
 	}
 	if (strcmp(url, "/v1/challenges") == 0) {
 		if (!post) {
-			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "POST only");
+			answer_method(d, a, method, url, "POST");
 			return false;
 		}
 		return route_challenges(d, c, r, a);
 	}
 	if (strcmp(url, "/healthz") == 0) {
 		if (!get)
-			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+			answer_method(d, a, method, url, "GET, HEAD");
 		else
 			answer_json(a, MHD_HTTP_OK,
 			            json_pack("{s:b, s:I, s:s}", "ok", 1, "epoch",
@@ -953,14 +962,14 @@ static bool dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a
 	}
 	if (strcmp(url, "/metrics") == 0) {
 		if (!get)
-			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+			answer_method(d, a, method, url, "GET, HEAD");
 		else
 			route_metrics(d, a);
 		return false;
 	}
 	if (strcmp(url, "/v1/trust-root") == 0) {
 		if (!get) {
-			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+			answer_method(d, a, method, url, "GET, HEAD");
 			return false;
 		}
 		char *copy = malloc(d->root_json_len + 1);
@@ -971,13 +980,22 @@ static bool dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a
 	}
 	if (strncmp(url, "/v1/acceptances/", 16) == 0) {
 		if (!get)
-			answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url, "GET only");
+			answer_method(d, a, method, url, "GET, HEAD");
 		else
 			route_acceptance(d, a, method, url, url + 16);
 		return false;
 	}
 	answer_fail(d, a, method, url, OTA_ERR_HTTP_NOT_FOUND, url, "no such route");
 	return false;
+}
+
+/* 405 http_method_not_allowed of a route that takes only allow. */
+static void answer_method(ota_attestd *d, answer *a, const char *method, const char *url,
+                          const char *allow)
+{
+	answer_fail(d, a, method, url, OTA_ERR_HTTP_METHOD, url,
+	            strcmp(allow, "POST") == 0 ? "POST only" : "GET or HEAD only");
+	a->allow = allow;
 }
 
 typedef struct header_count {
@@ -1111,7 +1129,7 @@ static enum MHD_Result refuse_early(ota_attestd *d, struct MHD_Connection *c, re
 	atomic_fetch_add(&d->requests, 1);
 	if (r->too_large)
 		atomic_fetch_add(&d->too_large, 1);
-	answer a;
+	answer a = {0, NULL, NULL, 0, NULL};
 	answer_fail(d, &a, r->method, r->url, code, where, what);
 	return answer_send(c, &a);
 }
@@ -1225,7 +1243,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_NO;
 	}
 	atomic_fetch_add(&d->requests, 1);
-	answer a = {0, NULL, NULL, 0};
+	answer a = {0, NULL, NULL, 0, NULL};
 	if (dispatch(d, c, r, &a))
 		return MHD_YES; /* suspended; r belongs to the committer until resumed */
 	r->state = RQ_DONE;

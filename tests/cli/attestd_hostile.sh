@@ -137,6 +137,39 @@ elif mode == "framing":
         except Exception:
             pass
         print(name, status, code, where, cont)
+elif mode == "methods":
+    # one connection each; "status allow-header body-bytes code"
+    import json
+    for name, line in [("get-healthz", b"GET /healthz"), ("head-healthz", b"HEAD /healthz"),
+                       ("head-trust-root", b"HEAD /v1/trust-root"),
+                       ("put-healthz", b"PUT /healthz"), ("brew-metrics", b"BREW /metrics"),
+                       ("get-attestations", b"GET /v1/attestations"),
+                       ("delete-challenges", b"DELETE /v1/challenges"),
+                       ("head-attestations", b"HEAD /v1/attestations"),
+                       ("get-unknown", b"GET /v2/nope"), ("brew-unknown", b"BREW /v2/nope")]:
+        s = socket.create_connection(("127.0.0.1", port), timeout=3)
+        s.sendall(line + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        out = b""
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                out += d
+        except OSError:
+            pass
+        s.close()
+        head, _, body = out.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        allow = [l.split(b":", 1)[1].strip().decode() for l in lines[1:]
+                 if l.lower().startswith(b"allow:")]
+        code = "-"
+        try:
+            code = json.loads(body)["code"]
+        except Exception:
+            pass
+        print(name, lines[0].split(b" ")[1].decode(), "'%s'" % (allow[0].replace(" ", "") if allow else ""),
+              len(body), code)
 EOF
 
 py() { timeout 60 python3 "$work/raw.py" "$PORT" "$@" >"$work/out" 2>&1; }
@@ -188,6 +221,27 @@ curl -s "http://127.0.0.1:$PORT/metrics" >"$work/metrics"
 grep -q '^ota_attestd_challenges_issued_total 0$' "$work/metrics" && pass "framing: nothing issued" \
   || bad "framing: a challenge was issued"
 stop framing
+
+# --- methods -------------------------------------------------------------
+start methods
+py methods
+m() { # m CASE "STATUS 'ALLOW' CODE" WHY  (Allow without spaces; body length checked apart)
+  local got; got=$(awk -v c="$1" '$1==c{print $2, $3, $5}' "$work/out")
+  [ "$got" = "$2" ] && pass "$1: $2 ($3)" || { bad "$1: got '$got', want '$2' ($3)"; grep "^$1 " "$work/out"; }
+}
+m get-healthz "200 '' -" "GET"
+m head-healthz "200 '' -" "HEAD is GET without a body"
+m head-trust-root "200 '' -" "HEAD is GET without a body"
+m put-healthz "405 'GET,HEAD' http_method_not_allowed" "405 names the methods in Allow"
+m brew-metrics "405 'GET,HEAD' http_method_not_allowed" "unknown method"
+m get-attestations "405 'POST' http_method_not_allowed" "POST route"
+m delete-challenges "405 'POST' http_method_not_allowed" "POST route"
+m head-attestations "405 'POST' -" "HEAD of a POST route"
+m get-unknown "404 '' http_not_found" "unknown path"
+m brew-unknown "404 '' http_not_found" "unknown path and method"
+n=$(awk '$1=="head-healthz"||$1=="head-trust-root"||$1=="head-attestations"{s+=$4} END{print s+0}' "$work/out")
+[ "$n" -eq 0 ] && pass "HEAD answers carry no body" || bad "HEAD answers carry $n body bytes"
+stop methods
 
 [ "$fails" -eq 0 ] && echo "all passed" || echo "$fails failed"
 exit $((fails > 0))
