@@ -22,6 +22,17 @@
  *   floor_json_parse_vs_signatures = that / raw: the part of "beyond the
  *   signatures" no verifier of this JSON format built on jansson can avoid.
  *   floor_sha256_ms: SHA-256 over every byte once.
+ *   archive_verify_peak_rss_N: the peak RSS (ru_maxrss) of the real
+ *   `ota-verify archive` (the one built beside this bench) verifying the
+ *   archive written to a file, per archive byte; baseline
+ *   json_loadb_peak_rss_N: the peak RSS of a process that reads the same
+ *   file and parses it with jansson (json_loadb, then json_decref), nothing
+ *   checked, per archive byte: the text and its DOM, the floor of a verifier
+ *   holding the document. Median of min(ROUNDS, 3) runs each, fresh processes.
+ *   OTA_BENCH_VERIFY=PATH measures another ota-verify (an older build, to
+ *   compare in one run).
+ *   The small archives are dominated by the process itself (about 7 MB of
+ *   libraries and their data): peak_rss_kb gives the figures as measured.
  *
  *   bench_archive [ROUNDS] [--max N] [--external] [--write-seed PATH]   default 3 rounds
  *   --external: the attestations are signed by an issuer principal and
@@ -33,10 +44,15 @@
  *   PATH.N), the pinned root to PATH.root.json and the runner key to
  *   PATH.runner.FIXTURE.pem (vectors/archive/generate.sh uses it).
  */
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -462,12 +478,159 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+extern char **environ;
+
+/*
+ * --rss-run EXE ARGS...: runs EXE (output discarded) and prints its
+ * ru_maxrss (KB); exit 1 when it did not exit 0. A process's ru_maxrss is at
+ * least the RSS of the memory it was forked from (Linux carries the
+ * high-water mark across fork and exec), so the measured process is forked
+ * from this small, freshly started one, never from the bench holding its
+ * archives.
+ */
+static int rss_run(char **argv)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		int dn = open("/dev/null", O_WRONLY);
+		if (dn >= 0) {
+			dup2(dn, 1);
+			dup2(dn, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st = 0;
+	struct rusage ru;
+	if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return 1;
+	printf("%ld\n", ru.ru_maxrss);
+	return 0;
+}
+
+/* ru_maxrss (KB) of argv run through --rss-run; -1 when it failed. */
+static long child_peak_kb(char *const argv[])
+{
+	char *full[16];
+	size_t n = 0;
+	full[n++] = (char *)"/proc/self/exe";
+	full[n++] = (char *)"--rss-run";
+	for (size_t i = 0; argv[i] != NULL && n < 15; i++)
+		full[n++] = argv[i];
+	full[n] = NULL;
+	int p[2];
+	if (pipe(p) != 0)
+		return -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addclose(&fa, p[0]);
+	pid_t pid;
+	int rc = posix_spawn(&pid, full[0], &fa, NULL, full, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	char buf[64] = "";
+	ssize_t got = rc == 0 ? read(p[0], buf, sizeof buf - 1) : -1;
+	close(p[0]);
+	int st = 0;
+	if (rc != 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+	    got <= 0)
+		return -1;
+	buf[got] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/* --rss-floor FILE: read the file and parse it with jansson, nothing else. */
+static int rss_floor(const char *path)
+{
+	uint8_t *t = NULL;
+	size_t n = 0;
+	if (ota_file_read(path, OTA_MAX_ARCHIVE_BYTES, &t, &n, NULL) != OTA_OK)
+		return 1;
+	json_t *j = json_loadb((const char *)t, n, JSON_REJECT_DUPLICATES, NULL);
+	free(t);
+	json_decref(j);
+	return j != NULL ? 0 : 1;
+}
+
+static int cmp_l(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Writes len bytes to a new temporary file; its name in path (PATH_MAX). */
+static bool write_tmp(char *path, size_t cap, const void *p, size_t len)
+{
+	snprintf(path, cap, "/tmp/ota-bench-archive-XXXXXX");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, p, len) == (ssize_t)len;
+	close(fd);
+	if (!ok)
+		unlink(path);
+	return ok;
+}
+
+/*
+ * The peak-RSS figure of one archive: ota-verify archive on it (exit 0
+ * required) against the jansson floor, each the median of runs fresh
+ * processes. Prints nothing when ota-verify cannot be run.
+ */
+static void rss_figure(const char *archive, size_t len, const char *root, size_t rlen,
+                       size_t natt, int runs)
+{
+	char ap[64], rp[64];
+	if (!write_tmp(ap, sizeof ap, archive, len))
+		return;
+	if (!write_tmp(rp, sizeof rp, root, rlen)) {
+		unlink(ap);
+		return;
+	}
+	long ours[3], floor[3];
+	const char *exe = getenv("OTA_BENCH_VERIFY") != NULL ? getenv("OTA_BENCH_VERIFY")
+	                                                     : OTA_VERIFY_EXE;
+	char *va[] = {(char *)(uintptr_t)exe, (char *)"archive", ap, (char *)"--trust", rp, NULL};
+	char *fa[] = {(char *)"/proc/self/exe", (char *)"--rss-floor", ap, NULL};
+	int n = runs < 1 ? 1 : runs > 3 ? 3 : runs;
+	bool ok = true;
+	for (int i = 0; i < n && ok; i++) {
+		ours[i] = child_peak_kb(va);
+		floor[i] = child_peak_kb(fa);
+		ok = ours[i] > 0 && floor[i] > 0;
+	}
+	unlink(ap);
+	unlink(rp);
+	if (!ok) {
+		fprintf(stderr, "bench_archive: %s did not verify the archive; no RSS figure\n", exe);
+		return;
+	}
+	qsort(ours, (size_t)n, sizeof ours[0], cmp_l);
+	qsort(floor, (size_t)n, sizeof floor[0], cmp_l);
+	double v = (double)ours[n / 2] * 1024.0 / (double)len,
+	       bv = (double)floor[n / 2] * 1024.0 / (double)len;
+	printf("{\"bench\": \"archive_verify_peak_rss_%zu_attestations\", \"value\": %.3f, "
+	       "\"unit\": \"bytes/archive_byte\", \"baseline\": "
+	       "\"json_loadb_peak_rss_%zu_attestations\", \"baseline_value\": %.3f, "
+	       "\"ratio\": %.3f, \"peak_rss_kb\": %ld, \"baseline_peak_rss_kb\": %ld, "
+	       "\"archive_bytes\": %zu}\n",
+	       natt, v, natt, bv, bv > 0 ? v / bv : 0.0, ours[n / 2], floor[n / 2], len);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = 3;
 	size_t max = 10000;
 	bool external = false;
 	const char *seed = NULL;
+	if (argc == 3 && strcmp(argv[1], "--rss-floor") == 0)
+		return rss_floor(argv[2]);
+	if (argc >= 3 && strcmp(argv[1], "--rss-run") == 0)
+		return rss_run(argv + 2);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
 			max = (size_t)strtoul(argv[++i], NULL, 10);
@@ -624,6 +787,7 @@ int main(int argc, char **argv)
 		       checked, jfloor[rounds / 2], bv > 0 ? jfloor[rounds / 2] / bv : 0.0,
 		       hfloor[rounds / 2]);
 		fflush(stdout);
+		rss_figure((const char *)b.archive, b.len, rtext, rlen, b.natt, rounds);
 		for (size_t i = 0; i < nm; i++)
 			free(m[i]);
 		free(m);
