@@ -28,9 +28,27 @@ typedef struct arc_acc {
 	arc_blob cose;
 } arc_acc;
 
+/*
+ * A challenge's content as ota_challenge has it, with its strings as exact
+ * copies (one allocation, arc_ch.strings) rather than 1.5 KB of fixed
+ * buffers per challenge.
+ */
+typedef struct arc_chal {
+	uint8_t nonce[OTA_NONCE_MAX_BYTES];
+	size_t nonce_len;
+	int64_t epoch;
+	int64_t issued_at;
+	int64_t expires_at;
+	int64_t consumed_at;
+	const char *txn;
+	const char *issuer;
+	const char *scope;
+} arc_chal;
+
 typedef struct arc_ch {
 	char id[OTA_ID_LEN + 1];
-	ota_challenge c;
+	arc_chal c;
+	char *strings; /* owned */
 } arc_ch;
 
 typedef struct arc_overlay {

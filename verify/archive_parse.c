@@ -215,6 +215,8 @@ void ota_archive_free(ota_archive *a)
 	for (size_t i = 0; a->chain != NULL && i < a->nchain; i++)
 		free(a->chain[i].ptr);
 	free(a->chain);
+	for (size_t i = 0; a->ch != NULL && i < a->nch; i++)
+		free(a->ch[i].strings);
 	free(a->ch);
 	for (size_t i = 0; a->att != NULL && i < a->natt; i++)
 		free(a->att[i].cose.ptr);
@@ -297,14 +299,28 @@ static ota_err parse_challenge(const json_t *c, arc_ch *out, ota_error *err)
 		if (rc != OTA_OK)
 			return rc;
 	}
-	snprintf(out->c.txn, sizeof out->c.txn, "%s", s[0]);
-	snprintf(out->c.issuer, sizeof out->c.issuer, "%s", s[1]);
-	snprintf(out->c.scope, sizeof out->c.scope, "%s", s[2]);
 	if ((rc = get_int(c, "epoch", "challenges[]", &out->c.epoch, err)) != OTA_OK ||
 	    (rc = get_int(c, "issued_at", "challenges[]", &out->c.issued_at, err)) != OTA_OK ||
 	    (rc = get_int(c, "expires_at", "challenges[]", &out->c.expires_at, err)) != OTA_OK ||
 	    (rc = get_int(c, "consumed_at", "challenges[]", &out->c.consumed_at, err)) != OTA_OK)
 		return rc;
+	/* the strings last: nothing fails after they are allocated */
+	size_t len[3], total = 0;
+	for (int i = 0; i < 3; i++) {
+		len[i] = strlen(s[i]);
+		total += len[i] + 1;
+	}
+	char *buf = malloc(total);
+	if (buf == NULL)
+		return OTA_ERR_NOMEM;
+	const char **dst[3] = {&out->c.txn, &out->c.issuer, &out->c.scope};
+	size_t off = 0;
+	for (int i = 0; i < 3; i++) {
+		memcpy(buf + off, s[i], len[i] + 1);
+		*dst[i] = buf + off;
+		off += len[i] + 1;
+	}
+	out->strings = buf;
 	return OTA_OK;
 }
 

@@ -649,10 +649,28 @@ out:
 /* Identities of the evidence, challenges; order lists of the receipt. */
 static int nonce_cmp(const void *x, const void *y)
 {
-	const ota_challenge *a = *(const ota_challenge *const *)x, *b = *(const ota_challenge *const *)y;
+	const arc_chal *a = *(const arc_chal *const *)x, *b = *(const arc_chal *const *)y;
 	if (a->nonce_len != b->nonce_len)
 		return a->nonce_len < b->nonce_len ? -1 : 1;
 	return memcmp(a->nonce, b->nonce, a->nonce_len);
+}
+
+/* ota_challenge_identity of a parsed challenge (its content as ota_challenge). */
+static ota_err ch_identity(const arc_chal *x, char id[OTA_ID_LEN + 1])
+{
+	ota_challenge c;
+	memset(&c, 0, sizeof c);
+	memcpy(c.nonce, x->nonce, x->nonce_len);
+	c.nonce_len = x->nonce_len;
+	c.epoch = x->epoch;
+	c.issued_at = x->issued_at;
+	c.expires_at = x->expires_at;
+	c.consumed_at = x->consumed_at;
+	/* the parse refused longer ones: nothing is truncated */
+	snprintf(c.txn, sizeof c.txn, "%s", x->txn);
+	snprintf(c.issuer, sizeof c.issuer, "%s", x->issuer);
+	snprintf(c.scope, sizeof c.scope, "%s", x->scope);
+	return ota_challenge_identity(&c, id);
 }
 
 static ota_err index_members(vctx *v)
@@ -697,7 +715,7 @@ static ota_err index_members(vctx *v)
 	json_decref(ev_list);
 	for (size_t i = 0; i < a->nch; i++) {
 		char id[OTA_ID_LEN + 1];
-		if (ota_challenge_identity(&a->ch[i].c, id) != OTA_OK || strcmp(id, a->ch[i].id) != 0)
+		if (ch_identity(&a->ch[i].c, id) != OTA_OK || strcmp(id, a->ch[i].id) != 0)
 			fail(r, OTA_ERR_ARCHIVE_CHALLENGE_IDENTITY, "challenges[]",
 			     "challenge %zu: stated identity is not its content's", i);
 		v->ch_idx[i] = (idx_entry){a->ch[i].id, i};
@@ -709,7 +727,7 @@ static ota_err index_members(vctx *v)
 			     v->ch_idx[i].id);
 	/* single use is the nonce's: two challenge records with one nonce (say,
 	 * of two epochs) are one challenge answered twice */
-	const ota_challenge **by_nonce = calloc(a->nch + 1, sizeof *by_nonce);
+	const arc_chal **by_nonce = calloc(a->nch + 1, sizeof *by_nonce);
 	if (by_nonce == NULL)
 		return OTA_ERR_NOMEM;
 	for (size_t i = 0; i < a->nch; i++)
@@ -882,7 +900,7 @@ static void attestation_check(vctx *v, size_t i)
 	const ota_attestation *c = &claims;
 	/* its challenge */
 	size_t ci = idx_find(v->ch_idx, a->nch, a->att[i].chid);
-	const ota_challenge *ch = ci != SIZE_MAX ? &a->ch[ci].c : NULL;
+	const arc_chal *ch = ci != SIZE_MAX ? &a->ch[ci].c : NULL;
 	if (ch == NULL || ch->nonce_len != c->nonce_len ||
 	    memcmp(ch->nonce, c->nonce, c->nonce_len) != 0) {
 		fail(r, OTA_ERR_ARCHIVE_CHALLENGE_UNBOUND, where,
@@ -2118,7 +2136,7 @@ static void ledger_check(vctx *v)
 	                        NULL) == SQLITE_OK;
 	bool replay = false;
 	for (size_t i = 0; ok && i < v->a->nch; i++) {
-		const ota_challenge *c = &v->a->ch[i].c;
+		const arc_chal *c = &v->a->ch[i].c;
 		sqlite3_bind_blob(ins, 1, c->nonce, (int)c->nonce_len, SQLITE_STATIC);
 		sqlite3_bind_text(ins, 2, v->a->ch[i].id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(ins, 3, v->a->receipt_id, -1, SQLITE_STATIC);
