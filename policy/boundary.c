@@ -582,6 +582,9 @@ ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char 
 		if (strict && r->def == ND_ALLOW && cur->def == ND_DENY)
 			return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_WIDENS, who,
 			                     "network.default: allow cannot widen deny");
+		/* the reach before this restriction: broad unless denied (no
+		 * control, allow or unspecified, and no destinations) */
+		bool was_broad = cur->def != ND_DENY;
 		cur->has_net = true;
 		if (r->def == ND_DENY)
 			cur->def = ND_DENY;
@@ -592,8 +595,9 @@ ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char 
 					return rc;
 				if (cur->ntargets == 0)
 					cur->def = ND_DENY; /* every destination eliminated: explicit denial */
-			} else if (cur->def != ND_DENY) {
-				/* broad reach narrowed to the restriction's destinations */
+			} else if (was_broad) {
+				/* broad reach narrowed to the restriction's destinations
+				 * (its exceptions under deny, its allowlist under allow) */
 				for (size_t i = 0; i < r->ntargets; i++)
 					if (!push_target(cur, &r->targets[i]))
 						return ota_error_set(err, OTA_ERR_NOMEM, who, "out of memory");

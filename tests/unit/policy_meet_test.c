@@ -167,6 +167,88 @@ static void test_deny_and_added_destination(void **state)
 	ota_contract_free(c);
 }
 
+/*
+ * One overlay {default: deny, outbound_targets: [h1]} (deny with one
+ * exception) over a broad canonical reach (no network control, or allow):
+ * the reach narrows to that exception, as {default: allow, outbound_targets:
+ * [h1]} (the same reach, an allowlist) narrows it. boundary_meet set the
+ * default to deny before looking at the restriction's destinations and then
+ * took the canonical reach for denied: the exception was dropped and h1
+ * denied (deny, scope none), while the allowlist form kept it.
+ */
+static void test_deny_exceptions_narrow_broad(void **state)
+{
+	(void)state;
+	ota_contract *c = contract(HEAD OCI_EXEC
+	                           "tasks:\n"
+	                           "  open:\n    run: make\n    runtime_boundary:\n"
+	                           "      filesystem: {repo_root_mode: read_only}\n"
+	                           "  allow:\n    run: make\n    runtime_boundary:\n"
+	                           "      filesystem: {repo_root_mode: read_only}\n"
+	                           "      network: {default: allow}\n"
+	                           "  shut:\n    run: make\n    runtime_boundary:\n"
+	                           "      filesystem: {repo_root_mode: read_only}\n"
+	                           "      network: {default: deny}\n"
+	                           "  two:\n    run: make\n    runtime_boundary:\n"
+	                           "      filesystem: {repo_root_mode: read_only}\n"
+	                           "      network: {default: deny, outbound_targets: "
+	                           "[{kind: host, value: h1}, {kind: host, value: h2}]}\n");
+	ota_overlay *x = overlay("policies:\n  sandbox:\n    network: {default: deny, outbound_targets: "
+	                         "[{kind: host, value: h1}]}\n",
+	                         OTA_OVERLAY_FILE);
+	ota_overlay *y = overlay("policies:\n  sandbox:\n    network: {default: allow, outbound_targets: "
+	                         "[{kind: host, value: h1}]}\n",
+	                         OTA_OVERLAY_FILE);
+	static const char *const h1 =
+		"[{\"kind\":\"host\",\"value\":\"h1\",\"destination_shape\":null,\"destination_constraint\":null}]";
+	char want[512];
+	for (int t = 0; t < 2; t++) {
+		const char *task = t == 0 ? "open" : "allow";
+		const ota_overlay *ox[1] = {x}, *oy[1] = {y}, *xy[2] = {x, y}, *yx[2] = {y, x};
+		ota_policy *px = compile_ok(c, task, ox, 1);
+		char *s = dump(json_object_get(eff_rb(px, 0), "network"));
+		snprintf(want, sizeof want,
+		         "{\"default\":\"deny\",\"scope\":\"targeted\",\"outbound_targets\":%s}", h1);
+		assert_string_equal(s, want);
+		free(s);
+		ota_policy *py = compile_ok(c, task, oy, 1);
+		const json_t *ny = json_object_get(eff_rb(py, 0), "network");
+		assert_string_equal(json_string_value(json_object_get(ny, "scope")), "targeted");
+		s = dump(json_object_get(ny, "outbound_targets"));
+		assert_string_equal(s, h1);
+		free(s);
+		/* both: the one destination, denied otherwise, in either order */
+		ota_policy *p1 = compile_ok(c, task, xy, 2), *p2 = compile_ok(c, task, yx, 2);
+		s = dump(json_object_get(eff_rb(p1, 0), "network"));
+		snprintf(want, sizeof want,
+		         "{\"default\":\"deny\",\"scope\":\"targeted\",\"outbound_targets\":%s}", h1);
+		assert_string_equal(s, want);
+		free(s);
+		assert_string_equal(ota_policy_effective_identity(p1), ota_policy_effective_identity(p2));
+		ota_policy_free(px);
+		ota_policy_free(py);
+		ota_policy_free(p1);
+		ota_policy_free(p2);
+	}
+	/* a denied canonical reach stays denied; a targeted one is intersected */
+	const ota_overlay *ox[1] = {x};
+	ota_policy *ps = compile_ok(c, "shut", ox, 1);
+	char *s = dump(json_object_get(eff_rb(ps, 0), "network"));
+	assert_string_equal(s, "{\"default\":\"deny\",\"scope\":\"none\",\"outbound_targets\":[]}");
+	free(s);
+	ota_policy *pt = compile_ok(c, "two", ox, 1);
+	s = dump(json_object_get(eff_rb(pt, 0), "network"));
+	snprintf(want, sizeof want,
+	         "{\"default\":\"deny\",\"scope\":\"targeted\",\"outbound_targets\":%s}", h1);
+	assert_string_equal(s, want);
+	free(s);
+	ota_policy_free(ps);
+	ota_policy_free(pt);
+	ota_overlay_free(x);
+	ota_overlay_free(y);
+	ota_contract_free(c);
+}
+
 /* ---- t1: an advisory_only constraint never demotes an authoritative destination ---- */
 
 #define T1_CONTRACT                                                                           \
@@ -744,6 +826,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_readonly_org_and_user_writable),
 		cmocka_unit_test(test_deny_and_added_destination),
+		cmocka_unit_test(test_deny_exceptions_narrow_broad),
 		cmocka_unit_test(test_no_demotion),
 		cmocka_unit_test(test_overlay_controls_reach_admission),
 		cmocka_unit_test(test_meet_algebra),
