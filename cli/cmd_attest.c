@@ -27,6 +27,21 @@ static const char usage_text[] =
 	"       ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)\n"
 	"                         [--out ACCEPTANCE.cose] [--json]\n";
 
+/* The endpoint's answer with --json: all of it, every non-ASCII character
+ * as \uXXXX (jansson escapes C0 controls; C1 controls such as U+009B CSI
+ * and bidirectional overrides would reach the terminal raw otherwise). */
+static void print_answer_json(const json_t *o)
+{
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	if (s == NULL) {
+		fputs("{\"code\":\"out_of_memory\"}\n", stdout);
+		return;
+	}
+	fputs(s, stdout);
+	fputc('\n', stdout);
+	free(s);
+}
+
 static int fail_exit(const ota_error *e)
 {
 	int rc = cli_fail("ota attest", e);
@@ -368,7 +383,7 @@ int cmd_attest(int argc, char **argv)
 		if (o == NULL)
 			return CLI_INTERNAL;
 		if (json)
-			cli_print_json(o);
+			print_answer_json(o);
 		else
 			printf("%s %s\n", json_string_value(json_object_get(o, "challenge")),
 			       json_string_value(json_object_get(o, "nonce")));
@@ -431,7 +446,7 @@ int cmd_attest(int argc, char **argv)
 			free(acc);
 		}
 		if (json)
-			cli_print_json(o);
+			print_answer_json(o);
 		else
 			printf("accepted %s\n", json_string_value(json_object_get(o, "attestation")));
 		json_decref(o);

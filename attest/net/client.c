@@ -62,6 +62,10 @@ static ota_err exchange(const char *base_url, const char *path, const char *ctyp
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* libcurl's defaults, said here: a redirect is an answer like any
+	 * other (a 3xx is no success), never followed elsewhere */
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
 	if (post) {
