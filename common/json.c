@@ -56,7 +56,9 @@ ota_err ota_json_parse(ota_bytes in, json_t **out, ota_error *err)
 		                     "document has %zu bytes, limit is %u", in.len,
 		                     OTA_MAX_JSON_BYTES);
 	json_error_t je;
-	json_t *v = json_loadb((const char *)in.ptr, in.len,
+	/* no bytes may come as a NULL pointer (an empty request body), which
+	 * jansson refuses as "wrong arguments" at line -1, column -1 */
+	json_t *v = json_loadb(in.ptr != NULL ? (const char *)in.ptr : "", in.len,
 	                       JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (v == NULL) {
 		ota_err code = OTA_ERR_JSON_SYNTAX;

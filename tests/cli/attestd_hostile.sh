@@ -90,6 +90,7 @@ elif mode == "framing":
         ("te-chunked-gzip", J + b"Transfer-Encoding: chunked, gzip\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
         ("name-space", J + b"Content-Length : 2\r\n\r\n{}"),
         ("name-tab", J + b"Content-Length\t: 2\r\n\r\n{}"),
+        ("body-empty", J + b"Content-Length: 0\r\n\r\n"),
         # held before, kept as regressions
         ("cl-twice", J + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"),
         ("cl-and-te", J + b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
@@ -204,6 +205,8 @@ expect te-chunked-gzip "400 http_bad_request transfer-encoding -" "RFC 9112 6.1"
 # whitespace before the colon: not Content-Length to MHD, maybe to a proxy
 expect name-space "400 http_bad_request header -" "RFC 9112 5.1"
 expect name-tab "400 http_bad_request header -" "RFC 9112 5.1"
+# no body: a JSON syntax error at its start (was jansson's "wrong arguments", line -1)
+expect body-empty "400 json_syntax line 1, column 0 -" "empty JSON body"
 expect cl-twice "400 http_bad_request content-length -" "one Content-Length"
 expect cl-and-te "400 http_bad_request transfer-encoding -" "framed twice"
 # MHD refuses these itself, with its HTML body and the connection closed

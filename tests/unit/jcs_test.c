@@ -414,9 +414,29 @@ static void test_utf8_next(void **state)
 	}
 }
 
+/* No bytes, as a NULL pointer (an empty HTTP request body) or not: a
+ * syntax error at line 1, not jansson's "wrong arguments" at line -1. */
+static void test_parse_empty(void **state)
+{
+	(void)state;
+	const char *none[] = {NULL, "", " "};
+	for (size_t i = 0; i < 3; i++) {
+		json_t *v = (json_t *)1;
+		ota_error e;
+		ota_error_clear(&e);
+		ota_bytes in = ota_bytes_make(none[i], none[i] != NULL ? strlen(none[i]) : 0);
+		assert_int_equal(ota_json_parse(in, &v, &e), OTA_ERR_JSON_SYNTAX);
+		assert_null(v);
+		assert_int_equal(e.code, OTA_ERR_JSON_SYNTAX);
+		assert_int_equal(strncmp(e.where, "line 1, column ", 15), 0);
+		assert_null(strstr(e.what, "wrong arguments"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_empty),
 		cmocka_unit_test(test_vectors),
 		cmocka_unit_test(test_output_is_compact),
 		cmocka_unit_test(test_built_values),
