@@ -67,12 +67,26 @@ ota_err ota_trust_time_parse(const char *s, int64_t *out)
 	bool leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
 	if (M == 2 && D == 29 && !leap)
 		return OTA_ERR_TIME_FORMAT;
-	if (sec == 60)
+	bool leap_second = sec == 60;
+	if (leap_second)
 		sec = 59;
 	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec;
 	t -= sign * (oh * 3600 + om * 60);
 	if (t < 0)
 		return OTA_ERR_TIME_FORMAT;
+	/* A leap second is 23:59:60 UTC on the last day of a month (RFC 3339
+	 * section 5.7), taken as 23:59:59 (POSIX time has no 60th second): the
+	 * second after it is the 1st of a month at 00:00:00 UTC. A 60th second
+	 * anywhere else is not a time. */
+	if (leap_second) {
+		int64_t next = t + 1;
+		if (next % 86400 != 0)
+			return OTA_ERR_TIME_FORMAT;
+		time_t tt = (time_t)next;
+		struct tm tm;
+		if (gmtime_r(&tt, &tm) == NULL || tm.tm_mday != 1)
+			return OTA_ERR_TIME_FORMAT;
+	}
 	*out = t;
 	return OTA_OK;
 }

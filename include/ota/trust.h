@@ -339,9 +339,11 @@ OTA_API void *ota_trust_root_summary(const ota_trust_root *r, int64_t at);
 /* ---- time text ---- */
 
 /*
- * Parses integer seconds ("1767225600") or RFC 3339 UTC/offset
- * ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00"; no fraction).
- * time_format otherwise.
+ * Parses integer seconds ("1767225600", at most 15 digits) or RFC 3339
+ * UTC/offset ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00"; no
+ * fraction, nothing before 1970; second 60 only as the leap second
+ * 23:59:60 UTC of a month's last day, taken as 23:59:59). time_format
+ * otherwise.
  */
 OTA_API OTA_NODISCARD ota_err ota_trust_time_parse(const char *s, int64_t *out);
 /* RFC 3339 UTC text of t into buf (at least 32 bytes). */
