@@ -189,6 +189,79 @@ static bool digest_is(const json_t *list, const json_t *want)
 	       strcmp(id, json_string_value(want)) == 0;
 }
 
+/*
+ * The JCS text of a list of identities (or of {"consumed_at", "identity"}
+ * objects), written directly: every item is an identity the parse checked
+ * (sha256:<64 hex>) or an evidence placeholder (invalid:N), characters JCS
+ * writes as they are, and the integers are within 2^53. Its identity is
+ * ota_jcs_identity of the same list as JSON, without building it (tens of
+ * thousands of jansson values for a large archive).
+ */
+typedef struct jcs_list {
+	char *p;
+	size_t len;
+	size_t cap;
+	bool bad; /* out of memory, or an item JCS would escape */
+} jcs_list;
+
+static void jl_put(jcs_list *l, const char *s, size_t n)
+{
+	if (l->bad)
+		return;
+	if (l->len + n + 1 > l->cap) {
+		size_t cap = l->cap != 0 ? l->cap : 4096;
+		while (cap < l->len + n + 1)
+			cap *= 2;
+		char *p = realloc(l->p, cap);
+		if (p == NULL) {
+			l->bad = true;
+			return;
+		}
+		l->p = p;
+		l->cap = cap;
+	}
+	memcpy(l->p + l->len, s, n);
+	l->len += n;
+}
+
+/* Appends "id" (after a comma unless first); consumed_at >= -1: as the object. */
+static void jl_item(jcs_list *l, const char *id, bool object, int64_t consumed_at)
+{
+	size_t n = strlen(id);
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z') || id[i] == ':'))
+			l->bad = true;
+	jl_put(l, l->len > 1 ? "," : "", l->len > 1 ? 1 : 0);
+	if (object) {
+		char num[80];
+		int k = snprintf(num, sizeof num, "{\"consumed_at\":%lld,\"identity\":",
+		                 (long long)consumed_at);
+		jl_put(l, num, (size_t)k);
+	}
+	jl_put(l, "\"", 1);
+	jl_put(l, id, n);
+	jl_put(l, object ? "\"}" : "\"", object ? 2 : 1);
+}
+
+/* true when the identity of the list's text (closed here) is the string want. */
+static bool jl_digest_is(jcs_list *l, const json_t *want)
+{
+	jl_put(l, "]", 1);
+	char id[OTA_ID_LEN + 1];
+	bool ok = !l->bad && json_is_string(want) &&
+	          ota_sha256_id(ota_bytes_make(l->p, l->len), id) == OTA_OK &&
+	          strcmp(id, json_string_value(want)) == 0;
+	free(l->p);
+	memset(l, 0, sizeof *l);
+	return ok;
+}
+
+static void jl_open(jcs_list *l)
+{
+	memset(l, 0, sizeof *l);
+	jl_put(l, "[", 1);
+}
+
 /* ---- the verification ---- */
 
 /*
@@ -697,22 +770,22 @@ static ota_err index_members(vctx *v)
 	    v->ch_uses == NULL || v->ai == NULL || v->att_idx == NULL || v->acc == NULL ||
 	    v->acc_ok == NULL || v->acc_idx == NULL)
 		return OTA_ERR_NOMEM;
-	json_t *ev_list = json_array();
+	jcs_list ev_list;
+	jl_open(&ev_list);
 	for (size_t i = 0; i < v->nev; i++) {
 		if (ota_json_identity(json_array_get(a->evidence, i), v->ev_ids[i], NULL) != OTA_OK) {
 			fail(r, OTA_ERR_ARCHIVE_MALFORMED, "evidence[]", "record %zu has no identity", i);
 			snprintf(v->ev_ids[i], sizeof v->ev_ids[i], "invalid:%zu", i);
 		}
 		v->ev_idx[i] = (idx_entry){v->ev_ids[i], i};
-		json_array_append_new(ev_list, json_string(v->ev_ids[i]));
+		jl_item(&ev_list, v->ev_ids[i], false, 0);
 	}
 	/* the same record may appear more than once (one platform check per
 	 * segment); the receipt signs the whole list in order */
 	qsort(v->ev_idx, v->nev, sizeof *v->ev_idx, idx_cmp);
-	if (!digest_is(ev_list, json_object_get(v->receipt, "evidence_digest")))
+	if (!jl_digest_is(&ev_list, json_object_get(v->receipt, "evidence_digest")))
 		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.evidence_digest",
 		     "the archive's evidence is not the list the receipt signs, in order");
-	json_decref(ev_list);
 	for (size_t i = 0; i < a->nch; i++) {
 		char id[OTA_ID_LEN + 1];
 		if (ch_identity(&a->ch[i].c, id) != OTA_OK || strcmp(id, a->ch[i].id) != 0)
@@ -740,17 +813,18 @@ static ota_err index_members(vctx *v)
 			break;
 		}
 	free(by_nonce);
-	json_t *att_list = json_array(), *ch_list = json_array();
+	jcs_list att_list, ch_list;
+	jl_open(&att_list);
+	jl_open(&ch_list);
 	int64_t last = 0;
 	for (size_t i = 0; i < a->natt; i++) {
 		v->att_idx[i] = (idx_entry){a->att[i].id, i};
-		json_array_append_new(att_list, json_string(a->att[i].id));
+		jl_item(&att_list, a->att[i].id, false, 0);
 		size_t ci = idx_find(v->ch_idx, a->nch, a->att[i].chid);
 		int64_t used = ci != SIZE_MAX ? a->ch[ci].c.consumed_at : -1;
 		if (used > last)
 			last = used;
-		json_array_append_new(ch_list, json_pack("{s:s, s:I}", "identity", a->att[i].chid,
-		                                         "consumed_at", (json_int_t)used));
+		jl_item(&ch_list, a->att[i].chid, true, used);
 	}
 	for (size_t i = 0; i < a->nch; i++)
 		if (i >= a->natt || strcmp(a->ch[i].id, a->att[i].chid) != 0) {
@@ -766,21 +840,19 @@ static ota_err index_members(vctx *v)
 		if (strcmp(v->att_idx[i].id, v->att_idx[i - 1].id) == 0)
 			fail(r, OTA_ERR_ARCHIVE_DUPLICATE, "attestations[]", "attestation %s appears twice",
 			     v->att_idx[i].id);
-	if (!digest_is(att_list, json_object_get(v->receipt, "attestations_digest")))
+	if (!jl_digest_is(&att_list, json_object_get(v->receipt, "attestations_digest")))
 		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.attestations_digest",
 		     "the archive's attestations are not the list the receipt signs, in order");
-	if (!digest_is(ch_list, json_object_get(v->receipt, "challenges_digest")))
+	if (!jl_digest_is(&ch_list, json_object_get(v->receipt, "challenges_digest")))
 		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.challenges_digest",
 		     "the attestations' challenges are not the ones the receipt signs, in order");
-	json_decref(att_list);
-	json_decref(ch_list);
-	json_t *acc_list = json_array();
+	jcs_list acc_list;
+	jl_open(&acc_list);
 	for (size_t i = 0; i < a->nacc; i++)
-		json_array_append_new(acc_list, json_string(a->acc[i].id));
-	if (!digest_is(acc_list, json_object_get(v->receipt, "acceptances_digest")))
+		jl_item(&acc_list, a->acc[i].id, false, 0);
+	if (!jl_digest_is(&acc_list, json_object_get(v->receipt, "acceptances_digest")))
 		fail(r, OTA_ERR_ARCHIVE_ORDER, "receipt.acceptances_digest",
 		     "the archive's acceptances are not the ones the receipt signs, in order");
-	json_decref(acc_list);
 	return OTA_OK;
 }
 
