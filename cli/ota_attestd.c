@@ -31,7 +31,7 @@ static const char usage_text[] =
 	"  --sync full|normal   sqlite synchronous mode (default full)\n"
 	"  --challenge-ttl S    challenge lifetime (default 300)\n"
 	"  --max-age S          attestation freshness window for iat (default 300)\n"
-	"  --max-skew S         tolerated clock skew for iat (default 30)\n"
+	"  --max-skew S         tolerated clock skew for iat, 0 to 30 (default 30)\n"
 	"  --max-lifetime S     maximum exp - iat (default 900)\n"
 	"  --log-requests       log every request (default: refusals and errors)\n";
 
@@ -106,8 +106,14 @@ int main(int argc, char **argv)
 			return CLI_OK;
 		case 'p': case 'c': case 'A': case 'o': case 'T': case 'b': case 'B': case 'C': case 'a':
 		case 'S': case 'L':
-			if (!parse_num(optarg, ch == 'p' ? 0 : 1, ch == 'p' ? 65535 : 100000000, &v))
+			if (ch == 'S') {
+				/* ota-verify archive allows this much skew around iat */
+				if (!parse_num(optarg, 0, OTA_ATT_MAX_SKEW, &v))
+					return cli_usage("ota-attestd", "--max-skew takes 0 to 30 seconds");
+			} else if (!parse_num(optarg, ch == 'p' ? 0 : 1, ch == 'p' ? 65535 : 100000000,
+			                      &v)) {
 				return cli_usage("ota-attestd", "numeric option out of range");
+			}
 			if (ch == 'p') o.port = (uint16_t)v;
 			else if (ch == 'c') o.max_connections = (unsigned)v;
 			else if (ch == 'A') o.max_connections_per_address = (unsigned)v;

@@ -77,7 +77,7 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	 * more than the whole UPDATE; the row is read back afterwards in the
 	 * same transaction.) */
 	[ST_CONSUME] = "UPDATE challenges SET consumed_at = ?7"
-		       " WHERE nonce = ?2 AND consumed_at IS NULL AND expires_at > ?1"
+		       " WHERE nonce = ?2 AND consumed_at IS NULL AND expires_at > ?1 AND issued_at <= ?7"
 		       " AND epoch >= ?3 AND (?4 IS NULL OR txn = ?4)"
 		       " AND (?5 IS NULL OR issuer = ?5) AND (?6 IS NULL OR scope = ?6)",
 	[ST_GET] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at"
@@ -641,9 +641,10 @@ static ota_err do_issue(ota_nonce_store *s, const ota_nonce_binding *b, size_t n
 	return ota_error_set(err, OTA_ERR_NONCE_RANDOM, s->where, "repeated nonce collisions");
 }
 
-/* Why a challenge cannot be consumed now (rec is the stored row). */
+/* Why a challenge cannot be consumed now, recorded as consumed at `at`
+ * (rec is the stored row). */
 static ota_err judge(ota_nonce_store *s, const ota_challenge *rec, const ota_nonce_binding *expect,
-                     int64_t now, ota_error *err)
+                     int64_t now, int64_t at, ota_error *err)
 {
 	if (rec->consumed_at != 0)
 		return ota_error_set(err, OTA_ERR_NONCE_REPLAYED, "eat_nonce", "consumed at %lld",
@@ -655,6 +656,13 @@ static ota_err judge(ota_nonce_store *s, const ota_challenge *rec, const ota_non
 	if (rec->expires_at <= now)
 		return ota_error_set(err, OTA_ERR_NONCE_EXPIRED, "eat_nonce", "expired at %lld",
 		                     (long long)rec->expires_at);
+	/* judged before its issue: the clock went back. Consumed then, its
+	 * consumed_at (the acceptance time) would precede its issued_at, which
+	 * no verifier of the archive takes as fresh. */
+	if (rec->issued_at > at)
+		return ota_error_set(err, OTA_ERR_NONCE_NOT_YET_ISSUED, "eat_nonce",
+		                     "issued at %lld, judged at %lld", (long long)rec->issued_at,
+		                     (long long)at);
 	if (expect != NULL) {
 		if (expect->txn != NULL && strcmp(expect->txn, rec->txn) != 0)
 			return ota_error_set(err, OTA_ERR_NONCE_TXN_MISMATCH, "txn",
@@ -695,7 +703,7 @@ static ota_err check_nonce_len(ota_bytes nonce, ota_error *err)
 }
 
 /* Consumes nonce, recording consumed_at; the challenge must be unexpired
- * at both now and consumed_at. */
+ * at both now and consumed_at, and issued at or before consumed_at. */
 static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_binding *expect,
                           int64_t now, int64_t consumed_at, ota_challenge *out, ota_error *err)
 {
@@ -733,7 +741,7 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 		*out = rec;
 		return OTA_OK;
 	}
-	e = judge(s, &rec, expect, now, err);
+	e = judge(s, &rec, expect, now, consumed_at, err);
 	if (e == OTA_OK) /* cannot happen: the UPDATE would have matched */
 		e = ota_error_set(err, OTA_ERR_INTERNAL, s->where, "consume did not match a live row");
 	return e;
@@ -1033,7 +1041,7 @@ ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now, o
 	reader_unlock(rd);
 	if (e != OTA_OK)
 		return e;
-	if ((e = judge(s, &rec, NULL, now, err)) != OTA_OK)
+	if ((e = judge(s, &rec, NULL, now, now, err)) != OTA_OK)
 		return e;
 	if (out != NULL)
 		*out = rec;

@@ -37,6 +37,12 @@ ota_err ota_admission_prepare(const ota_admission_ctx *ctx, ota_bytes cose, ota_
 	if (ctx == NULL || ctx->root == NULL || ctx->store == NULL)
 		return ota_error_set(err, OTA_ERR_USAGE, "admission", "no trust root or store");
 	const ota_admission_opts *o = &ctx->opts;
+	/* ota-verify archive allows OTA_ATT_MAX_SKEW around iat: a wider skew
+	 * here would admit attestations whose archives never verify */
+	if (o->max_skew < 0 || o->max_skew > OTA_ATT_MAX_SKEW)
+		return ota_error_set(err, OTA_ERR_USAGE, "max_skew",
+		                     "%lld s; 0 to %d (the skew ota-verify archive allows)",
+		                     (long long)o->max_skew, OTA_ATT_MAX_SKEW);
 
 	/* 1. strict COSE structure */
 	ota_cose_verify_opts vo;
@@ -158,6 +164,16 @@ ota_err ota_admission_prepare(const ota_admission_ctx *ctx, ota_bytes cose, ota_
 	if (strcmp(out->challenge.scope, c->provider) != 0) {
 		e = ota_error_set(err, OTA_ERR_ATT_SCOPE_MISMATCH, "provider",
 		                  "challenge scope is \"%s\"", out->challenge.scope);
+		goto out_clear;
+	}
+	/* an answer made before its question: the attester's clock is behind
+	 * by more than the skew (ota-verify archive refuses it as not fresh) */
+	if (c->iat < out->challenge.issued_at - o->max_skew) {
+		e = ota_error_set(err, OTA_ERR_ATT_BEFORE_CHALLENGE, "iat",
+		                  "iat %lld is before the challenge was issued (%lld), beyond %lld s "
+		                  "of skew",
+		                  (long long)c->iat, (long long)out->challenge.issued_at,
+		                  (long long)o->max_skew);
 		goto out_clear;
 	}
 

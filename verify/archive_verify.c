@@ -1021,7 +1021,8 @@ static void attestation_check(vctx *v, size_t i)
 		ok = false;
 	}
 	if (judged != ch->consumed_at || judged < ch->issued_at || judged >= ch->expires_at ||
-	    c->iat < ch->issued_at - 30 || c->iat > judged + 30 || c->exp <= judged ||
+	    c->iat < ch->issued_at - OTA_ATT_MAX_SKEW || c->iat > judged + OTA_ATT_MAX_SKEW ||
+	    c->exp <= judged ||
 	    ch->expires_at - ch->issued_at > OTA_NONCE_MAX_TTL) {
 		fail(r, OTA_ERR_ARCHIVE_NOT_FRESH, where,
 		     "not fresh at acceptance (issued %lld, accepted %lld, iat %lld, exp %lld)",

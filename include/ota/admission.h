@@ -28,9 +28,11 @@
  *   (attestation_trust_root_mismatch), freshness (attestation_from_future,
  *   attestation_stale, attestation_expired, attestation_lifetime), the
  *   challenge (nonce_unknown, nonce_replayed, nonce_expired,
- *   nonce_stale_epoch, nonce_issuer_mismatch, attestation_txn_mismatch, the
- *   key judged again at the challenge's issue time (trust_key_*),
- *   attestation_scope_mismatch, attestation_nonce_mismatch); then, in ONE
+ *   nonce_stale_epoch, nonce_not_yet_issued, nonce_issuer_mismatch,
+ *   attestation_txn_mismatch, the key judged again at the challenge's issue
+ *   time (trust_key_*), attestation_scope_mismatch,
+ *   attestation_nonce_mismatch), iat not more than max_skew before the
+ *   challenge's issue (attestation_before_challenge); then, in ONE
  *   sqlite transaction: the (txn, boundary) lane is iss's own or new
  *   (attestation_lane_issuer_mismatch), consume (single use), head of
  *   (txn, boundary) equal to prior (attestation_prior_missing,
@@ -120,7 +122,9 @@ OTA_API OTA_NODISCARD ota_err ota_attestation_encode(const ota_attestation *a, u
 
 typedef struct ota_admission_opts {
 	int64_t max_age;      /* iat >= now - max_age (freshness window); default 300 */
-	int64_t max_skew;     /* iat <= now + max_skew; default 30 */
+	int64_t max_skew;     /* iat <= now + max_skew and iat >= challenge issued_at -
+	                       * max_skew; default 30, 0..OTA_ATT_MAX_SKEW (what
+	                       * ota-verify archive allows), else usage */
 	int64_t max_lifetime; /* 0 < exp - iat <= max_lifetime; default 900 */
 	bool allow_untagged;  /* default false: tag 18 required */
 } ota_admission_opts;

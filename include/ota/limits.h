@@ -58,6 +58,12 @@
 #define OTA_MAX_ATTESTATION_BYTES (64u * 1024u)         /* one attestation payload */
 #define OTA_MAX_ATTESTATION_DEPTH 16u                   /* nesting inside body */
 #define OTA_MAX_ATTESTATION_CLAIMS 32u                  /* entries of the payload map */
+/* The clock skew tolerated around an attestation's iat: the endpoint's
+ * --max-skew is at most this, and ota-verify archive judges an external
+ * attestation fresh when its iat lies within this many seconds of
+ * [challenge issued, accepted] (one rule, so that nothing admitted fails
+ * the archive check later). */
+#define OTA_ATT_MAX_SKEW          30                    /* seconds */
 #define OTA_MAX_JSON_REQUEST_BYTES (16u * 1024u)        /* JSON bodies of the endpoint */
 
 /* policy */

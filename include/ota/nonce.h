@@ -101,7 +101,9 @@ OTA_API OTA_NODISCARD ota_err ota_nonce_store_issue(ota_nonce_store *s, const ot
  * NULL, the challenge must be bound to exactly that txn, issuer and scope
  * (a mismatch does not consume it). out (may be NULL) receives the record
  * on success and is cleared on failure.
+ * A challenge is live for issued_at <= now < expires_at.
  * Errors: nonce_unknown, nonce_replayed, nonce_expired, nonce_stale_epoch,
+ * nonce_not_yet_issued (now before issued_at: the clock went back),
  * nonce_txn_mismatch, nonce_issuer_mismatch, nonce_scope_mismatch,
  * nonce_length, nonce_store_busy, database_error.
  */
@@ -113,7 +115,8 @@ OTA_API OTA_NODISCARD ota_err ota_nonce_store_consume(ota_nonce_store *s, ota_by
  * Reads a challenge without changing it (for early refusal and to build the
  * acceptance before the consuming transaction). Never a decision: only a
  * consume decides. Returns the same codes a consume would (nonce_unknown,
- * nonce_replayed, nonce_expired, nonce_stale_epoch) or OTA_OK with *out.
+ * nonce_replayed, nonce_expired, nonce_stale_epoch, nonce_not_yet_issued)
+ * or OTA_OK with *out.
  */
 OTA_API OTA_NODISCARD ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now,
                                                    ota_challenge *out, ota_error *err);
