@@ -7,9 +7,11 @@
  * status (one of 200 201 400 403 404 409 413 415 500 503 or 0..999 from
  * byte 1 and byte 2), then the body.
  *
- * Invariants: a refusal names itself; OTA_OK only for a 2xx status and a
- * JSON object with "ok": true carrying the members the CLI prints and
- * writes, of their shape (an sha256: identity, base64url / base64 text).
+ * Invariants: a refusal names itself, and its where and what (printed to a
+ * terminal) hold no C0 or C1 control, DEL or bidirectional control; OTA_OK
+ * only for a 2xx status and a JSON object with "ok": true carrying the
+ * members the CLI prints and writes, of their shape (an sha256: identity,
+ * base64url / base64 text).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +24,23 @@
 #include "ota/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* no byte or UTF-8 sequence a terminal acts on: C0, DEL, C1 (U+0080..U+009F),
+ * U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069 */
+static int terminal_safe(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+		    (p[0] == 0xd8 && p[1] == 0x9c))
+			return 0;
+		if (p[0] == 0xe2 && p[1] == 0x80 &&
+		    (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae)))
+			return 0;
+		if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
+			return 0;
+	}
+	return 1;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ota_err rc = ota_attest_client_answer(body, n, status, kind, &e);
 	if (rc != OTA_OK) {
 		fz_refusal(rc, &e);
+		FZ_CHECK(terminal_safe(e.where) && terminal_safe(e.what));
 		return 0;
 	}
 	FZ_CHECK(status >= 200 && status < 300);

@@ -131,7 +131,8 @@ static bool is_b64(json_t *o, const char *k, bool url, size_t min, size_t max)
 	return bl >= min && bl <= max;
 }
 
-/* s non-empty text without C0 or C1 controls or DEL (it reaches a terminal) */
+/* s non-empty text without C0 or C1 controls, DEL or bidirectional
+ * controls (it reaches a terminal) */
 static bool is_plain_text(const char *s)
 {
 	if (s == NULL || s[0] == '\0')
@@ -140,6 +141,15 @@ static bool is_plain_text(const char *s)
 		if (*p < 0x20 || *p == 0x7f)
 			return false;
 		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* U+0080..U+009F */
+			return false;
+		/* U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069 reorder
+		 * what the terminal shows of the text around them (CVE-2021-42574) */
+		if (*p == 0xd8 && p[1] == 0x9c)
+			return false;
+		if (*p == 0xe2 && p[1] == 0x80 &&
+		    (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae)))
+			return false;
+		if (*p == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
 			return false;
 	}
 	return true;

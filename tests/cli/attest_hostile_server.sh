@@ -4,8 +4,8 @@
 # client follows no redirect (to another host, another protocol, or to a
 # real endpoint's success), stops reading an answer at 1 MiB (a body of
 # 16 GiB announced, an endless chunked body, endless header lines), never
-# exits 0 on any of it, and with --json prints no terminal control
-# (C1 controls, bidirectional overrides) of the answer raw.
+# exits 0 on any of it, and prints no terminal control (C1 controls,
+# bidirectional overrides) of the answer raw, with --json or in a refusal.
 set -uo pipefail
 OTA=${OTA:?path of ota}
 work=$(mktemp -d /tmp/ota-attest-hostile-XXXXXX)
@@ -149,6 +149,16 @@ for f in out sub.out; do
     "1b5d303b7807c29b324ac285e280aee281a60a" ] && pass "  $f: the member intact as JSON" \
     || bad "  $f: member changed: $(jq -c .txn "$work/$f")"
 done
+
+# a refusal's where and message with bidirectional controls are not printed
+# (the code and "answer" instead), in the text and in --json
+run "refusal with bidi controls" 1 \
+  "answer 403 {\"ok\":false,\"code\":\"nonce_replayed\",\"where\":\"eat_\\u202enonce\",\"message\":\"a\\u2066b\"}" \
+  -- "${sub[@]}" --json
+grep -q "nonce_replayed" "$work/err" && pass "  named" || bad "  stderr: $(cat "$work/err")"
+if LC_ALL=C grep -qP '\xe2\x80\xae|\xe2\x81\xa6' "$work/err" "$work/out"; then
+  bad "  a bidirectional control reached the output: $(od -c "$work/err" | head -3)"
+else pass "  no bidirectional control in the output"; fi
 
 [ "$fails" -eq 0 ] && echo "all passed" || echo "$fails failed"
 exit $((fails > 0))

@@ -99,6 +99,13 @@ static void test_refusals(void **state)
 		"\"message\":\"a\\nb\"}",
 		"{\"ok\":false,\"code\":\"nonce_replayed\",\"where\":\"x\\u009b31m\","
 		"\"message\":\"\\u007f\"}",
+		/* bidirectional controls: the terminal shows the text reordered */
+		"{\"ok\":false,\"code\":\"nonce_replayed\",\"where\":\"eat_\\u202enonce\","
+		"\"message\":\"a\\u2066b\"}",
+		"{\"ok\":false,\"code\":\"nonce_replayed\",\"where\":\"\\u200f\","
+		"\"message\":\"\\u061c\"}",
+		"{\"ok\":false,\"code\":\"nonce_replayed\",\"where\":\"\\u202a\","
+		"\"message\":\"x\\u2069\"}",
 	};
 	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
 		if (judge(odd[i], 403, A, &e) != OTA_ERR_NONCE_REPLAYED)
