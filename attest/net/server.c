@@ -1140,7 +1140,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 {
 	ota_attestd *d = cls;
 	req *r = *con_cls;
-	(void)version;
 	if (r == NULL) {
 		/* adm (most of the struct) is cleared by ota_admission_prepare */
 		r = malloc(sizeof *r);
@@ -1160,6 +1159,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (bad_name)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "header",
 			                    "a field name that is not a token");
+		/* RFC 9112 section 3.2: an HTTP/1.1 request without Host, or any
+		 * with two, is 400 (a proxy or cache in front may key on either) */
+		unsigned hosts = header_count_of(c, MHD_HTTP_HEADER_HOST);
+		if (hosts > 1 || (hosts == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
+			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "host",
+			                    hosts > 1 ? "more than one Host header"
+			                              : "an HTTP/1.1 request without Host");
 		if (header_count_of(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "content-length",
 			                    "more than one Content-Length header");

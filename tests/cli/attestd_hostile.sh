@@ -91,6 +91,9 @@ elif mode == "framing":
         ("name-space", J + b"Content-Length : 2\r\n\r\n{}"),
         ("name-tab", J + b"Content-Length\t: 2\r\n\r\n{}"),
         ("body-empty", J + b"Content-Length: 0\r\n\r\n"),
+        ("host-none", b"GET /healthz HTTP/1.1\r\n\r\n"),
+        ("host-twice", b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+        ("host-none-1.0", b"GET /healthz HTTP/1.0\r\n\r\n"),
         # held before, kept as regressions
         ("cl-twice", J + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"),
         ("cl-and-te", J + b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
@@ -207,6 +210,10 @@ expect name-space "400 http_bad_request header -" "RFC 9112 5.1"
 expect name-tab "400 http_bad_request header -" "RFC 9112 5.1"
 # no body: a JSON syntax error at its start (was jansson's "wrong arguments", line -1)
 expect body-empty "400 json_syntax line 1, column 0 -" "empty JSON body"
+# RFC 9112 3.2: HTTP/1.1 needs one Host; HTTP/1.0 may have none
+expect host-none "400 http_bad_request host -" "HTTP/1.1 without Host"
+expect host-twice "400 http_bad_request host -" "two Host"
+expect host-none-1.0 "200 - - -" "HTTP/1.0 without Host"
 expect cl-twice "400 http_bad_request content-length -" "one Content-Length"
 expect cl-and-te "400 http_bad_request transfer-encoding -" "framed twice"
 # MHD refuses these itself, with its HTML body and the connection closed
