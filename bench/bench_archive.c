@@ -31,6 +31,8 @@
  *   holding the document. Median of min(ROUNDS, 3) runs each, fresh processes.
  *   OTA_BENCH_VERIFY=PATH measures another ota-verify (an older build, to
  *   compare in one run).
+ *   The process runs without glibc fastbins (mallopt M_MXFAST 0), as
+ *   ota-verify archive does.
  *   The small archives are dominated by the process itself (about 7 MB of
  *   libraries and their data): peak_rss_kb gives the figures as measured.
  *
@@ -45,6 +47,7 @@
  *   PATH.runner.FIXTURE.pem (vectors/archive/generate.sh uses it).
  */
 #include <fcntl.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,6 +634,10 @@ int main(int argc, char **argv)
 		return rss_floor(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "--rss-run") == 0)
 		return rss_run(argv + 2);
+#ifdef M_MXFAST
+	/* the allocator as ota-verify archive sets it (cli/verify_archive.c) */
+	(void)mallopt(M_MXFAST, 0);
+#endif
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
 			max = (size_t)strtoul(argv[++i], NULL, 10);
