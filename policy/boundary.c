@@ -579,7 +579,10 @@ ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char 
 		cur->writable.n = o;
 	}
 	if (r->has_net) {
-		if (strict && r->def == ND_ALLOW && cur->def == ND_DENY)
+		/* broad allow (no destinations) over deny widens; an allowlist
+		 * (allow with destinations) is a targeted reach, met with the
+		 * denied one below as the same list without a default is */
+		if (strict && r->def == ND_ALLOW && r->ntargets == 0 && cur->def == ND_DENY)
 			return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_WIDENS, who,
 			                     "network.default: allow cannot widen deny");
 		/* the reach before this restriction: broad unless denied (no

@@ -244,6 +244,31 @@ static void test_deny_exceptions_narrow_broad(void **state)
 	free(s);
 	ota_policy_free(ps);
 	ota_policy_free(pt);
+	/* the allowlist form over a denied reach is the same meet, not a
+	 * widening (it was policy_overlay_widens: allow over deny); a broad
+	 * allow (no destinations) over deny still is */
+	const ota_overlay *oy[1] = {y};
+	pt = compile_ok(c, "two", oy, 1);
+	s = dump(json_object_get(eff_rb(pt, 0), "network"));
+	assert_string_equal(s, want);
+	free(s);
+	ps = compile_ok(c, "shut", oy, 1);
+	s = dump(json_object_get(eff_rb(ps, 0), "network"));
+	assert_string_equal(s, "{\"default\":\"deny\",\"scope\":\"none\",\"outbound_targets\":[]}");
+	free(s);
+	ota_policy_free(ps);
+	ota_policy_free(pt);
+	ota_overlay *broad = overlay("policies:\n  sandbox:\n    network: {default: allow}\n",
+	                             OTA_OVERLAY_FILE);
+	const ota_overlay *ob[1] = {broad};
+	for (int t = 0; t < 2; t++) {
+		ota_policy *pw = NULL;
+		ota_error e;
+		assert_ota(compile(c, t == 0 ? "two" : "shut", ob, 1, &pw, &e),
+		           OTA_ERR_POLICY_OVERLAY_WIDENS);
+		assert_null(pw);
+	}
+	ota_overlay_free(broad);
 	ota_overlay_free(x);
 	ota_overlay_free(y);
 	ota_contract_free(c);
