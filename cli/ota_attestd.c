@@ -29,7 +29,7 @@ static const char usage_text[] =
 	"  --max-body BYTES     request body cap (default 262144)\n"
 	"  --batch N            group-commit batch size (default 256)\n"
 	"  --sync full|normal   sqlite synchronous mode (default full)\n"
-	"  --challenge-ttl S    challenge lifetime (default 300)\n"
+	"  --challenge-ttl S    challenge lifetime, 1 to 3600 (default 300)\n"
 	"  --max-age S          attestation freshness window for iat (default 300)\n"
 	"  --max-skew S         tolerated clock skew for iat, 0 to 30 (default 30)\n"
 	"  --max-lifetime S     maximum exp - iat (default 900)\n"
@@ -110,6 +110,10 @@ int main(int argc, char **argv)
 				/* ota-verify archive allows this much skew around iat */
 				if (!parse_num(optarg, 0, OTA_ATT_MAX_SKEW, &v))
 					return cli_usage("ota-attestd", "--max-skew takes 0 to 30 seconds");
+			} else if (ch == 'C') {
+				/* the nonce store issues nothing longer-lived */
+				if (!parse_num(optarg, 1, OTA_NONCE_MAX_TTL, &v))
+					return cli_usage("ota-attestd", "--challenge-ttl takes 1 to 3600 seconds");
 			} else if (!parse_num(optarg, ch == 'p' ? 0 : 1, ch == 'p' ? 65535 : 100000000,
 			                      &v)) {
 				return cli_usage("ota-attestd", "numeric option out of range");

@@ -1401,6 +1401,16 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 	if (o->db_path == NULL || o->trust_root_path == NULL || o->verifier_key_path == NULL)
 		return ota_error_set(err, OTA_ERR_USAGE, "attestd",
 		                     "a store, a trust root and a verifier key are required");
+	/* refused at start, not on every request: the store issues no
+	 * challenge living longer than OTA_NONCE_MAX_TTL, and admission takes
+	 * no skew wider than ota-verify archive's */
+	if (o->challenge_ttl < 0 || o->challenge_ttl > OTA_NONCE_MAX_TTL)
+		return ota_error_set(err, OTA_ERR_USAGE, "challenge_ttl",
+		                     "%lld s; 1 to %d (0: the default)", (long long)o->challenge_ttl,
+		                     OTA_NONCE_MAX_TTL);
+	if (o->admission.max_skew < 0 || o->admission.max_skew > OTA_ATT_MAX_SKEW)
+		return ota_error_set(err, OTA_ERR_USAGE, "max_skew", "%lld s; 0 to %d",
+		                     (long long)o->admission.max_skew, OTA_ATT_MAX_SKEW);
 	ota_attestd *d = calloc(1, sizeof *d);
 	if (d == NULL)
 		return ota_error_set(err, OTA_ERR_NOMEM, "attestd", "daemon");

@@ -45,7 +45,9 @@ typedef struct ota_attestd_opts {
 	                                 commit is suspended and holds no thread. */
 	size_t max_batch;             /* operations per group commit; default 256 */
 	ota_nonce_sync sync;          /* default OTA_NONCE_SYNC_FULL */
-	int64_t challenge_ttl;        /* default (0): OTA_NONCE_DEFAULT_TTL */
+	int64_t challenge_ttl;        /* default (0): OTA_NONCE_DEFAULT_TTL; at most
+	                                 OTA_NONCE_MAX_TTL, else usage at start (as is an
+	                                 admission.max_skew outside 0..OTA_ATT_MAX_SKEW) */
 	bool log_requests;            /* one log line per request (else refusals and errors) */
 	ota_admission_opts admission; /* zeroed: ota_admission_opts_init defaults */
 	/* Structured log sink: one JSON object per call, no newline. NULL: none.

@@ -7,7 +7,7 @@
 #     expires (--at expires - 1 passes, --at expires is trust_expired);
 #   - ota-attestd --max-skew: 0..30 only (ota-verify archive allows 30 s of
 #     skew around iat; a wider one signed acceptances whose archives never
-#     verify);
+#     verify); --challenge-ttl: 1..3600 only (the store's range);
 #   - ota-attestd refuses an attestation whose iat is more than the skew
 #     before its challenge was issued (attestation_before_challenge; it
 #     accepted any iat within --max-age, and ota-verify archive then called
@@ -81,6 +81,14 @@ for s in 31 -1 100 1e1 ""; do
   run 2 timeout 10 "$ATTESTD" --db "$work/never.db" --trust "$t/root.json" \
     --key "$work/verifier.pem" --listen 127.0.0.1 --port 0 --max-skew "$s"
   grep -q 'max-skew' "$work/stderr" && pass "--max-skew '$s' named" || bad "--max-skew '$s': $(cat "$work/stderr")"
+done
+# --challenge-ttl: 1..3600, the store's range (7200 started the endpoint,
+# and then every challenge request without a ttl was refused, nonce_ttl)
+for s in 3601 7200 0; do
+  run 2 timeout 10 "$ATTESTD" --db "$work/never.db" --trust "$t/root.json" \
+    --key "$work/verifier.pem" --listen 127.0.0.1 --port 0 --challenge-ttl "$s"
+  grep -q 'challenge-ttl' "$work/stderr" && pass "--challenge-ttl '$s' named" \
+    || bad "--challenge-ttl '$s': $(cat "$work/stderr")"
 done
 [ -e "$work/never.db" ] && bad "a refused start created its store" || pass "no store created"
 

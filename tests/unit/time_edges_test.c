@@ -16,6 +16,7 @@
 
 #include "ota/acceptance.h"
 #include "ota/admission.h"
+#include "ota/attestd.h"
 #include "ota/cose.h"
 #include "ota/trust.h"
 
@@ -436,6 +437,38 @@ static void test_key_window_edges(void **state)
 	ota_key_free(root);
 }
 
+/* ota_attestd_start refuses, before it opens anything, a challenge_ttl the
+ * store would refuse on every challenge and a skew the archive check would
+ * not allow (the defaults and the extremes of the ranges start). */
+static void test_attestd_start_ranges(void **state)
+{
+	(void)state;
+	ota_attestd_opts o;
+	ota_attestd *d = NULL;
+	ota_error e = {0};
+	ota_attestd_opts_init(&o);
+	o.db_path = "/nonexistent/ota-time-edges/never.db";
+	o.trust_root_path = "/nonexistent/ota-time-edges/root.json";
+	o.verifier_key_path = "/nonexistent/ota-time-edges/verifier.pem";
+	o.challenge_ttl = OTA_NONCE_MAX_TTL + 1;
+	assert_ota(ota_attestd_start(&o, &d, &e), OTA_ERR_USAGE);
+	assert_string_equal(e.where, "challenge_ttl");
+	assert_null(d);
+	o.challenge_ttl = -1;
+	assert_ota(ota_attestd_start(&o, &d, &e), OTA_ERR_USAGE);
+	o.challenge_ttl = OTA_NONCE_MAX_TTL;
+	o.admission.max_skew = OTA_ATT_MAX_SKEW + 1;
+	ota_error_clear(&e);
+	assert_ota(ota_attestd_start(&o, &d, &e), OTA_ERR_USAGE);
+	assert_string_equal(e.where, "max_skew");
+	/* in range: it goes on, and fails on the missing trust root instead */
+	o.admission.max_skew = OTA_ATT_MAX_SKEW;
+	ota_error_clear(&e);
+	ota_err rc = ota_attestd_start(&o, &d, &e);
+	assert_true(rc != OTA_OK && rc != OTA_ERR_USAGE);
+	assert_null(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +481,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clock_went_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nonce_expiry_edge, setup, teardown),
 		cmocka_unit_test(test_key_window_edges),
+		cmocka_unit_test(test_attestd_start_ranges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
