@@ -48,6 +48,40 @@ typedef struct run_opts {
 	long timeout;
 } run_opts;
 
+static int usage_of(bool workflow);
+
+/*
+ * A usage error (exit 2): with --json anywhere on the command line, the
+ * policy-error document on stdout (code usage, where the command, message
+ * msg or the usage line), as the dry run prints one; msg (when given) and
+ * the usage line on stderr always.
+ */
+static int run_usage(int argc, char **argv, bool workflow, const char *msg)
+{
+	bool json = false;
+	const char *file = "ota.yaml";
+	for (int i = 1; i < argc; i++) {
+		json = json || strcmp(argv[i], "--json") == 0;
+		if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--file") == 0) && i + 1 < argc)
+			file = argv[i + 1];
+	}
+	const char *cmd = workflow ? "up" : "run";
+	if (json) {
+		json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:b, s:b}", "ok", 0, "code",
+		                      "usage", "where", cmd, "message",
+		                      msg != NULL ? msg : "invalid arguments", "path", file, "command",
+		                      cmd, "dry_run", 0, "execution_started", 0);
+		if (j != NULL)
+			cli_print_json(j);
+		json_decref(j);
+	}
+	if (msg != NULL) {
+		fprintf(stderr, "ota: usage: %s\n", msg);
+		return CLI_USAGE;
+	}
+	return usage_of(workflow);
+}
+
 static int usage_of(bool workflow)
 {
 	return cli_usage("ota", workflow
@@ -247,10 +281,10 @@ static int run_lane(int argc, char **argv, bool workflow)
 			char *end = NULL;
 			o.timeout = strtol(argv[++i], &end, 10);
 			if (end == NULL || *end != '\0' || o.timeout < 0)
-				return usage_of(workflow);
+				return run_usage(argc, argv, workflow, NULL);
 		} else if (strcmp(a, "--overlay") == 0 && more) {
 			if (o.noverlays == MAX_OVERLAYS)
-				return usage_of(workflow);
+				return run_usage(argc, argv, workflow, NULL);
 			o.overlays[o.noverlays++] = argv[++i];
 		} else if (strcmp(a, "--descriptor") == 0 && more) {
 			i++; /* dry-run only: a real run is refused below */
@@ -258,35 +292,34 @@ static int run_lane(int argc, char **argv, bool workflow)
 		} else if (a[0] != '-' && o.lane == NULL && !workflow)
 			o.lane = a;
 		else
-			return usage_of(workflow);
+			return run_usage(argc, argv, workflow, NULL);
 	}
 	/* one meaning for dry and real runs: naming an org policy and ignoring it is a contradiction */
 	if (o.org_policy != NULL && o.no_org) {
-		fprintf(stderr, "ota: usage: --org-policy and --no-org-policy contradict each other\n");
-		return CLI_USAGE;
+		return run_usage(argc, argv, workflow,
+		                 "--org-policy and --no-org-policy contradict each other");
 	}
 	if (o.dry_run)
 		return cmd_policy_dry_run(argc, argv, workflow);
 	if (o.descriptor) {
 		/* a real run executes only inside the built-in oci_local; a descriptor
 		 * file would be read by nobody */
-		fprintf(stderr, "ota: usage: --descriptor is a --dry-run option; a real run admits "
-		                "against the built-in oci_local descriptor\n");
-		return CLI_USAGE;
+		return run_usage(argc, argv, workflow,
+		                 "--descriptor is a --dry-run option; a real run admits against the "
+		                 "built-in oci_local descriptor");
 	}
 	if (workflow ? o.workflow == NULL : o.lane == NULL)
-		return usage_of(workflow);
+		return run_usage(argc, argv, workflow, NULL);
 	if ((o.nonce_db != NULL || o.issuer != NULL || o.trust_root != NULL) && o.key == NULL) {
 		/* they shape the signed records; without --key nothing is signed and
 		 * they would be read by nobody (ota cleanup refuses the same) */
-		fprintf(stderr, "ota: usage: --nonce-db, --issuer and --trust-root take effect only "
-		                "with --key\n");
-		return CLI_USAGE;
+		return run_usage(argc, argv, workflow,
+		                 "--nonce-db, --issuer and --trust-root take effect only with --key");
 	}
 	if (!o.agent && o.target == NULL) {
-		fprintf(stderr, "ota: usage: real execution here happens only inside an enforced "
-		                "sandbox: pass --agent or --sandbox-target oci_local\n");
-		return CLI_USAGE;
+		return run_usage(argc, argv, workflow,
+		                 "real execution here happens only inside an enforced sandbox: pass "
+		                 "--agent or --sandbox-target oci_local");
 	}
 	/* any other --sandbox-target is refused by the admission below, as the
 	 * dry run refuses it (sandbox_target_unknown): one decision for both */
@@ -295,7 +328,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 	if (rt_env != NULL && strcmp(rt_env, "crun") == 0)
 		kind = OTA_OCI_CRUN;
 	else if (rt_env != NULL && strcmp(rt_env, "runc") != 0)
-		return usage_of(workflow);
+		return run_usage(argc, argv, workflow, NULL);
 
 	ota_error e;
 	ota_error_clear(&e);

@@ -149,7 +149,8 @@ fi
 usage_json() { # want_where, then the ota arguments
 	local w=$1
 	shift
-	[ "$(rc_of "$OTA" "$@" --json)" = 2 ] &&
+	# jq -e exits 0 on an empty input: the document must be there
+	[ "$(rc_of "$OTA" "$@" --json)" = 2 ] && [ -s "$T/out" ] &&
 		jq -e --arg w "$w" '.ok == false and .code == "usage" and .where == $w
 			and (.command | type) == "string" and (.path | type) == "string"' "$T/out" >/dev/null
 }
@@ -162,7 +163,21 @@ check "policy show --dry-run is usage" usage_json --dry-run policy show build -f
 check "policy show without a lane is usage" usage_json "policy show" policy show -f "$PV/base.yaml"
 check "policy frob is usage" usage_json frob policy frob
 check "an unknown option is usage" usage_json --frob validate -f "$PV/base.yaml" --frob
-check "--overlay without its value is usage" usage_json --overlay validate -f "$PV/base.yaml" --overlay
+# (--json first: appended after --overlay it would be taken for the overlay's path,
+# an io_error whose empty --json output the check used to accept)
+usage_json_first() { # want_where, command, then its arguments
+	local w=$1 c=$2
+	shift 2
+	[ "$(rc_of "$OTA" "$c" --json "$@")" = 2 ] && [ -s "$T/out" ] &&
+		jq -e --arg w "$w" '.ok == false and .code == "usage" and .where == $w' "$T/out" >/dev/null
+}
+check "--overlay without its value is usage" usage_json_first --overlay validate -f "$PV/base.yaml" --overlay
+# the real run's usage errors print the same document (they printed nothing on stdout)
+check "real run without a lane is usage" usage_json run run --agent -f "$PV/base.yaml"
+check "real run without --agent or a target is usage" usage_json run run build -f "$PV/base.yaml"
+check "real run --descriptor is usage" usage_json run run build --agent --descriptor x -f "$PV/base.yaml"
+check "real run, a bad --timeout is usage" usage_json run run build --agent --timeout x -f "$PV/base.yaml"
+check "up without --workflow is usage" usage_json up up --agent -f "$PV/base.yaml"
 check "usage without --json prints nothing on stdout" \
 	test "$(rc_of "$OTA" tasks -f "$PV/base.yaml" --overlay x)" = 2 -a ! -s "$T/out"
 check "validate still takes --overlay and --no-org-policy" \
