@@ -289,6 +289,41 @@ static ota_err rootfs_mount_points(int rootfd, ota_error *err)
 	return OTA_OK;
 }
 
+/*
+ * runc's init opens the container's /etc/passwd and /etc/group (to find the
+ * process user's home and groups) before it execs the container's process,
+ * with nothing to bound the wait: a FIFO there (or a symlink to one, e.g.
+ * in a carve-out of the repository) blocked `runc run` and with it the
+ * runner, which SIGINT/SIGTERM did not end. /etc must be a directory or
+ * absent, the two files regular files or absent, none a symlink.
+ */
+static ota_err rootfs_user_db(int rootfd, ota_error *err)
+{
+	static const char *const files[] = {"etc", "etc/passwd", "etc/group"};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct stat st;
+		if (fstatat(rootfd, files[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOENT || (i > 0 && errno == ENOTDIR))
+				continue;
+			return ota_error_set(err, OTA_ERR_IO, files[i], "rootfs: fstatat: %s",
+			                     strerror(errno));
+		}
+		bool ok = i == 0 ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+		if (!ok)
+			return ota_error_set(err, OTA_ERR_OCI_ROOTFS_USER_DB, files[i],
+			                     "the root filesystem's /%s is a %s, not a %s: the runtime "
+			                     "reads it before the task starts",
+			                     files[i],
+			                     S_ISLNK(st.st_mode)    ? "symlink"
+			                     : S_ISFIFO(st.st_mode) ? "FIFO"
+			                     : S_ISDIR(st.st_mode)  ? "directory"
+			                     : S_ISREG(st.st_mode)  ? "regular file"
+			                                            : "socket or device",
+			                     i == 0 ? "directory" : "regular file");
+	}
+	return OTA_OK;
+}
+
 static bool rel_in_list(const char *rel, const oci_path *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -721,6 +756,8 @@ ota_err ota_oci_admit_with(const ota_oci_plan *plan, const ota_oci_admit_opts *o
 		goto out_fail;
 	}
 	rc = rootfs_mount_points(fd, err);
+	if (rc == OTA_OK)
+		rc = rootfs_user_db(fd, err);
 	if (rc != OTA_OK) {
 		close(fd);
 		goto out_fail;

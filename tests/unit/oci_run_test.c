@@ -831,6 +831,113 @@ static void test_repo_devices_crun(void **state)
 	repo_devices(OTA_OCI_CRUN);
 }
 
+/*
+ * runc's init opens the container's /etc/passwd and /etc/group before it
+ * execs the container's process, with no bound on the wait: an image whose
+ * /etc/passwd was a FIFO (or a symlink to a FIFO in a carve-out of the
+ * repository) blocked `runc run --detach`, and the runner with it, for
+ * good (SIGTERM set the cancel flag, which was looked at only once runc
+ * returned; crun does not read them). Admission now refuses a non-directory
+ * /etc and a non-regular /etc/passwd or /etc/group, symlinks included
+ * (oci_rootfs_user_db), before anything is prepared. So that the test ends
+ * on the old code too, a helper opens and closes each FIFO after 10 s,
+ * which lets a blocked runc go on (the run then went ahead).
+ */
+static pid_t fifo_unblocker(const char *a, const char *b)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sleep(10);
+		for (;;) {
+			int fa = open(a, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+			int fb = open(b, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+			if (fa >= 0)
+				close(fa);
+			if (fb >= 0)
+				close(fb);
+			usleep(100 * 1000);
+		}
+	}
+	return pid;
+}
+
+static void image_user_db(ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	char img[1024], fifo[1100], repofifo[1100];
+	snprintf(img, sizeof img, "%s/image-rootfs", f->tmp);
+	snprintf(fifo, sizeof fifo, "%s/etc/passwd", img);
+	snprintf(repofifo, sizeof repofifo, "%s/work/fifo", f->repo);
+	test_sh("cp -a '%s' '%s' && mkdir -p '%s/etc' && mkfifo '%s'", f->rootfs, img, img,
+	        repofifo);
+	ota_oci_plan p = fx_plan(f, "echo ran > /workspace/reports/ran");
+	p.rootfs = img;
+	/* a FIFO at /etc/passwd, at /etc/group; /etc/passwd a symlink to a
+	 * FIFO in a carve-out; /etc a symlink to the carve-out */
+	for (size_t i = 0; i < 4; i++) {
+		test_sh("rm -rf '%s' && cp -a '%s' '%s' && mkdir -p '%s/etc' && touch '%s/etc/passwd' "
+		        "'%s/etc/group'",
+		        img, f->rootfs, img, img, img, img);
+		if (i == 0)
+			test_sh("rm -f '%s/etc/passwd' && mkfifo '%s/etc/passwd'", img, img);
+		else if (i == 1)
+			test_sh("rm -f '%s/etc/group' && mkfifo '%s/etc/group'", img, img);
+		else if (i == 2)
+			test_sh("rm -f '%s/etc/passwd' && ln -s /workspace/work/fifo '%s/etc/passwd'", img,
+			        img);
+		else
+			test_sh("mv '%s/etc' '%s/etc.orig' && ln -s /workspace/work '%s/etc' && "
+			        "ln -sf fifo '%s/work/passwd'",
+			        img, img, img, f->repo);
+		char group[1100];
+		snprintf(group, sizeof group, "%s/etc/group", img);
+		pid_t u = fifo_unblocker(i == 1 ? group : fifo, repofifo);
+		ota_oci_run_opts o = fx_opts(f);
+		ota_oci_result r;
+		ota_error e;
+		ota_error_clear(&e);
+		ota_err rc = ota_oci_run(&p, &o, &r, &e);
+		kill(u, SIGKILL);
+		waitpid(u, NULL, 0);
+		if (rc != OTA_ERR_OCI_ROOTFS_USER_DB)
+			fail_msg("case %zu: got %s (%s: %s), want oci_rootfs_user_db", i, ota_err_name(rc),
+			         e.where, e.what);
+		assert_int_equal(r.terminal, OTA_OCI_REFUSED);
+		assert_false(r.started);
+		char b[1024];
+		snprintf(b, sizeof b, "%s/bundles", f->state);
+		assert_int_equal(access(b, F_OK), -1); /* nothing prepared */
+		ota_oci_result_clear(&r);
+	}
+	/* a plain image still runs */
+	test_sh("rm -rf '%s' && cp -a '%s' '%s'", img, f->rootfs, img);
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
+static void test_image_user_db_runc(void **state)
+{
+	(void)state;
+	image_user_db(OTA_OCI_RUNC);
+}
+
+static void test_image_user_db_crun(void **state)
+{
+	(void)state;
+	image_user_db(OTA_OCI_CRUN);
+}
+
 static void expect_refusal(fx *f, ota_oci_plan *p, ota_err want)
 {
 	ota_oci_run_opts o = fx_opts(f);
@@ -1431,6 +1538,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_image_mount_points_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_repo_devices_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_repo_devices_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_image_user_db_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_image_user_db_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_image_mount_points_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_refusals, fx_teardown),
 		cmocka_unit_test_teardown(test_private_paths, fx_teardown),
