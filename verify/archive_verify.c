@@ -2324,7 +2324,11 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 		fail_e(r, &e, "archive");
 		goto out;
 	}
-	if (receipt_setup(&v) != OTA_OK)
+	ota_err rs = receipt_setup(&v);
+	/* its bytes are read only there (the payload is parsed into v.receipt) */
+	free(v.a->receipt.ptr);
+	v.a->receipt = (arc_blob){NULL, 0};
+	if (rs != OTA_OK)
 		goto out;
 	policy_checks(&v);
 	if (v.policy == NULL)
