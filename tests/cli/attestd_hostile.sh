@@ -104,6 +104,11 @@ elif mode == "framing":
         ("chunked-over-cap", C + b"Transfer-Encoding: chunked\r\n\r\n" + big),
         ("chunk-size-bad", J + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"),
         ("chunk-size-neg", J + b"Transfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n"),
+        ("cl-huge", J + b"Content-Length: 99999999999999999999999\r\n\r\n{}"),
+        ("chunk-size-huge", J + b"Transfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n{}\r\n0\r\n\r\n"),
+        ("url-huge", b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n" + H + b"\r\n"),
+        ("version-2", b"GET /healthz HTTP/2.0\r\n" + H + b"\r\n"),
+        ("version-none", b"GET /healthz\r\n\r\n"),
         ("headers-many", b"GET /healthz HTTP/1.1\r\n" + H + b"".join(b"X-%d: a\r\n" % i for i in range(3000)) + b"\r\n"),
         ("header-huge", b"GET /healthz HTTP/1.1\r\n" + H + b"X-a: " + b"a" * 100000 + b"\r\n\r\n"),
     ]
@@ -221,6 +226,11 @@ expect cl-negative "400 - - -" "libmicrohttpd"
 expect cl-list "400 - - -" "libmicrohttpd"
 expect chunk-size-bad "400 - - -" "libmicrohttpd"
 expect chunk-size-neg "400 - - -" "libmicrohttpd"
+expect cl-huge "413 - - -" "libmicrohttpd"
+expect chunk-size-huge "413 - - -" "libmicrohttpd: over 64 bits"
+expect url-huge "414 - - -" "libmicrohttpd"
+expect version-2 "505 - - -" "libmicrohttpd"
+expect version-none "400 - - -" "libmicrohttpd: HTTP/0.9"
 expect headers-many "431 - - -" "16 KiB connection memory pool"
 expect header-huge "431 - - -" "16 KiB connection memory pool"
 expect cl-over-cap "413 http_body_too_large body -" "before reading"
