@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "oci_internal.h"
@@ -332,6 +333,27 @@ static bool rel_in_list(const char *rel, const oci_path *v, size_t n)
 	return false;
 }
 
+/*
+ * A set-user-ID (or set-group-ID, group-executable) file, or one with file
+ * capabilities, under a writable path: write() clears the bits and the
+ * capabilities of a task without CAP_FSETID, but a write through a shared
+ * writable mapping keeps both (Linux 6.18 here), so the task (uid 0 of the
+ * host) could replace a root-owned set-user-ID binary's content with its
+ * own and leave it to any local user who can reach the repository.
+ */
+static bool setid_or_caps(int dfd, const char *name, const struct stat *st)
+{
+	if ((st->st_mode & S_ISUID) != 0 ||
+	    (st->st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		return true;
+	char p[64 + NAME_MAX];
+	int n = snprintf(p, sizeof p, "/proc/self/fd/%d/%s", dfd, name);
+	if (n < 0 || (size_t)n >= sizeof p)
+		return true; /* cannot tell: refuse */
+	ssize_t r = lgetxattr(p, "security.capability", NULL, 0);
+	return r >= 0 || (errno != ENODATA && errno != ENOTSUP && errno != ENOENT);
+}
+
 static ota_err repo_device(scan_ctx *c, const char *rel)
 {
 	return ota_error_set(c->err, OTA_ERR_OCI_REPO_DEVICE, rel,
@@ -433,6 +455,17 @@ static ota_err scan_dir(scan_ctx *c, int dfd, const char *rel, bool in_writable,
 			continue;
 		}
 		bool prot = rel_in_list(sub, c->a->prot, c->a->n_prot);
+		if (S_ISREG(st.st_mode) && w && !prot && setid_or_caps(dirfd(d), de->d_name, &st)) {
+			rc = ota_error_set(c->err, OTA_ERR_OCI_WRITABLE_SETID, sub,
+			                   "file under a writable path is %s: the task could rewrite "
+			                   "its content through a shared mapping, which keeps %s",
+			                   (st.st_mode & S_ISUID) != 0   ? "set-user-ID"
+			                   : (st.st_mode & S_ISGID) != 0 ? "set-group-ID"
+			                                                 : "file-capable",
+			                   (st.st_mode & (S_ISUID | S_ISGID)) != 0 ? "the bit"
+			                                                           : "the capabilities");
+			break;
+		}
 		if (S_ISREG(st.st_mode) && w && !prot && st.st_nlink > 1) {
 			if (c->nlinks == c->cap) {
 				size_t ncap = c->cap ? c->cap * 2 : 64;

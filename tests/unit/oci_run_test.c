@@ -1180,6 +1180,85 @@ static void setid_run(ota_oci_runtime_kind kind)
 	fx_free(f);
 }
 
+/*
+ * Set-id and file-capable files already under a writable path. write()
+ * clears the bits and the capabilities of a task without CAP_FSETID, but a
+ * write through a shared writable mapping keeps them: a root-owned 4755
+ * file in a carve-out came out of the run with the task's bytes and still
+ * 4755 (likewise 2755 and a cap_net_raw+ep file), a root binary of the
+ * task's making for any local user who can reach the repository, while the
+ * run said enforced_through_completion. Admission now refuses such a file
+ * under a writable path (oci_writable_setid) before anything is prepared;
+ * one in the read-only part stays allowed (the task cannot map it
+ * writable: EROFS).
+ */
+static void writable_setid(ota_oci_runtime_kind kind)
+{
+	if (!runtime_available(kind))
+		skip();
+	fx *f = fx_new(kind);
+	test_sh("cp '%s' '%s/work/probe' && head -c 4096 /dev/zero > '%s/ro-suid' && chmod 4755 "
+	        "'%s/ro-suid'",
+	        OTA_TASK_PROBE, f->repo, f->repo, f->repo);
+	bool have_setcap = system("command -v setcap >/dev/null 2>&1") == 0;
+	static const char *const modes[] = {"4755", "2755", "caps"};
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		if (i == 2 && !have_setcap)
+			continue;
+		if (i < 2)
+			test_sh("head -c 4096 /dev/zero > '%s/work/target' && chmod %s '%s/work/target'",
+			        f->repo, modes[i], f->repo);
+		else
+			test_sh("head -c 4096 /dev/zero > '%s/work/target' && chmod 755 '%s/work/target' && "
+			        "setcap cap_net_raw+ep '%s/work/target'",
+			        f->repo, f->repo, f->repo);
+		ota_oci_plan p = fx_plan(f, "/workspace/work/probe mmapw /workspace/work/target");
+		expect_refusal(f, &p, OTA_ERR_OCI_WRITABLE_SETID);
+		char path[1024];
+		snprintf(path, sizeof path, "%s/work/target", f->repo);
+		char *c = slurp(path);
+		assert_non_null(c);
+		assert_true(strncmp(c, "OTA-MMAP-WRITTEN", 16) != 0); /* the task never ran */
+		free(c);
+		test_sh("rm -f '%s/work/target'", f->repo);
+	}
+	/* allowed: a set-group-ID file that is not group-executable under the
+	 * carve-out, and a set-user-ID one in the read-only part (the task's
+	 * writable mapping of it is EROFS; the host copy keeps its content) */
+	test_sh("head -c 4096 /dev/zero > '%s/work/target' && chmod 2644 '%s/work/target'", f->repo,
+	        f->repo);
+	ota_oci_run_opts o = fx_opts(f);
+	ota_oci_plan p = fx_plan(f, "/workspace/work/probe mmapw /workspace/ro-suid; true");
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	assert_non_null(strstr(f->out, "mmapw_open denied EROFS"));
+	char path[1024];
+	snprintf(path, sizeof path, "%s/ro-suid", f->repo);
+	char *c = slurp(path);
+	assert_non_null(c);
+	assert_true(strncmp(c, "OTA-MMAP-WRITTEN", 16) != 0);
+	free(c);
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
+static void test_writable_setid_runc(void **state)
+{
+	(void)state;
+	writable_setid(OTA_OCI_RUNC);
+}
+
+static void test_writable_setid_crun(void **state)
+{
+	(void)state;
+	writable_setid(OTA_OCI_CRUN);
+}
+
 static void test_setid_runc(void **state)
 {
 	(void)state;
@@ -1548,6 +1627,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_timeout, fx_teardown),
 		cmocka_unit_test_teardown(test_setid_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_setid_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_writable_setid_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_writable_setid_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_kill_without_runtime, fx_teardown),
 		cmocka_unit_test_teardown(test_sigint, fx_teardown),
 		cmocka_unit_test_teardown(test_sigterm, fx_teardown),

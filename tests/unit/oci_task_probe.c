@@ -7,6 +7,8 @@
  *
  *   oci-task-probe setid DIR   tries every way to leave a set-user-ID or
  *                              set-group-ID file in DIR
+ *   oci-task-probe mmapw FILE  writes a marker into FILE through a shared
+ *                              writable mapping
  *   oci-task-probe forkbomb    forks without end, retrying when the pid
  *                              space is full; never exits by itself
  */
@@ -15,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -102,10 +105,35 @@ static int setid(const char *dir)
 	return 0;
 }
 
+/* Writes a marker at the start of FILE through a shared writable mapping
+ * (which, unlike write(), keeps a set-id bit and file capabilities). */
+static int mmapw(const char *file)
+{
+	static const char marker[] = "OTA-MMAP-WRITTEN";
+	int fd = open(file, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		says("mmapw_open", -1);
+		return 0;
+	}
+	char *p = mmap(NULL, sizeof marker, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		says("mmapw_map", -1);
+		close(fd);
+		return 0;
+	}
+	memcpy(p, marker, sizeof marker - 1);
+	says("mmapw", msync(p, sizeof marker, MS_SYNC));
+	munmap(p, sizeof marker);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "setid") == 0)
 		return setid(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "mmapw") == 0)
+		return mmapw(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "forkbomb") == 0) {
 		printf("forkbomb\n");
 		fflush(stdout);
@@ -113,6 +141,6 @@ int main(int argc, char **argv)
 			if (fork() < 0)
 				usleep(2000);
 	}
-	fprintf(stderr, "usage: oci-task-probe setid DIR | forkbomb\n");
+	fprintf(stderr, "usage: oci-task-probe setid DIR | mmapw FILE | forkbomb\n");
 	return 2;
 }

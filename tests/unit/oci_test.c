@@ -247,6 +247,31 @@ static void test_admit_paths(void **state)
 		}
 		shf("rm -r %s/work/a %s/out/fifo", f->repo, f->repo);
 	}
+	/* a set-user-ID, a set-group-ID group-executable or a file-capable
+	 * file under a writable path: oci_writable_setid (a shared writable
+	 * mapping keeps the bits); allowed: 2644, a set-id file in the
+	 * read-only part or protected under the carve-out */
+	{
+		pl = plan_of(f, w, 1, p, 2);
+		static const char *const refused[] = {"4755", "4700", "2755", "2710", "6755"};
+		for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+			shf("printf x > %s/out/t && chmod %s %s/out/t", f->repo, refused[i], f->repo);
+			assert_ota(admit(&pl), OTA_ERR_OCI_WRITABLE_SETID);
+		}
+		if (geteuid() == 0 && system("command -v setcap >/dev/null 2>&1") == 0) {
+			shf("chmod 755 %s/out/t && setcap cap_net_raw+ep %s/out/t", f->repo, f->repo);
+			assert_ota(admit(&pl), OTA_ERR_OCI_WRITABLE_SETID);
+		}
+		shf("rm %s/out/t && printf x > %s/out/t && chmod 2644 %s/out/t && printf x > %s/ro-suid "
+		    "&& chmod 4755 %s/ro-suid",
+		    f->repo, f->repo, f->repo, f->repo, f->repo);
+		assert_ota(admit(&pl), OTA_OK);
+		const char *p_t[] = {"out/t"};
+		shf("chmod 4755 %s/out/t", f->repo);
+		pl = plan_of(f, w, 1, p_t, 1);
+		assert_ota(admit(&pl), OTA_OK);
+		shf("rm %s/out/t %s/ro-suid", f->repo, f->repo);
+	}
 	/* rootfs and repository must not overlap; argv is required */
 	pl = plan_of(f, NULL, 0, NULL, 0);
 	pl.rootfs = f->repo;
