@@ -44,6 +44,15 @@ ota_err ota_admission_prepare(const ota_admission_ctx *ctx, ota_bytes cose, ota_
 		                     "%lld s; 0 to %d (the skew ota-verify archive allows)",
 		                     (long long)o->max_skew, OTA_ATT_MAX_SKEW);
 
+	/* 0. the verifier's own trust root, at the time it judges: an
+	 * acceptance signed after it expired is one ota-verify archive refuses
+	 * (it judges the latest snapshot's expiry at the receipt's time) */
+	if (now >= ota_trust_root_expires(ctx->root))
+		return ota_error_set(err, OTA_ERR_TRUST_EXPIRED, "trust_root",
+		                     "the verifier's trust root version %lld expired at %lld (now %lld)",
+		                     (long long)ota_trust_root_version(ctx->root),
+		                     (long long)ota_trust_root_expires(ctx->root), (long long)now);
+
 	/* 1. strict COSE structure */
 	ota_cose_verify_opts vo;
 	memset(&vo, 0, sizeof vo);

@@ -110,6 +110,7 @@ struct ota_attestd {
 	uint8_t *root_json;
 	size_t root_json_len;
 	ota_key *vkey;
+	uint8_t vkid[32]; /* vkey's kid, judged in the root at each admission */
 	char verifier_id[OTA_ATT_TEXT_MAX + 1];
 	ota_acceptance_signer signer;
 	ota_admission_ctx actx;
@@ -723,8 +724,15 @@ static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r,
 	ota_error e;
 	ota_error_clear(&e);
 	r->now = now_of(d);
-	ota_err rc = ota_admission_prepare(&d->actx, ota_bytes_make(r->buf, r->len),
-	                                   ota_bytes_make(NULL, 0), r->now, &r->adm, &e);
+	/* the acceptance is signed as of r->now and verified by ota-verify at
+	 * that time: the verifier key must be valid then, not only at start
+	 * (a valid_until or revoked_at may pass while the endpoint runs) */
+	ota_err rc = ota_trust_lookup(d->root, ota_bytes_make(d->vkid, sizeof d->vkid),
+	                              ota_key_default_alg(d->vkey), OTA_TRUST_ROLE_VERIFIER, NULL,
+	                              r->now, NULL, NULL, &e);
+	if (rc == OTA_OK)
+		rc = ota_admission_prepare(&d->actx, ota_bytes_make(r->buf, r->len),
+		                           ota_bytes_make(NULL, 0), r->now, &r->adm, &e);
 	if (rc != OTA_OK) {
 		atomic_fetch_add(&d->refused, 1);
 		answer_error(d, a, method, url, &e);
@@ -1350,7 +1358,7 @@ static ota_err load_verifier(ota_attestd *d, int64_t now, ota_error *err)
 	if (!ota_key_has_private(d->vkey))
 		return ota_error_set(err, OTA_ERR_KEY_PRIVATE_REQUIRED, d->opts.verifier_key_path,
 		                     "the verifier key must be private");
-	uint8_t kid[32];
+	uint8_t *kid = d->vkid;
 	if ((e = ota_key_kid(d->vkey, kid)) != OTA_OK)
 		return ota_error_set(err, e, "verifier key", "kid");
 	const ota_trust_principal *who = NULL;

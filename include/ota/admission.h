@@ -14,6 +14,8 @@
  *
  * Admission (ota_admission_prepare, then one ADMIT operation of the nonce
  * store) checks, in order, each refusal with its own name:
+ *   the trust root unexpired at `now` (trust_expired: the archive check
+ *   judges its expiry at the acceptance's time),
  *   COSE structure, every head in its shortest form (cose_*), kid present
  *   in the protected header (attestation_kid_missing), unprotected header
  *   empty (attestation_unprotected_header), key chosen by

@@ -8,11 +8,14 @@
  * endpoint admits nothing `ota-verify archive` would later call not fresh
  * (iat before the challenge, a skew above the archive's 30 s).
  */
+#include "attestd_client.h"
 #include "test_util.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ota/acceptance.h"
 #include "ota/admission.h"
@@ -437,6 +440,120 @@ static void test_key_window_edges(void **state)
 	ota_key_free(root);
 }
 
+/*
+ * The verifier's trust root expires while the endpoint runs: an admission
+ * at or after its expires signed acceptances whose archives are refused
+ * (the archive judges the latest snapshot's expiry at the receipt's time,
+ * the last acceptance: trust_expired). ota_admission_prepare refuses it
+ * (trust_expired); one second before is admitted.
+ */
+static void test_admission_root_expired(void **state)
+{
+	world *w = *state;
+	int64_t exp = ota_trust_root_expires(w->base.root);
+	assert_int_equal(exp, NOW + 86400 * 30);
+	assert_ota(admit(w, exp - 10, 0, exp - 5, exp + 60, exp - 1), OTA_OK);
+	assert_ota(admit(w, exp - 10, 0, exp - 5, exp + 60, exp), OTA_ERR_TRUST_EXPIRED);
+	assert_ota(admit(w, exp + 10, 0, exp + 15, exp + 60, exp + 20), OTA_ERR_TRUST_EXPIRED);
+}
+
+/* ---------- the endpoint's own verifier key, judged at each admission ---------- */
+
+static _Atomic int64_t g_clock;
+
+static int64_t moving_now(void *ctx)
+{
+	(void)ctx;
+	return atomic_load(&g_clock);
+}
+
+/* Signs (issuer:acme) an attestation for a challenge of txn taken at the
+ * current test clock, iat = clock - 5, exp = iat + 120. */
+static uint8_t *attestation_now(const test_endpoint_root *r, const char *url, const char *txn,
+                                size_t *len)
+{
+	ota_nonce_binding b = {txn, "issuer:acme", "oci_remote"};
+	uint8_t nonce[OTA_NONCE_MAX_BYTES];
+	size_t nl = 0;
+	assert_ota(test_attestd_challenge(url, &b, nonce, &nl), OTA_OK);
+	ota_attestation a;
+	test_attestation_claims(&a, r->root, "issuer:acme", txn, "b1", NULL);
+	memcpy(a.nonce, nonce, nl);
+	a.nonce_len = nl;
+	a.iat = atomic_load(&g_clock) - 5;
+	a.exp = a.iat + 120;
+	return test_attestation_sign(&a, r->issuer_key, true, len);
+}
+
+static ota_err submit_to(const char *url, const uint8_t *msg, size_t len, ota_error *e)
+{
+	char *out = NULL;
+	ota_error_clear(e);
+	ota_err rc = ota_attest_client_submit(url, ota_bytes_make(msg, len), &out, e);
+	free(out);
+	return rc;
+}
+
+/*
+ * The endpoint checked its verifier key against the trust root once, at
+ * start. A key whose valid_until (or revoked_at) passed while it ran kept
+ * signing acceptances that ota-verify archive refuses (the acceptance is
+ * judged at its own accepted_at: trust_key_expired). Each admission now
+ * judges the verifier key at its own time; at valid_until - 1 it is fine.
+ */
+static void test_attestd_verifier_key_expires(void **state)
+{
+	(void)state;
+	int64_t t0 = (int64_t)time(NULL);
+	test_endpoint_root r;
+	test_endpoint_root_make(&r, "edges-endpoint.test", t0, 0);
+	/* the same root, the verifier key valid only until t0 + 100 */
+	int64_t until = t0 + 100;
+	ota_trust_draft *d = test_trust_draft("edges-endpoint.test", r.root_key, t0 - 3600,
+	                                      t0 + 86400);
+	test_trust_add(d, "issuer:acme", OTA_TRUST_ROLE_ISSUER, "oci_remote", r.issuer_key,
+	               t0 - 3600);
+	test_trust_add(d, "verifier:endpoint", OTA_TRUST_ROLE_VERIFIER, "*", NULL, 0);
+	ota_error e = {0};
+	assert_ota(ota_trust_draft_add_key(d, "verifier:endpoint", r.verifier_key, OTA_ALG_NONE,
+	                                   t0 - 3600, until, &e),
+	           OTA_OK);
+	ota_trust_root_free(r.root);
+	r.root = test_trust_finish(d, r.root_key);
+	char *json = NULL;
+	size_t jl = 0;
+	assert_ota(ota_trust_root_serialize(r.root, &json, &jl, &e), OTA_OK);
+	assert_ota(ota_file_write_atomic(r.root_path, ota_bytes_make(json, jl), 0600, &e), OTA_OK);
+	free(json);
+
+	atomic_store(&g_clock, t0);
+	ota_clock clk = {moving_now, NULL};
+	ota_attestd_opts o;
+	test_attestd_opts(&r, &o);
+	o.clock = &clk;
+	ota_attestd *dd = NULL;
+	char url[64];
+	test_attestd_start(&o, &dd, url, sizeof url);
+
+	size_t l1 = 0, l2 = 0, l3 = 0;
+	atomic_store(&g_clock, until - 10);
+	uint8_t *m1 = attestation_now(&r, url, "txn-a", &l1);
+	uint8_t *m2 = attestation_now(&r, url, "txn-b", &l2);
+	uint8_t *m3 = attestation_now(&r, url, "txn-c", &l3);
+	atomic_store(&g_clock, until - 1);
+	assert_ota(submit_to(url, m1, l1, &e), OTA_OK);
+	atomic_store(&g_clock, until);
+	assert_ota(submit_to(url, m2, l2, &e), OTA_ERR_TRUST_KEY_EXPIRED);
+	assert_string_equal(e.where, "verifier:endpoint");
+	atomic_store(&g_clock, until + 30);
+	assert_ota(submit_to(url, m3, l3, &e), OTA_ERR_TRUST_KEY_EXPIRED);
+	ota_attestd_stop(dd);
+	free(m1);
+	free(m2);
+	free(m3);
+	test_endpoint_root_free(&r);
+}
+
 /* ota_attestd_start refuses, before it opens anything, a challenge_ttl the
  * store would refuse on every challenge and a skew the archive check would
  * not allow (the defaults and the extremes of the ranges start). */
@@ -482,6 +599,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nonce_expiry_edge, setup, teardown),
 		cmocka_unit_test(test_key_window_edges),
 		cmocka_unit_test(test_attestd_start_ranges),
+		cmocka_unit_test_setup_teardown(test_admission_root_expired, setup, teardown),
+		cmocka_unit_test(test_attestd_verifier_key_expires),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
