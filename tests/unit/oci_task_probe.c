@@ -7,6 +7,8 @@
  *
  *   oci-task-probe setid DIR   tries every way to leave a set-user-ID or
  *                              set-group-ID file in DIR
+ *   oci-task-probe syscalls32  tries the calls the seccomp profile denies
+ *                              through the i386 entry points
  *   oci-task-probe mmapw FILE  writes a marker into FILE through a shared
  *                              writable mapping
  *   oci-task-probe forkbomb    forks without end, retrying when the pid
@@ -105,6 +107,45 @@ static int setid(const char *dir)
 	return 0;
 }
 
+/* The calls the runtime's seccomp profile denies (EPERM), through the i386
+ * entry points (int 0x80), where the canary's own checks use the native
+ * ones: a user namespace (unshare, clone), the mount family, keyrings,
+ * io_uring, bpf, perf_event_open, userfaultfd, ptrace, setns, chroot,
+ * open_by_handle_at, and AF_VSOCK sockets both directly and through the
+ * socketcall multiplexer (whose arguments lie in memory). */
+static int syscalls32(void)
+{
+#if defined(__x86_64__)
+	static unsigned int args[4];
+	static char buf[64];
+	snprintf(path32, sizeof path32, "/tmp");
+	args[0] = 40; /* AF_VSOCK */
+	args[1] = 1;  /* SOCK_STREAM */
+	args[2] = 0;
+	says("i386_unshare_user", sys32(310, 0x10000000, 0, 0));
+	says("i386_clone_user", sys32(120, 0x10000000 | 17, 0, 0));
+	says("i386_mount", sys32(21, (long)(uintptr_t)"none", (long)(uintptr_t)path32,
+	                         (long)(uintptr_t)"tmpfs"));
+	says("i386_umount2", sys32(52, (long)(uintptr_t)path32, 2, 0));
+	says("i386_keyctl", sys32(288, 0, -3, 0));
+	says("i386_add_key", sys32(286, (long)(uintptr_t)"user", (long)(uintptr_t)"k", 0));
+	says("i386_io_uring_setup", sys32(425, 4, (long)(uintptr_t)buf, 0));
+	says("i386_bpf", sys32(357, 0, (long)(uintptr_t)buf, 16));
+	says("i386_perf_event_open", sys32(336, (long)(uintptr_t)buf, 0, -1));
+	says("i386_userfaultfd", sys32(374, 0, 0, 0));
+	says("i386_ptrace", sys32(26, 16 /* PTRACE_ATTACH */, 1, 0));
+	says("i386_setns", sys32(346, 0, 0, 0));
+	says("i386_chroot", sys32(61, (long)(uintptr_t)path32, 0, 0));
+	says("i386_open_by_handle_at", sys32(342, AT_FDCWD, (long)(uintptr_t)buf, 0));
+	says("i386_socket_vsock", sys32(359, 40, 1, 0));
+	says("i386_socketcall_vsock", sys32(102, 1 /* SYS_SOCKET */, (long)(uintptr_t)args, 0));
+	return 0;
+#else
+	printf("syscalls32 unsupported\n");
+	return 0;
+#endif
+}
+
 /* Writes a marker at the start of FILE through a shared writable mapping
  * (which, unlike write(), keeps a set-id bit and file capabilities). */
 static int mmapw(const char *file)
@@ -134,6 +175,8 @@ int main(int argc, char **argv)
 		return setid(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "mmapw") == 0)
 		return mmapw(argv[2]);
+	if (argc == 2 && strcmp(argv[1], "syscalls32") == 0)
+		return syscalls32();
 	if (argc == 2 && strcmp(argv[1], "forkbomb") == 0) {
 		printf("forkbomb\n");
 		fflush(stdout);
@@ -141,6 +184,6 @@ int main(int argc, char **argv)
 			if (fork() < 0)
 				usleep(2000);
 	}
-	fprintf(stderr, "usage: oci-task-probe setid DIR | mmapw FILE | forkbomb\n");
+	fprintf(stderr, "usage: oci-task-probe setid DIR | mmapw FILE | syscalls32 | forkbomb\n");
 	return 2;
 }
