@@ -265,11 +265,16 @@ static ota_err build_signed(const char *key_path, const char *claims_path, uint8
 	}
 	a.has_prior = a.prior[0] != '\0';
 	json_t *iat = json_object_get(o, "iat"), *exp = json_object_get(o, "exp");
-	bool bad_iat = iat != NULL && (!json_is_integer(iat) || json_integer_value(iat) < 0);
-	bool bad_exp = exp != NULL && (!json_is_integer(exp) || json_integer_value(exp) < 0);
+	/* the decoder's range (ota_attestation_parse: at most INT64_MAX / 2,
+	 * so that iat + 120 below, and every sum of times a verifier makes,
+	 * cannot overflow) */
+	bool bad_iat = iat != NULL && (!json_is_integer(iat) || json_integer_value(iat) < 0 ||
+	                               json_integer_value(iat) > INT64_MAX / 2);
+	bool bad_exp = exp != NULL && (!json_is_integer(exp) || json_integer_value(exp) < 0 ||
+	                               json_integer_value(exp) > INT64_MAX / 2);
 	if (bad_iat || bad_exp) {
 		rc = ota_error_set(e, OTA_ERR_ATT_CLAIM_TYPE, bad_iat ? "iat" : "exp",
-		                   "seconds: a non-negative integer");
+		                   "seconds: a non-negative integer of at most 2^62 - 1");
 		goto out;
 	}
 	a.iat = iat != NULL ? (int64_t)json_integer_value(iat) : (int64_t)time(NULL);

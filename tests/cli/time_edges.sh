@@ -11,7 +11,9 @@
 #   - ota-attestd refuses an attestation whose iat is more than the skew
 #     before its challenge was issued (attestation_before_challenge; it
 #     accepted any iat within --max-age, and ota-verify archive then called
-#     the archive not fresh), and accepts one exactly 30 s before.
+#     the archive not fresh), and accepts one exactly 30 s before;
+#   - ota attest sign refuses an iat or exp above 2^62 - 1 by its name (an
+#     iat of INT64_MAX overflowed the default exp = iat + 120).
 set -uo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}"
 ATTESTD=${OTA_ATTESTD:-${OTA_BINARY_DIR:?}/cli/ota-attestd}
@@ -130,6 +132,30 @@ submit_iat -31 attestation_before_challenge
 submit_iat -30 accepted
 submit_iat 0 accepted
 stop_attestd
+
+# ---- ota attest sign: iat/exp beyond 2^62 - 1 (the decoder's bound) ----
+# An iat of INT64_MAX without exp overflowed iat + 120 (the default exp;
+# UBSan: signed integer overflow) and the refusal named exp, which the
+# claims did not hold; now iat itself is refused, and so is any time the
+# endpoint's decoder would refuse.
+claims() { # claims IAT [EXP] (written as text: jq would round them to doubles)
+  printf '{"iss": "provider:ext", "iat": %s,%s "eat_nonce": "%s", "kind": "initial_application", "txn": "t1", "trust_root": "%s", "provider": "oci_remote", "boundary": "b1"}\n' \
+    "$1" "${2:+ \"exp\": $2,}" AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8 "$ROOT_ID" >"$work/c.json"
+}
+for iat in 9223372036854775807 4611686018427387904; do
+  claims "$iat"
+  run 1 "$OTA" attest sign --key "$work/issuer.pem" --claims "$work/c.json" --out "$work/c.cose"
+  grep -q 'attestation_claim_type: iat' "$work/stderr" && pass "iat $iat named" \
+    || bad "iat $iat: $(cat "$work/stderr")"
+  grep -q 'runtime error' "$work/stderr" && bad "iat $iat: $(cat "$work/stderr")"
+  [ -e "$work/c.cose" ] && bad "iat $iat: written"
+done
+claims 1800000000 4611686018427387904
+run 1 "$OTA" attest sign --key "$work/issuer.pem" --claims "$work/c.json" --out "$work/c.cose"
+grep -q 'attestation_claim_type: exp' "$work/stderr" && pass "exp 2^62 named" \
+  || bad "exp 2^62: $(cat "$work/stderr")"
+claims 4611686018427387000 4611686018427387903
+run 0 "$OTA" attest sign --key "$work/issuer.pem" --claims "$work/c.json" --out "$work/c.cose"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all passed"
