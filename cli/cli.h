@@ -121,6 +121,14 @@ ota_err cli_repo_write(const char *repo, const char *sub, const char *name, ota_
  * never blocks the run), too_large, io_error. */
 ota_err cli_org_policy_read(const char *dir, uint8_t **buf, size_t *n, char *shown, size_t cap,
                             ota_error *e);
+/* Reads the contract FILE (at most OTA_MAX_YAML_BYTES) from its directory,
+ * the repository: FILE's last component is opened beneath that directory
+ * (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so a symlink to another
+ * file of the repository is followed and one that leaves it is refused
+ * (path_symlink): the repository is someone else's, and the contract's bytes
+ * are what a run embeds in its archive and reports on. The directory itself
+ * is the operator's to name. Errors: path_symlink, not_regular_file (a FIFO never blocks), too_large, io_error. */
+ota_err cli_contract_read(const char *file, uint8_t **buf, size_t *n, ota_error *e);
 /* policy group: validate, tasks, workflows, policy (show). */
 int cmd_validate(int argc, char **argv);
 int cmd_tasks(int argc, char **argv);

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "ota/json.h"
 #include "ota/limits.h"
@@ -104,6 +109,56 @@ static ota_err repo_open(const char *repo, int *fd, ota_error *e)
 		return ota_error_set(e, OTA_ERR_IO, repo, "cannot open the repository: %s",
 		                     strerror(errno));
 	return OTA_OK;
+}
+
+ota_err cli_contract_read(const char *file, uint8_t **buf, size_t *n, ota_error *e)
+{
+	*buf = NULL;
+	*n = 0;
+	char tmp[PATH_MAX], base[PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s", file) >= (int)sizeof tmp ||
+	    snprintf(base, sizeof base, "%s", file) >= (int)sizeof base)
+		return ota_error_set(e, OTA_ERR_USAGE, file, "path too long");
+	const char *name = basename(base);
+	if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    strcmp(name, "/") == 0)
+		return ota_error_set(e, OTA_ERR_USAGE, file, "names no file");
+	int dfd = -1;
+	ota_err rc = repo_open(dirname(tmp), &dfd, e);
+	if (rc != OTA_OK)
+		return rc;
+	struct open_how how;
+	memset(&how, 0, sizeof how);
+	how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	int fd = -1;
+	for (int tries = 0; tries < 8; tries++) {
+		fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof how);
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
+	int saved = errno;
+	close(dfd);
+	if (fd < 0) {
+		if (saved == EXDEV || saved == ELOOP)
+			return ota_error_set(e, OTA_ERR_PATH_SYMLINK, file,
+			                     "is a symlink that leaves the contract's directory (the "
+			                     "repository): not followed");
+		return ota_error_set(e, OTA_ERR_IO, file, "cannot open: %s", strerror(saved));
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		saved = errno;
+		close(fd);
+		return ota_error_set(e, OTA_ERR_IO, file, "cannot stat: %s", strerror(saved));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return ota_error_set(e, OTA_ERR_NOT_REGULAR, file, "not a regular file; not read");
+	}
+	rc = ota_fd_read(fd, file, OTA_MAX_YAML_BYTES, buf, n, e);
+	close(fd);
+	return rc;
 }
 
 ota_err cli_repo_dir(const char *repo, const char *sub, bool create, int *out_fd, ota_error *e)

@@ -570,7 +570,7 @@ static json_t *check_contract(doctor *d, const doctor_opts *o, const char *store
 	size_t ylen = 0;
 	ota_contract *c = NULL;
 	ota_overlay *ov = NULL;
-	ota_err rc = ota_file_read(o->file, OTA_MAX_YAML_BYTES, &yaml, &ylen, &e);
+	ota_err rc = cli_contract_read(o->file, &yaml, &ylen, &e);
 	if (rc == OTA_OK)
 		rc = ota_contract_load(ota_bytes_make(yaml, ylen), o->file, &c, &e);
 	free(yaml);

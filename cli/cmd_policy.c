@@ -187,7 +187,7 @@ static ota_err load_contract(const opts *o, ota_contract **c, ota_error *e)
 {
 	uint8_t *buf = NULL;
 	size_t n = 0;
-	ota_err rc = ota_file_read(o->file, OTA_MAX_YAML_BYTES, &buf, &n, e);
+	ota_err rc = cli_contract_read(o->file, &buf, &n, e);
 	if (rc != OTA_OK)
 		return rc;
 	rc = ota_contract_load(ota_bytes_make(buf, n), o->file, c, e);

@@ -355,7 +355,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 	memset(ov_src, 0, sizeof ov_src);
 	cli_archive_chain chain;
 	memset(&chain, 0, sizeof chain);
-	ota_err rc = ota_file_read(o.file, OTA_MAX_YAML_BYTES, &yaml, &ylen, &e);
+	ota_err rc = cli_contract_read(o.file, &yaml, &ylen, &e);
 	if (rc == OTA_OK)
 		rc = ota_contract_load(ota_bytes_make(yaml, ylen), o.file, &c, &e);
 	/* the default org policy, REPO/.ota/org-policy.yaml, is read beneath the

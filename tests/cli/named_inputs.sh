@@ -77,5 +77,32 @@ mv "$R/ota.yaml.real" "$R/ota.yaml"
 (cd "$R" && timeout 30 "$OTA" validate) >/dev/null 2>&1 && ok "the repository validates again" \
 	|| bad "the repository does not validate"
 
+
+# the contract is the repository's: a symlink ota.yaml that leaves the
+# repository (to a host file the privileged runner would read, report on and
+# embed in its archive) is refused before anything is prepared, by every
+# command that reads it; one to another file of the repository is followed
+printf 'tasks: {}\n' >"$T/host.yaml"
+mv "$R/ota.yaml" "$R/contract.yaml"
+ln -s "$T/host.yaml" "$R/ota.yaml"
+expect 1 path_symlink "./ota.yaml a symlink out of the repository (validate)" -- validate
+expect 1 path_symlink "... (tasks -f)" -- tasks -f ota.yaml
+expect 1 path_symlink "... (dry run)" -- run build --dry-run --agent
+expect 1 path_symlink "... (real run)" -- run build --agent "${rt[@]}"
+[ ! -e "$T/state" ] && [ ! -e "$T/rt" ] && [ ! -e "$T/leases.db" ] \
+	&& ok "the refused real run prepared nothing" || bad "the refused real run prepared something"
+(cd "$R" && timeout 30 "$OTA" doctor --json) >"$T/out" 2>"$T/err"
+grep -q "path_symlink" "$T/out" && ok "doctor reports the symlinked contract" \
+	|| bad "doctor: $(head -c 300 "$T/out")"
+rm "$R/ota.yaml"
+ln -s "../$(basename "$R")/contract.yaml" "$R/ota.yaml"
+expect 1 path_symlink "./ota.yaml a symlink through .. (validate)" -- validate
+rm "$R/ota.yaml"
+ln -s contract.yaml "$R/ota.yaml"
+(cd "$R" && timeout 30 "$OTA" validate) >/dev/null 2>&1 && ok "a symlink to a file of the repository is followed" \
+	|| bad "a symlink inside the repository is refused"
+rm "$R/ota.yaml"
+mv "$R/contract.yaml" "$R/ota.yaml"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
