@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ota/admission.h"
+#include "ota/archive.h"
 #include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/limits.h"
@@ -1178,10 +1179,11 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 		ota_runner_plan_free(plans[i]);
 	free(plans);
 	/* Derived status: only when every process segment ended
-	 * enforced_through_completion with initial and terminal evidence. */
-	const char *status = ota_oci_terminal_name(overall);
-	if (overall == OTA_OCI_ENFORCED_THROUGH_COMPLETION && !any_started)
-		status = "not_started";
+	 * enforced_through_completion with initial and terminal evidence; a
+	 * lane whose execution started and did not end so is
+	 * enforcement_lost (or unknown), never not_started or refused (the
+	 * rule ota-verify archive re-derives). */
+	const char *status = ota_archive_lane_status(ota_oci_terminal_name(overall), any_started);
 	json_t *rt_controls = json_array();
 	if (n > 0) {
 		const json_t *rb = json_object_get(json_array_get(esegs, 0), "runtime_boundary");

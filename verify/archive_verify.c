@@ -1127,6 +1127,30 @@ static int rank(const char *s)
 	return 4;
 }
 
+const char *ota_archive_lane_status(const char *worst, bool execution_started)
+{
+	static const char *const enforced = "enforced_through_completion";
+	static const char *const unknown = "enforcement_unknown_after_interruption";
+	static const char *const lost = "enforcement_lost";
+	static const char *const refused = "refused";
+	static const char *const not_started = "not_started";
+	if (execution_started) {
+		/* upstream's rule: enforced only if every segment is; else unknown
+		 * if a segment is; else lost (a segment refused or not started
+		 * after a start included) */
+		if (worst == NULL || seq(worst, enforced))
+			return enforced;
+		return seq(worst, unknown) ? unknown : lost;
+	}
+	if (worst == NULL || seq(worst, enforced) || seq(worst, not_started))
+		return not_started;
+	if (seq(worst, lost))
+		return lost;
+	if (seq(worst, unknown))
+		return unknown;
+	return refused;
+}
+
 /* The mount of a list whose key (destination / path) is dest, or NULL. */
 static const json_t *mount_at(const json_t *mounts, const char *key, const char *dest)
 {
@@ -1889,8 +1913,7 @@ static void structure_checks(vctx *v)
 	json_object_set_new(r->checks, "exit_status", json_integer(exit_status));
 	json_object_set_new(r->checks, "all_segments_ran", json_boolean(all_ran));
 	json_object_set_new(r->checks, "execution_started", json_boolean(started));
-	if (!started && rank(overall) == 0)
-		overall = "not_started";
+	overall = ota_archive_lane_status(overall, started);
 	snprintf(r->status, sizeof r->status, "%s", overall);
 	if (!seq(sget(sp, "status"), overall))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, "receipt.sandbox_policy.status",

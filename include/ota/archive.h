@@ -149,6 +149,21 @@ typedef struct ota_archive_verify_opts {
 OTA_API OTA_NODISCARD ota_err ota_archive_ledger_prepare(const char *path, bool init,
                                                          ota_error *err);
 
+/*
+ * The lane status (receipt.sandbox_policy.status) from the worst status of
+ * the lane's segments (refused > enforcement_lost >
+ * enforcement_unknown_after_interruption > not_started >
+ * enforced_through_completion; NULL: no segment) and whether execution
+ * started: the one rule the runner writes and ota-verify archive derives.
+ * Once execution started the lane is enforced_through_completion (every
+ * segment was), enforcement_unknown_after_interruption, or else
+ * enforcement_lost: a later segment that was refused or never started after
+ * an earlier one ran ends the lane enforcement_lost, never not_started or
+ * refused. Before a start: refused, or not_started (also for no segment).
+ * Never NULL; a static string.
+ */
+OTA_API const char *ota_archive_lane_status(const char *worst, bool execution_started);
+
 /* The verdict: every failed check by its error name, the derived status. */
 typedef struct ota_archive_report ota_archive_report;
 

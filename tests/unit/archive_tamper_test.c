@@ -10,8 +10,9 @@
  * boundary, an attestation from another archive, a swapped trust-root
  * snapshot, an acceptance from an untrusted verifier, a ledger replay.
  * A third run, whose runtime refuses to create the second container, breaks
- * before that segment's initial record: it must reconcile as not_started and
- * the generated suite runs over it too. A fourth, refused before anything,
+ * before that segment's initial record after the first segment ran: the
+ * segment reconciles as not_started, the lane as enforcement_lost (execution
+ * started), and the generated suite runs over it too. A fourth, refused before anything,
  * must reconcile as refused, and the generated suite runs over it as well.
  */
 #include "test_util.h"
@@ -444,9 +445,11 @@ static void test_named(void **state)
 }
 
 /*
- * A run broken before a segment's initial record reconciles with status
- * not_started (what the signed terminal record says, never better), and
- * every generated mutation of it, and of its receipt, is still rejected.
+ * A run broken before its second segment's initial record: that segment
+ * reconciles as not_started (what the signed terminal record says, never
+ * better), the lane, whose first segment ran, as enforcement_lost (it said
+ * not_started with execution_started true before), and every generated
+ * mutation of it, and of its receipt, is still rejected.
  */
 static void verifies_as(json_t *doc, const char *status)
 {
@@ -489,11 +492,20 @@ static void test_broken_run(void **state)
 	(void)state;
 	if (!have_fixture)
 		skip();
-	verifies_as(fx.broken, "not_started");
+	verifies_as(fx.broken, "enforcement_lost");
 	json_t *rb = receipt_of(fx.broken);
 	assert_non_null(rb);
+	/* the runner wrote what the verifier derives */
+	assert_true(json_is_true(json_object_get(rb, "execution_started")));
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(rb, "sandbox_policy"), "status")),
+		"enforcement_lost");
 	const json_t *segs = json_object_get(json_object_get(rb, "sandbox_policy"), "segments");
 	assert_int_equal(json_array_size(segs), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(segs, 0), "status")),
+	                    "enforced_through_completion");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(segs, 1), "status")),
+	                    "not_started");
 	assert_null(json_object_get(json_array_get(segs, 1), "initial_attestation_identity"));
 	generated_over(fx.broken, rb, "broken-run", 100);
 	json_t *sa = fx.a, *sr = fx.ra;
@@ -507,6 +519,12 @@ static void test_broken_run(void **state)
 	expect_refused("broken segment upgraded to enforced", rc, first);
 	rc = receipt_edit(lane_status, 2, json_string("enforced_through_completion"), &first);
 	expect_refused("broken lane upgraded to enforced", rc, first);
+	/* the lane's old status: not_started after a start */
+	rc = receipt_edit(lane_status, 2, json_string("not_started"), &first);
+	expect_refused("started lane claims not_started", rc, first);
+	assert_int_equal(first, OTA_ERR_ARCHIVE_STATUS_MISMATCH);
+	rc = receipt_edit(lane_status, 2, json_string("refused"), &first);
+	expect_refused("started lane claims refused", rc, first);
 	fx.a = sa;
 	fx.ra = sr;
 	json_decref(rb);
