@@ -2,7 +2,8 @@
  * ota attest - the provider side of the attestation endpoint:
  *   ota attest challenge --url URL --txn T --issuer I --scope S [--ttl S] [--bytes N] [--json]
  *   ota attest sign --key KEY --claims CLAIMS.json [--out FILE]
- *   ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json) [--out ACC.cose] [--json]
+ *   ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)
+ *                     [--trust PINNED.json [--trust NEXT.json]...] [--out ACC.cose] [--json]
  * CLAIMS.json holds the attestation claims with the challenge's nonce as
  * base64url in "eat_nonce" (docs/attestation.md); iat defaults to now and
  * exp to iat + 120.
@@ -19,12 +20,16 @@
 #include "ota/cbor.h"
 #include "ota/cose.h"
 #include "ota/json.h"
+#include "ota/acceptance.h"
 #include "ota/key.h"
+#include "ota/limits.h"
+#include "ota/trust.h"
 
 static const char usage_text[] =
 	"usage: ota attest challenge --url URL --txn T --issuer I --scope S [--ttl S] [--bytes N] [--json]\n"
 	"       ota attest sign --key KEY --claims CLAIMS.json --out FILE.cose\n"
 	"       ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)\n"
+	"                         [--trust PINNED.json [--trust NEXT.json]...]\n"
 	"                         [--out ACCEPTANCE.cose] [--json]\n";
 
 /* The endpoint's answer with --json: all of it, every non-ASCII character
@@ -40,6 +45,60 @@ static void print_answer_json(const json_t *o)
 	fputs(s, stdout);
 	fputc('\n', stdout);
 	free(s);
+}
+
+#define MAX_TRUST 64
+
+/*
+ * --trust: the acceptance the endpoint answered is checked before it is
+ * believed or written: the trust-root chain from the pinned snapshot (as
+ * ota-verify trust), then the acceptance's signature by a verifier principal
+ * of the latest snapshot, judged now (ota_acceptance_verify), and that it
+ * accepts exactly the attestation sent (sha256 of its bytes) and the
+ * challenge and attestation the answer names. Without --trust the answer is
+ * the endpoint's word (a TLS-less, unauthenticated one over plain HTTP).
+ */
+static ota_err check_acceptance(const char *const *trust, size_t ntrust, ota_bytes sent,
+                                const json_t *answer, ota_bytes acc, ota_error *e)
+{
+	uint8_t *bufs[MAX_TRUST];
+	ota_bytes spans[MAX_TRUST];
+	size_t nb = 0;
+	ota_trust_root *latest = NULL;
+	ota_err rc = OTA_OK;
+	for (size_t i = 0; i < ntrust && rc == OTA_OK; i++) {
+		size_t l = 0;
+		rc = ota_file_read(trust[i], OTA_MAX_TRUST_ROOT_BYTES, &bufs[i], &l, e);
+		if (rc == OTA_OK) {
+			spans[i] = ota_bytes_make(bufs[i], l);
+			nb++;
+		}
+	}
+	if (rc == OTA_OK) {
+		ota_trust_verify_opts o = {.at = (int64_t)time(NULL), .pinned_name = trust[0],
+		                           .chain_names = trust + 1};
+		rc = ota_trust_chain_verify(spans[0], spans + 1, nb - 1, &o, &latest, e);
+	}
+	ota_acceptance a;
+	if (rc == OTA_OK)
+		rc = ota_acceptance_verify(acc, latest, (int64_t)time(NULL), &a, e);
+	char sent_id[OTA_ID_LEN + 1];
+	if (rc == OTA_OK && (rc = ota_sha256_id(sent, sent_id)) != OTA_OK)
+		ota_error_set(e, rc, "attestation", "cannot hash");
+	const char *ans_att = json_string_value(json_object_get(answer, "attestation"));
+	const char *ans_chal = json_string_value(json_object_get(answer, "challenge"));
+	if (rc == OTA_OK && strcmp(a.attestation, sent_id) != 0)
+		rc = ota_error_set(e, OTA_ERR_ATT_PROTOCOL, "acceptance",
+		                   "accepts attestation %s, not the one sent (%s)", a.attestation,
+		                   sent_id);
+	else if (rc == OTA_OK && (ans_att == NULL || strcmp(ans_att, a.attestation) != 0 ||
+	                          ans_chal == NULL || strcmp(ans_chal, a.challenge) != 0))
+		rc = ota_error_set(e, OTA_ERR_ATT_PROTOCOL, "acceptance",
+		                   "the answer's attestation or challenge is not the signed one");
+	ota_trust_root_free(latest);
+	for (size_t i = 0; i < nb; i++)
+		free(bufs[i]);
+	return rc;
 }
 
 static int fail_exit(const ota_error *e)
@@ -339,12 +398,15 @@ int cmd_attest(int argc, char **argv)
 		{"claims", required_argument, NULL, 'c'},
 		{"out", required_argument, NULL, 'o'},
 		{"json", no_argument, NULL, 'j'},
+		{"trust", required_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *url = NULL, *key = NULL, *claims = NULL, *outp = NULL;
 	ota_nonce_binding b = {NULL, NULL, NULL};
 	long long ttl = 0, nbytes = 0;
 	bool json = false;
+	const char *trust[MAX_TRUST];
+	size_t ntrust = 0;
 	int ch;
 	optind = 2;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -358,6 +420,11 @@ int cmd_attest(int argc, char **argv)
 		case 'c': claims = optarg; break;
 		case 'o': outp = optarg; break;
 		case 'j': json = true; break;
+		case 'R':
+			if (ntrust == MAX_TRUST)
+				return cli_usage("ota attest", "at most 64 --trust snapshots");
+			trust[ntrust++] = optarg;
+			break;
 		case 'T':
 		case 'n': {
 			long long v = strtoll(optarg, &end, 10);
@@ -401,6 +468,8 @@ int cmd_attest(int argc, char **argv)
 		size_t ml = 0;
 		if (submit && url == NULL)
 			return cli_usage("ota attest", "submit needs --url");
+		if (!submit && ntrust > 0)
+			return cli_usage("ota attest", "--trust is an option of submit");
 		if (key != NULL || claims != NULL) {
 			if (key == NULL || claims == NULL || optind != argc)
 				return cli_usage("ota attest", "--key and --claims go together");
@@ -423,8 +492,8 @@ int cmd_attest(int argc, char **argv)
 		}
 		char *ans = NULL;
 		ota_err rc = ota_attest_client_submit(url, ota_bytes_make(msg, ml), &ans, &e);
-		free(msg);
 		if (rc != OTA_OK) {
+			free(msg);
 			if (json) {
 				json_t *ej = cli_error_json(&e);
 				cli_print_json(ej);
@@ -434,22 +503,37 @@ int cmd_attest(int argc, char **argv)
 		}
 		json_t *o = json_loads(ans, 0, NULL);
 		free(ans);
-		if (o == NULL)
+		if (o == NULL) {
+			free(msg);
 			return CLI_INTERNAL;
-		if (outp != NULL) {
+		}
+		if (outp != NULL || ntrust > 0) {
 			const char *b64 = json_string_value(json_object_get(o, "acceptance"));
 			uint8_t *acc = NULL;
 			size_t al = 0;
-			if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &acc, &al) != OTA_OK ||
-			    ota_file_write_atomic(outp, ota_bytes_make(acc, al), 0644, &e) != OTA_OK) {
-				free(acc);
+			ota_err arc = OTA_OK;
+			if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &acc, &al) != OTA_OK)
+				arc = ota_error_set(&e, OTA_ERR_ATT_PROTOCOL, "acceptance",
+				                    "missing or not base64");
+			/* checked before it is written: a refused one is not kept */
+			if (arc == OTA_OK && ntrust > 0)
+				arc = check_acceptance(trust, ntrust, ota_bytes_make(msg, ml), o,
+				                       ota_bytes_make(acc, al), &e);
+			if (arc == OTA_OK && outp != NULL)
+				arc = ota_file_write_atomic(outp, ota_bytes_make(acc, al), 0644, &e);
+			free(acc);
+			if (arc != OTA_OK) {
+				free(msg);
 				json_decref(o);
-				if (e.code == OTA_OK)
-					ota_error_set(&e, OTA_ERR_ATT_PROTOCOL, "acceptance", "missing or not base64");
+				if (json) {
+					json_t *ej = cli_error_json(&e);
+					cli_print_json(ej);
+					json_decref(ej);
+				}
 				return fail_exit(&e);
 			}
-			free(acc);
 		}
+		free(msg);
 		if (json)
 			print_answer_json(o);
 		else

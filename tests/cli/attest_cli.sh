@@ -105,6 +105,52 @@ expect_err attestation_issuer_role
 run 2 "$OTA" attest challenge --url "$U" --txn t
 run 2 "$OTA" attest submit --url "$U"
 
+# ---- --trust: the client checks the acceptance before believing or writing it ----
+claims "$work/c5.json" txn-1 b5
+run 0 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c5.json" \
+  --trust "$T/root.json" --out "$work/acc5.cose" --json
+cp "$work/stdout" "$work/answer5.json"
+[ -s "$work/acc5.cose" ] && pass "acceptance checked against the pinned root and written" || bad "acc5 not written"
+# another trust root (its verifier keys are not the endpoint's): refused, nothing written
+run 0 "$OTA" trust init --domain other.example --dir "$work/other"
+claims "$work/c6.json" txn-1 b6
+run 1 "$OTA" attest submit --url "$U" --key "$work/issuer-FIXTURE.pem" --claims "$work/c6.json" \
+  --trust "$work/other/root.json" --out "$work/acc6.cose"
+expect_err trust_
+[ ! -e "$work/acc6.cose" ] && pass "an acceptance the pinned root does not vouch for is not written" || bad "acc6 written"
+# an endpoint (or anything on the path) that answers every submission with an
+# earlier, genuine acceptance: believed without --trust, refused with it
+python3 - "$work/answer5.json" "$work/replay.port" <<'PY' &
+import http.server, socketserver, sys
+body = open(sys.argv[1], 'rb').read()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get('Content-Length', '0')))
+        self.send_response(201)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = socketserver.TCPServer(('127.0.0.1', 0), H)
+open(sys.argv[2], 'w').write(str(s.server_address[1]))
+s.timeout = 20
+for _ in range(4):
+    s.handle_request()
+PY
+rpid=$!
+for _ in $(seq 50); do [ -s "$work/replay.port" ] && break; sleep 0.1; done
+RU="http://127.0.0.1:$(cat "$work/replay.port")"
+claims "$work/c7.json" txn-1 b7
+run 0 "$OTA" attest submit --url "$RU" --key "$work/issuer-FIXTURE.pem" --claims "$work/c7.json"
+run 3 "$OTA" attest submit --url "$RU" --key "$work/issuer-FIXTURE.pem" --claims "$work/c7.json" \
+  --trust "$T/root.json" --out "$work/acc7.cose"
+expect_err attestation_response_invalid
+[ ! -e "$work/acc7.cose" ] && pass "a replayed acceptance is not written" || bad "acc7 written"
+kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null
+run 2 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/c7.json" --out "$work/x.cose" --trust "$T/root.json"
+
 # ---- CLAIMS.json is strict: body (deterministic CBOR) and cti are carried, nothing unknown ----
 openssl pkey -in "$work/issuer-FIXTURE.pem" -pubout -out "$work/issuer.pub" 2>/dev/null
 payload_hex() { "$OTA_VERIFY" cose --key "$work/issuer.pub" --json "$1" | jq -r .payload | base64 -d | od -v -An -tx1 | tr -d ' \n'; }
@@ -147,7 +193,7 @@ st=$(code -X POST -H 'Content-Type: application/cose' --data-binary @"$work/junk
 [ "$(code "$U/v1/trust-root")" = 200 ] && cmp -s "$work/body" "$T/root.json" && pass "trust root served" || bad "trust root"
 [ "$(code "$U/v1/acceptances/$R1")" = 200 ] && pass "stored acceptance" || bad "acceptance lookup"
 code "$U/metrics" >/dev/null
-grep -q '^ota_attestd_attestations_accepted_total 2$' "$work/body" && pass "metrics count 2 acceptances" || { bad "metrics"; cat "$work/body"; }
+grep -q '^ota_attestd_attestations_accepted_total 4$' "$work/body" && pass "metrics count 4 acceptances (c1, c2p, c5, c6)" || { bad "metrics"; cat "$work/body"; }
 
 # ---- SIGTERM: clean shutdown, exit 0 ----
 kill -TERM "$pid"
