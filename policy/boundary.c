@@ -2,6 +2,7 @@
  * runtime_boundary parsing, canonical JSON and the restriction meet
  * (docs/policy.md, "Meet algebra").
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,117 @@ out:
 	return rc;
 }
 
-static ota_err parse_target(const ydoc *d, const ynode *tn, otarget *t, ota_error *err)
+/* One DNS label: 1..63 of [a-z0-9-], not beginning or ending with '-'. */
+static bool ldh_label(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* A lower-case DNS name of LDH labels, at most 253 bytes, whose last label is
+ * not all digits (that would be a malformed IPv4 address). */
+static bool host_name(const char *s)
+{
+	size_t len = strlen(s);
+	if (len == 0 || len > 253)
+		return false;
+	const char *p = s, *last = s;
+	for (;;) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot != NULL ? (size_t)(dot - p) : strlen(p);
+		if (!ldh_label(p, n))
+			return false;
+		last = p;
+		if (dot == NULL)
+			break;
+		p = dot + 1;
+	}
+	return strspn(last, "0123456789") != strlen(last);
+}
+
+/* af's address in its one canonical spelling (inet_ntop's). */
+static bool ip_canonical(int af, const char *s, bool *parses)
+{
+	unsigned char a[16];
+	char back[INET6_ADDRSTRLEN];
+	*parses = inet_pton(af, s, a) == 1;
+	return *parses && inet_ntop(af, a, back, sizeof back) != NULL && strcmp(back, s) == 0;
+}
+
+/*
+ * An outbound target's value by its kind (docs/policy.md, "Outbound
+ * targets"): host = a host name or an IPv4 / IPv6 address (canonical
+ * spelling), domain = a host name, service_alias = one lower-case name of
+ * [a-z0-9._-]. No scheme, path, port, CIDR range, wildcard, upper case,
+ * trailing dot or non-ASCII byte: one destination has one spelling, and
+ * nothing reads as "anywhere". NULL when valid, else why not.
+ */
+static const char *target_value_invalid(const char *kind, const char *v)
+{
+	size_t len = strlen(v);
+	if (len > 253)
+		return "it is longer than 253 characters";
+	if (strstr(v, "://") != NULL)
+		return "it is a URL; give the bare host name (no scheme, port or path)";
+	if (strchr(v, '*') != NULL)
+		return "it is a wildcard; name each destination (a '*' would read as any destination)";
+	if (strchr(v, '/') != NULL)
+		return "it holds a '/' (a CIDR range or a path); give one host name or address";
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (c >= 0x80)
+			return "it holds a non-ASCII character; give the name's IDNA (xn--) form";
+		if (c >= 'A' && c <= 'Z')
+			return "it holds upper-case letters; write it in lower case (names are "
+			       "case-insensitive and a destination has one spelling)";
+		if (c == ' ')
+			return "it holds a space";
+	}
+	if (len > 1 && v[len - 1] == '.')
+		return "it ends in a dot; write the name without it";
+	if (strcmp(kind, "service_alias") == 0) {
+		if (len == 0 || len > 63 || !((v[0] >= 'a' && v[0] <= 'z') || (v[0] >= '0' && v[0] <= '9')) ||
+		    strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789._-") != len)
+			return "a service alias is one name of 1..63 characters of [a-z0-9._-], starting "
+			       "with a letter or digit";
+		return NULL;
+	}
+	bool is_host = strcmp(kind, "host") == 0, parses = false;
+	if (strchr(v, ':') != NULL || v[0] == '[') {
+		if (!is_host)
+			return "a domain is a name, not an address or a port";
+		if (ip_canonical(AF_INET6, v, &parses))
+			return strcmp(v, "::") == 0 ? "the unspecified address names no destination (it "
+			                              "reads as any address)"
+			                            : NULL;
+		if (parses)
+			return "write the IPv6 address in its canonical form (RFC 5952: lower case, "
+			       "zeros compressed)";
+		return "it is not an IPv6 address (written without brackets); a port (host:port, "
+		       "[v6]:port) is not part of a destination";
+	}
+	if (strspn(v, "0123456789.") == len) {
+		if (!is_host)
+			return "a domain is a name, not an address";
+		if (ip_canonical(AF_INET, v, &parses))
+			return strcmp(v, "0.0.0.0") == 0 ? "the unspecified address names no destination "
+			                                   "(it reads as any address)"
+			                                 : NULL;
+		return "it is not an IPv4 address in dotted-decimal form (four numbers 0..255, no "
+		       "leading zeros)";
+	}
+	if (!host_name(v))
+		return "it is not a host name (labels of 1..63 characters of [a-z0-9-], not "
+		       "starting or ending with '-', separated by single dots)";
+	return NULL;
+}
+
+static ota_err parse_target(const ydoc *d, const ynode *tn, size_t index, otarget *t,
+                            ota_error *err)
 {
 	memset(t, 0, sizeof *t);
 	ota_err rc = y_expect(d, tn, YN_MAP, "outbound target", err);
@@ -163,6 +274,16 @@ static ota_err parse_target(const ydoc *d, const ynode *tn, otarget *t, ota_erro
 	}
 	if (rc == OTA_OK)
 		rc = y_str(d, tn, "value", true, &t->value, err);
+	if (rc == OTA_OK) {
+		const char *why = target_value_invalid(t->kind, t->value);
+		if (why != NULL) {
+			char w[300];
+			yn_where(d, yn_get(tn, "value"), w, sizeof w);
+			rc = ota_error_set(err, OTA_ERR_POLICY_TARGET_INVALID, w,
+			                   "outbound_targets[%zu].value '%.80s' is not a %s: %s", index,
+			                   t->value, t->kind, why);
+		}
+	}
 	if (rc == OTA_OK)
 		rc = y_enum(d, tn, "destination_shape", v_shape, &t->shape, err);
 	if (rc != OTA_OK)
@@ -282,7 +403,7 @@ ota_err boundary_parse(const ydoc *d, const ynode *node, pool *pl, boundary *out
 				goto fail;
 			for (size_t i = 0; i < tl->n; i++) {
 				otarget t;
-				rc = parse_target(d, tl->items[i], &t, err);
+				rc = parse_target(d, tl->items[i], i, &t, err);
 				if (rc == OTA_OK && !push_target(out, &t))
 					rc = ota_error_set(err, OTA_ERR_NOMEM, "outbound_targets", "out of memory");
 				strv_free(&t.c_values);

@@ -283,6 +283,116 @@ static void test_services_cycles_strings(void **state)
 	ota_contract_free(c);
 }
 
+/* ---- outbound target values: one spelling per destination, nothing "anywhere" ---- */
+
+static char *target_contract(const char *kind, const char *value)
+{
+	static char y[1024];
+	snprintf(y, sizeof y,
+	         HEAD "tasks:\n  a:\n    run: x\n    runtime_boundary:\n      network:\n"
+	              "        outbound_targets: [{kind: %s, value: \"%s\"}]\n",
+	         kind, value);
+	return y;
+}
+
+static void test_outbound_target_values(void **state)
+{
+	(void)state;
+	static const char *const ok[][2] = {
+		{"host", "api.example.com"}, {"host", "staging.internal"}, {"host", "localhost"},
+		{"host", "h1"}, {"host", "xn--bcher-kva.example"}, {"host", "a-b.c0"},
+		{"host", "192.0.2.1"}, {"host", "10.0.0.255"}, {"host", "2001:db8::1"},
+		{"host", "::1"}, {"domain", "example.org"}, {"domain", "api.stripe.com"},
+		{"service_alias", "postgres"}, {"service_alias", "db_1"}, {"service_alias", "my.svc-2"},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		ota_contract *c = NULL;
+		ota_error e;
+		const char *y = target_contract(ok[i][0], ok[i][1]);
+		ota_err rc = load(y, strlen(y), &c, &e);
+		if (rc != OTA_OK)
+			fail_msg("%s %s: %s %s %s", ok[i][0], ok[i][1], ota_err_name(rc), e.where, e.what);
+		/* the canonical policy keeps the value as written */
+		ota_policy *p = compile(c, OTA_LANE_TASK, "a");
+		const json_t *t = json_array_get(
+			json_object_get(
+				json_object_get(
+					json_object_get(json_array_get(json_object_get(
+									       ota_policy_canonical_json(p),
+									       "segments"),
+					                               0),
+					                "runtime_boundary"),
+					"network"),
+				"outbound_targets"),
+			0);
+		assert_string_equal(json_string_value(json_object_get(t, "value")), ok[i][1]);
+		ota_policy_free(p);
+		ota_contract_free(c);
+	}
+	static const char *const bad[][2] = {
+		/* read as any destination */
+		{"host", "*"}, {"host", "*.example.com"}, {"domain", "*"}, {"service_alias", "*"},
+		{"host", "0.0.0.0"}, {"host", "::"}, {"host", "0.0.0.0/0"}, {"host", "192.0.2.0/24"},
+		/* URLs, ports, paths */
+		{"host", "http://a.example/"}, {"domain", "https://a.example"}, {"host", "a.example:443"},
+		{"host", "[2001:db8::1]:443"}, {"host", "[::1]"}, {"host", "a.example/x"},
+		/* a second spelling of one destination */
+		{"host", "A.Example"}, {"domain", "Example.org"}, {"service_alias", "Postgres"},
+		{"host", "a.example."}, {"host", "2001:DB8::1"}, {"host", "2001:db8:0:0:0:0:0:1"},
+		{"host", "01.2.3.4"}, {"host", "::ffff:192.0.2.1x"},
+		/* not a name or an address */
+		{"host", "1.2.3"}, {"host", "256.1.1.1"}, {"host", "a.123"}, {"host", "-a.example"},
+		{"host", "a-.example"}, {"host", "a..example"}, {"host", ".a.example"},
+		{"host", "a_b.example"}, {"host", "a b"}, {"host", "ex\u00e4mple.com"},
+		{"host", "@"}, {"host", "."},
+		/* an address is a host, not a domain */
+		{"domain", "192.0.2.1"}, {"domain", "::1"},
+		{"service_alias", "-db"}, {"service_alias", "a/b"}, {"service_alias", "db:5432"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		/* where: the value itself (column 44 + the kind's length) */
+		char where[32];
+		snprintf(where, sizeof where, "c.yaml:8:%zu", 44 + strlen(bad[i][0]));
+		REFUSED(target_contract(bad[i][0], bad[i][1]), OTA_ERR_POLICY_TARGET_INVALID, where);
+	}
+	/* a label of 64 characters, a name of 254 */
+	char lab[80], name[300];
+	memset(lab, 'a', 64);
+	lab[64] = '\0';
+	REFUSED(target_contract("host", lab), OTA_ERR_POLICY_TARGET_INVALID, NULL);
+	lab[63] = '\0';
+	ota_contract_free(loaded(target_contract("host", lab)));
+	name[0] = '\0';
+	for (int k = 0; k < 4; k++)
+		strcat(strcat(name, k ? "." : ""), lab);  /* 4 * 63 + 3 = 255 */
+	REFUSED(target_contract("domain", name), OTA_ERR_POLICY_TARGET_INVALID, NULL);
+	name[253] = '\0'; /* 253, ending in a full label */
+	ota_contract_free(loaded(target_contract("domain", name)));
+	/* the message names the member and its index */
+	const char *two = HEAD "tasks:\n  a:\n    run: x\n    runtime_boundary:\n      network:\n"
+	                       "        outbound_targets:\n          - {kind: host, value: ok.example}\n"
+	                       "          - {kind: host, value: \"*\"}\n";
+	ota_contract *c = NULL;
+	ota_error e;
+	assert_ota(load(two, strlen(two), &c, &e), OTA_ERR_POLICY_TARGET_INVALID);
+	assert_string_equal(e.where, "c.yaml:10:33");
+	assert_non_null(strstr(e.what, "outbound_targets[1].value '*'"));
+	/* overlays go through the same reader */
+	const char *ov = "policies: {sandbox: {network: {default: deny, outbound_targets: "
+	                 "[{kind: host, value: \"http://a.example/\"}]}}}\n";
+	ota_overlay *o = NULL;
+	ota_error_clear(&e);
+	assert_ota(ota_overlay_load(ota_bytes_make(ov, strlen(ov)), "o", OTA_OVERLAY_FILE, &o, &e),
+	           OTA_ERR_POLICY_TARGET_INVALID);
+	assert_null(o);
+	assert_string_equal(e.where, "o:1:86");
+	const char *ovok = "policies: {sandbox: {network: {default: deny, outbound_targets: "
+	                   "[{kind: host, value: a.example}]}}}\n";
+	assert_ota(ota_overlay_load(ota_bytes_make(ovok, strlen(ovok)), "o", OTA_OVERLAY_FILE, &o, NULL),
+	           OTA_OK);
+	ota_overlay_free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_name_cap),
 		cmocka_unit_test(test_native_mode_not_remoded),
 		cmocka_unit_test(test_services_cycles_strings),
+		cmocka_unit_test(test_outbound_target_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
