@@ -96,6 +96,7 @@ static ota_err lease_check(const ota_oci_run_opts *o, const json_t *row, oci_rt 
 	ota_err rc = oci_rt_init(rt, &ro, err);
 	if (rc != OTA_OK)
 		return rc;
+	rt->timeout_seconds = o->runtime_timeout_seconds;
 	if (bin == NULL || strcmp(bin, rt->bin) != 0)
 		return untrusted_err(err, id, "runtime_bin", bin, rt->bin);
 	if (root == NULL || strcmp(root, rt->root) != 0)

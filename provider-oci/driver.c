@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/openat2.h>
@@ -197,6 +198,38 @@ ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int er
 	                      cap_err_len, status, err);
 }
 
+int oci_rt_deadline_seconds(const oci_rt *rt, const char *cmd)
+{
+	if (rt->timeout_seconds > 0 && rt->timeout_seconds <= OTA_OCI_RT_TIMEOUT_MAX)
+		return rt->timeout_seconds;
+	if (cmd == NULL)
+		return OTA_OCI_RT_TIMEOUT_QUICK;
+	if (strcmp(cmd, "run") == 0 || strcmp(cmd, "create") == 0)
+		return OTA_OCI_RT_TIMEOUT_CREATE;
+	if (strcmp(cmd, "start") == 0 || strcmp(cmd, "exec") == 0)
+		return OTA_OCI_RT_TIMEOUT_START;
+	if (strcmp(cmd, "delete") == 0)
+		return OTA_OCI_RT_TIMEOUT_DELETE;
+	return OTA_OCI_RT_TIMEOUT_QUICK; /* state, kill, --version */
+}
+
+/* A command that moves a run forward: the caller's cancel flag ends it.
+ * The cleanup commands (state, kill, delete) are bounded by their
+ * deadline only: an interrupted run still removes its container. */
+static bool rt_cmd_cancellable(const char *cmd)
+{
+	return cmd != NULL && (strcmp(cmd, "run") == 0 || strcmp(cmd, "create") == 0 ||
+	                       strcmp(cmd, "start") == 0 || strcmp(cmd, "exec") == 0 ||
+	                       strcmp(cmd, "--version") == 0);
+}
+
+static double rt_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
 /* oci_rt_cmd_fds; *out_len (may be NULL) is the number of bytes captured
  * into cap_out (at most cap_out_len - 1: the rest of a longer output is
  * read and dropped), NUL bytes included. */
@@ -261,6 +294,10 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 		 * `create` running on that later makes a container no lease covers. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 			_exit(125);
+		/* its own process group: at the deadline (or an interruption) the
+		 * runner kills the command with everything it started */
+		if (setpgid(0, 0) != 0)
+			_exit(125);
 		int o = out_fd >= 0 ? out_fd : po[1] >= 0 ? po[1] : devnull;
 		int e = err_fd >= 0 ? err_fd : pe[1] >= 0 ? pe[1] : devnull;
 		/* the preserved descriptors land on 3.. (moved above the range
@@ -293,6 +330,7 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 		execv(rt->bin, av);
 		_exit(127);
 	}
+	(void)setpgid(pid, pid); /* also here: no window before the child's own call */
 	if (devnull >= 0)
 		close(devnull);
 	if (po[1] >= 0)
@@ -300,25 +338,32 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 	if (pe[1] >= 0)
 		close(pe[1]);
 	size_t lo = 0, le = 0;
-	/* Read both pipes until EOF. */
+	const char *cmd = args[0];
+	int limit_s = oci_rt_deadline_seconds(rt, cmd);
+	bool cancellable = rt->cancel != NULL && rt_cmd_cancellable(cmd);
+	double t0 = rt_mono_ms(), kill_at = 0;
+	enum { RT_RUNNING, RT_TIMED_OUT, RT_INTERRUPTED } why = RT_RUNNING;
+	bool exited = false, reap_failed = false;
+	int st = 0;
+	/* Read both pipes until EOF and reap the command, polling in short
+	 * slices: the deadline and the cancel flag are looked at while the
+	 * runtime runs, not once it returns. */
 	struct pollfd pf[2];
 	int open_n = 0;
 	if (po[0] >= 0)
 		pf[open_n++] = (struct pollfd){po[0], POLLIN, 0};
 	if (pe[0] >= 0)
 		pf[open_n++] = (struct pollfd){pe[0], POLLIN, 0};
-	while (open_n > 0) {
-		int r = poll(pf, (nfds_t)open_n, -1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break;
-		for (int i = 0; i < open_n; i++) {
+	while (!exited || (open_n > 0 && why == RT_RUNNING)) {
+		int r = poll(open_n > 0 ? pf : NULL, (nfds_t)open_n, 50);
+		if (r < 0 && errno != EINTR)
+			r = 0; /* the deadline still ends the wait */
+		for (int i = 0; r > 0 && i < open_n; i++) {
 			if (pf[i].revents == 0)
 				continue;
 			char tmp[4096];
 			ssize_t got = read(pf[i].fd, tmp, sizeof tmp);
-			if (got < 0 && errno == EINTR)
+			if (got < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (got <= 0) {
 				close(pf[i].fd);
@@ -340,13 +385,55 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 				b[*len] = '\0';
 			}
 		}
+		if (!exited) {
+			pid_t w = waitpid(pid, &st, WNOHANG);
+			if (w == pid) {
+				exited = true;
+			} else if (w < 0 && errno != EINTR) {
+				int e = errno;
+				for (int i = 0; i < open_n; i++)
+					close(pf[i].fd);
+				(void)killpg(pid, SIGKILL);
+				return ota_error_set(err, OTA_ERR_IO, "waitpid", "%s", strerror(e));
+			}
+		}
+		double now = rt_mono_ms();
+		if (why == RT_RUNNING) {
+			if (cancellable && *rt->cancel != 0)
+				why = RT_INTERRUPTED;
+			else if (now - t0 >= (double)limit_s * 1000.0)
+				why = RT_TIMED_OUT;
+			if (why != RT_RUNNING) {
+				/* the command with every process it started (a `runc init`
+				 * blocked on a FIFO, a shell's child), unless it is
+				 * already reaped: its pid may be another's by now */
+				if (!exited) {
+					(void)killpg(pid, SIGKILL);
+					(void)kill(pid, SIGKILL);
+				}
+				kill_at = now;
+			}
+		} else if (!exited && now - kill_at > 5000) {
+			reap_failed = true; /* unkillable (uninterruptible sleep): left */
+			break;
+		}
 	}
+	for (int i = 0; i < open_n; i++)
+		close(pf[i].fd);
 	if (out_len != NULL)
 		*out_len = lo;
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR)
-			return ota_error_set(err, OTA_ERR_IO, "waitpid", "%s", strerror(errno));
+	if (why != RT_RUNNING) {
+		*status = -1;
+		const char *left = reap_failed ? "; it could not be reaped within 5 s" : "";
+		if (why == RT_INTERRUPTED)
+			return ota_error_set(err, OTA_ERR_OCI_INTERRUPTED, cmd,
+			                     "interrupted by a signal while the runtime's %s command ran; "
+			                     "its process group was killed%s",
+			                     cmd, left);
+		return ota_error_set(err, OTA_ERR_OCI_RUNTIME_TIMEOUT, cmd,
+		                     "the runtime's %s command did not finish within %d s; its "
+		                     "process group was killed%s",
+		                     cmd, limit_s, left);
 	}
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	return OTA_OK;
@@ -1015,13 +1102,21 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 	return rc;
 }
 
-void ota_oci_runtime_version(const ota_oci_runtime_opts *o, char *out, size_t cap)
+void ota_oci_runtime_version_cancel(const ota_oci_runtime_opts *o,
+                                    volatile sig_atomic_t *cancel, char *out, size_t cap)
 {
 	oci_rt rt;
 	ota_error e;
 	ota_error_clear(&e);
 	if (cap > 0)
 		out[0] = '\0';
-	if (oci_rt_init(&rt, o, &e) == OTA_OK)
+	if (oci_rt_init(&rt, o, &e) == OTA_OK) {
+		rt.cancel = cancel;
 		oci_rt_version(&rt, out, cap);
+	}
+}
+
+void ota_oci_runtime_version(const ota_oci_runtime_opts *o, char *out, size_t cap)
+{
+	ota_oci_runtime_version_cancel(o, NULL, out, cap);
 }

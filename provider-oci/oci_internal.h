@@ -82,7 +82,17 @@ typedef struct oci_rt {
 	char root[512];
 	dev_t root_dev; /* the root oci_rt_init checked: every runtime command */
 	ino_t root_ino; /* is run only while root still stat()s to it */
+	/* 0: each command's default deadline (oci_rt_deadline_seconds); else
+	 * every command's, in seconds. Set by the caller after oci_rt_init. */
+	int timeout_seconds;
+	/* The caller's SIGINT/SIGTERM flag (may be NULL): a forward command
+	 * (run, create, start, exec, --version) still running when it becomes
+	 * non-zero is killed and is oci_interrupted. */
+	volatile sig_atomic_t *cancel;
 } oci_rt;
+
+/* The deadline of the runtime command args[0] under rt, in seconds. */
+int oci_rt_deadline_seconds(const oci_rt *rt, const char *cmd);
 
 /*
  * The runtime of o: its binary (found in PATH) and root (o->root, default
@@ -110,7 +120,12 @@ const char *oci_rt_name(ota_oci_runtime_kind kind);
 /*
  * Runs the runtime with args (NULL-terminated, without binary and --root).
  * stdin_fd/out_fd/err_fd: -1 = /dev/null (out/err captured into cap_out/cap_err
- * when those are non-NULL). *status: exit code (or 128+sig).
+ * when those are non-NULL). *status: exit code (or 128+sig). The command
+ * runs in its own process group, under the deadline
+ * oci_rt_deadline_seconds(rt, args[0]); at the deadline (or at rt->cancel
+ * for a forward command) the group is killed (SIGKILL), the command reaped
+ * (waited for at most 5 s more) and the result is oci_runtime_timeout
+ * (or oci_interrupted), where = args[0], *status -1.
  */
 ota_err oci_rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int err_fd,
                    char *cap_out, size_t cap_out_len, char *cap_err, size_t cap_err_len,

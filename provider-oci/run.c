@@ -526,10 +526,19 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	ota_error e;
 	ota_error_clear(&e);
 	ota_err rc = oci_rt_init(&rt, &o.runtime, &e);
+	if (rc == OTA_OK &&
+	    (o.runtime_timeout_seconds < 0 || o.runtime_timeout_seconds > OTA_OCI_RT_TIMEOUT_MAX))
+		rc = ota_error_set(&e, OTA_ERR_USAGE, "runtime_timeout_seconds",
+		                   "a runtime command's deadline is 1 to %d seconds (0: the defaults)",
+		                   OTA_OCI_RT_TIMEOUT_MAX);
 	if (rc != OTA_OK) {
 		out->terminal = OTA_OCI_NOT_STARTED;
 		goto out_record;
 	}
+	/* every runtime command has a deadline; the forward ones (run
+	 * --detach, --version) also end at the cancel flag */
+	rt.timeout_seconds = o.runtime_timeout_seconds;
+	rt.cancel = o.cancel;
 	/* Admission before anything is prepared; its scan (up to
 	 * OTA_OCI_MAX_SCAN_ENTRIES entries) stops at the cancel flag. */
 	{
@@ -670,6 +679,8 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		close(pgo[0]);
 		pout[1] = perr[1] = prep[1] = pgo[0] = -1;
 		created = true; /* possibly partially: finalization checks */
+		if (rc == OTA_ERR_OCI_INTERRUPTED)
+			goto out_cancel; /* killed with its process group; finalized */
 		if (rc == OTA_OK && st != 0) {
 			char msg[512] = "";
 			fcntl(perr[0], F_SETFL, O_NONBLOCK);

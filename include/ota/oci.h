@@ -250,6 +250,11 @@ typedef struct ota_oci_runtime_opts {
  * for callers that run several segments and record it once.
  */
 OTA_API void ota_oci_runtime_version(const ota_oci_runtime_opts *o, char *out, size_t cap);
+/* The same, ended ("" then) when *cancel (may be NULL) becomes non-zero
+ * (the caller's SIGINT/SIGTERM flag) as well as at its deadline
+ * (OTA_OCI_RT_TIMEOUT_QUICK). */
+OTA_API void ota_oci_runtime_version_cancel(const ota_oci_runtime_opts *o,
+                                            volatile sig_atomic_t *cancel, char *out, size_t cap);
 
 typedef struct ota_oci_run_opts {
 	ota_oci_runtime_opts runtime;
@@ -293,7 +298,25 @@ typedef struct ota_oci_run_opts {
 	 * after). Not called when no terminal record could be built. */
 	void (*on_terminal)(void *ctx, const json_t *terminal);
 	void *on_terminal_ctx;
+	/*
+	 * Deadline of every runtime command, in seconds (1..3600); 0: each
+	 * command's default (OTA_OCI_RT_TIMEOUT_*). A command still running at
+	 * its deadline is killed with its process group (SIGKILL) and is
+	 * oci_runtime_timeout (where = the command); a forward command (run,
+	 * create, start, exec) still running when *cancel becomes non-zero is
+	 * killed the same way and is oci_interrupted. Cleanup commands (state,
+	 * kill, delete) are bounded by their deadline only, so that an
+	 * interrupted run still tries to remove its container.
+	 */
+	int runtime_timeout_seconds;
 } ota_oci_run_opts;
+
+/* Default deadlines of the runtime's commands, in seconds. */
+#define OTA_OCI_RT_TIMEOUT_CREATE 60  /* run --detach, create */
+#define OTA_OCI_RT_TIMEOUT_START 30   /* start, exec */
+#define OTA_OCI_RT_TIMEOUT_DELETE 30  /* delete, delete --force */
+#define OTA_OCI_RT_TIMEOUT_QUICK 10   /* state, kill, --version */
+#define OTA_OCI_RT_TIMEOUT_MAX 3600   /* the largest runtime_timeout_seconds */
 
 typedef struct ota_oci_result {
 	ota_oci_terminal terminal;
