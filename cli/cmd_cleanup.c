@@ -7,6 +7,7 @@
  * same --runtime/--runtime-root/--state-dir uses); any other row is
  * reported (oci_lease_untrusted), left open, and the exit is non-zero.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 
 static const char *cleanup_usage =
 	"ota cleanup [--lease-db PATH] [--state-dir DIR] [--runtime runc|crun] [--runtime-root DIR]\n"
-	"            [--list] [--all] [--json]\n"
+	"            [--runtime-timeout S] [--list] [--all] [--json]\n"
 	"            [--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--evidence FILE]]";
 
 /* A lease row's text for the terminal: printable ASCII, others as '?'. */
@@ -96,6 +97,18 @@ int cmd_cleanup(int argc, char **argv)
 			runtime = argv[++i];
 		else if (strcmp(a, "--runtime-root") == 0 && more)
 			o.runtime.root = argv[++i];
+		else if (strcmp(a, "--runtime-timeout") == 0 && more) {
+			/* every runtime command's deadline (default: per command) */
+			char *end = NULL;
+			errno = 0;
+			long v = strtol(argv[++i], &end, 10);
+			if (end == argv[i] || *end != '\0' || errno != 0 || v < 1 ||
+			    v > OTA_OCI_RT_TIMEOUT_MAX) {
+				fprintf(stderr, "ota: --runtime-timeout takes 1 to 3600 seconds\n");
+				return cli_usage("ota", cleanup_usage);
+			}
+			o.runtime_timeout_seconds = (int)v;
+		}
 		else if (strcmp(a, "--key") == 0 && more)
 			key = argv[++i];
 		else if (strcmp(a, "--nonce-db") == 0 && more)

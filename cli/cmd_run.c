@@ -2,6 +2,7 @@
  * ota run TASK / ota up --workflow W: real execution under oci_local.
  * --dry-run is the policy group's admission (same decision, nothing runs).
  */
+#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -46,6 +47,7 @@ typedef struct run_opts {
 	bool agent, json, dry_run, no_org;
 	bool descriptor; /* --descriptor given: a --dry-run option only */
 	long timeout;
+	int runtime_timeout; /* --runtime-timeout S: every runtime command's deadline; 0 the defaults */
 } run_opts;
 
 static int usage_of(bool workflow);
@@ -87,12 +89,12 @@ static int usage_of(bool workflow)
 	return cli_usage("ota", workflow
 	                                ? "ota up --workflow W --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
-	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] "
+	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] [--runtime-timeout S] "
 	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--org-policy FILE | --no-org-policy] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]"
 	                                : "ota run TASK --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
-	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] "
+	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] [--runtime-timeout S] "
 	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--org-policy FILE | --no-org-policy] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]");
 }
@@ -282,6 +284,15 @@ static int run_lane(int argc, char **argv, bool workflow)
 			o.timeout = strtol(argv[++i], &end, 10);
 			if (end == NULL || *end != '\0' || o.timeout < 0)
 				return run_usage(argc, argv, workflow, NULL);
+		} else if (strcmp(a, "--runtime-timeout") == 0 && more) {
+			char *end = NULL;
+			errno = 0;
+			long v = strtol(argv[++i], &end, 10);
+			if (end == argv[i] || *end != '\0' || errno != 0 || v < 1 ||
+			    v > OTA_OCI_RT_TIMEOUT_MAX)
+				return run_usage(argc, argv, workflow,
+				                 "--runtime-timeout takes 1 to 3600 seconds");
+			o.runtime_timeout = (int)v;
 		} else if (strcmp(a, "--overlay") == 0 && more) {
 			if (o.noverlays == MAX_OVERLAYS)
 				return run_usage(argc, argv, workflow, NULL);
@@ -459,6 +470,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ro.timeout_seconds = o.timeout;
 	ro.oci.runtime.kind = kind;
 	ro.oci.runtime.root = o.runtime_root;
+	ro.oci.runtime_timeout_seconds = o.runtime_timeout;
 	ro.oci.state_dir = o.state_dir;
 	const char *db = o.lease_db != NULL ? o.lease_db : getenv("OTA_LEASE_DB");
 	ro.oci.lease_db = db;
@@ -521,7 +533,8 @@ static int run_lane(int argc, char **argv, bool workflow)
 	if (runner_id[0] != '\0' && ro.issuer == NULL)
 		ro.issuer = runner_id;
 	char version[128];
-	ota_oci_runtime_version(&ro.oci.runtime, version, sizeof version);
+	/* under the --version deadline, and ended by SIGINT/SIGTERM */
+	ota_oci_runtime_version_cancel(&ro.oci.runtime, &g_cancel, version, sizeof version);
 	ro.oci.runtime.version = version;
 	int status = 0;
 	bool evidence_lost = false; /* the archive or the asked-for receipt not written */
