@@ -215,6 +215,56 @@ typedef struct built {
  * root although the effective policy says read_only: a consistent,
  * correctly signed archive that must be refused (archive_control_mismatch). */
 static bool g_widen;
+/* --canary-failed, --canary-missing (vectors only): the applied record says
+ * ok, but its canary result of the read-only repository root says the write
+ * succeeded (archive_canary_failed), or is not there (archive_canary_missing);
+ * both consistent and correctly signed. */
+static bool g_canary_failed, g_canary_missing;
+
+/* The canary results as oci_local records them (provider-oci/run.c
+ * gate_args, provider-oci/canary.c): one object per check, in the order
+ * the runner asks for them, for a read-only root with one writable
+ * directory carve-out, no protected path that exists, network deny. */
+static json_t *canaries_of(const char *wdest)
+{
+	static const char *const sys[] = {"mount", "unshare_user", "unshare_mnt", "ptrace",
+	                                  "io_uring_setup", "af_vsock", "raw_socket",
+	                                  "packet_socket", "chmod_setid", "fchmodat2_setid",
+	                                  "open_setid", "mknod_setid"};
+	static const char *const net[] = {"tcp", "192.0.2.1:80", "tcp", "[2001:db8::1]:80",
+	                                  "udp", "192.0.2.1:53", "udp", "[2001:db8::1]:53",
+	                                  "tcp", "10.255.255.53:53", "udp", "10.255.255.53:53"};
+	static const char *const absent[] = {"/var/run/docker.sock", "/run/docker.sock",
+	                                     "/run/containerd/containerd.sock",
+	                                     "/run/podman/podman.sock", "/run/runc", "/run/crun",
+	                                     "/run/ota", "/var/run/crio/crio.sock",
+	                                     "/run/ota/bench"};
+	json_t *c = json_array();
+	json_array_append_new(c, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:s}",
+	                                   "cap_amb", "0000000000000000", "cap_bnd",
+	                                   "0000000000000000", "cap_eff", "0000000000000000",
+	                                   "cap_prm", "0000000000000000", "check", "status",
+	                                   "no_new_privs", "1", "ok", 1, "seccomp", "2", "target",
+	                                   "self"));
+	json_array_append_new(c, json_pack("{s:s, s:s, s:b, s:s}", "check", "loopback", "errno", "",
+	                                   "ok", 1, "target", "127.0.0.1"));
+	for (size_t i = 0; i < sizeof sys / sizeof *sys; i++)
+		json_array_append_new(c, json_pack("{s:s, s:s, s:b, s:s}", "check", "syscall", "errno",
+		                                   "EPERM", "ok", 1, "target", sys[i]));
+	if (!g_canary_missing)
+		json_array_append_new(c, json_pack("{s:s, s:s, s:b, s:s}", "check", "deny", "errno",
+		                                   g_canary_failed ? "" : "EROFS", "ok",
+		                                   !g_canary_failed, "target", "/workspace"));
+	json_array_append_new(c, json_pack("{s:s, s:s, s:b, s:s}", "check", "allow", "errno", "",
+	                                   "ok", 1, "target", wdest));
+	for (size_t i = 0; i < sizeof net / sizeof *net; i += 2)
+		json_array_append_new(c, json_pack("{s:s, s:s, s:b, s:s}", "check", net[i], "errno",
+		                                   "ENETUNREACH", "ok", 1, "target", net[i + 1]));
+	for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
+		json_array_append_new(c, json_pack("{s:s, s:s, s:b, s:s}", "check", "absent", "errno",
+		                                   "ENOENT", "ok", 1, "target", absent[i]));
+	return c;
+}
 
 static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
                       const ota_key *verifier, const char *root_bytes, size_t root_len,
@@ -343,11 +393,12 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 		json_t *rend = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "kind", "ota.rendered_policy/v1",
 		                         "provider", "oci_local", "runtime", "runc", "segment", sid,
 		                         "config_identity", cfgid, "config", config);
-		json_t *appl = json_pack("{s:s, s:s, s:s, s:b, s:{s:[{s:s, s:b}, {s:s, s:b}]}, s:{s:b}}",
+		json_t *appl = json_pack("{s:s, s:s, s:s, s:b, s:{s:[{s:s, s:b}, {s:s, s:b}]}, s:{s:b}, "
+		                         "s:o}",
 		                         "kind", "ota.applied_policy/v1", "rendered_policy", cfgid,
 		                         "container_id", cont, "ok", 1, "mounts", "mounts", "path",
 		                         "/workspace", "ro", !g_widen, "path", wdest, "ro", 0, "network",
-		                         "loopback_only", 1);
+		                         "loopback_only", 1, "canaries", canaries_of(wdest));
 		json_t *init = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "kind",
 		                         "ota.application/v1", "phase", "initial", "provider", "oci_local",
 		                         "txn", g.txn, "segment", sid, "lease", cont, "rendered_policy",
@@ -645,6 +696,10 @@ int main(int argc, char **argv)
 			external = true;
 		else if (strcmp(argv[i], "--widen") == 0)
 			g_widen = true;
+		else if (strcmp(argv[i], "--canary-failed") == 0)
+			g_canary_failed = true;
+		else if (strcmp(argv[i], "--canary-missing") == 0)
+			g_canary_missing = true;
 		else if (strcmp(argv[i], "--write-seed") == 0 && i + 1 < argc)
 			seed = argv[++i];
 		else
@@ -718,7 +773,7 @@ int main(int argc, char **argv)
 				fclose(f);
 			}
 		}
-		if (g_widen) {
+		if (g_widen || g_canary_failed || g_canary_missing) {
 			/* a forged vector: written, not timed */
 			json_decref(b.msgs);
 			free(b.archive);

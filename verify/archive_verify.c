@@ -1426,6 +1426,99 @@ static void controls_applied(vctx *v, const char *where, size_t j, const json_t 
 		     "and applied");
 }
 
+/*
+ * The runner's canary results of segment j, carried in the applied record
+ * (oci_local runs them in the task's own boundary before the go and
+ * refuses the run when one does not hold). Every result must hold (ok
+ * true, archive_canary_failed), and every authoritative control the segment
+ * claims must have its result (archive_canary_missing): the process status
+ * (no_new_privs, seccomp, no capabilities), loopback, the forbidden
+ * syscalls, the runtime sockets absent; a read_only repository root a
+ * denied write to /workspace; each protected path the config mounts (one
+ * that exists) a denied write to it; network default deny each external
+ * connection unreachable. A carve-out's allow is checked when present (a
+ * file carve-out has none). False when a result is missing or failed.
+ */
+static const char *const canary_syscalls[] = {
+	"mount", "unshare_user", "unshare_mnt", "ptrace", "io_uring_setup", "af_vsock",
+	"raw_socket", "packet_socket", "chmod_setid", "fchmodat2_setid", "open_setid",
+	"mknod_setid"};
+static const char *const canary_net[] = {
+	"tcp", "192.0.2.1:80", "tcp", "[2001:db8::1]:80", "udp", "192.0.2.1:53",
+	"udp", "[2001:db8::1]:53", "tcp", "10.255.255.53:53", "udp", "10.255.255.53:53"};
+static const char *const canary_absent[] = {
+	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
+	"/run/podman/podman.sock", "/run/runc", "/run/crun", "/run/ota",
+	"/var/run/crio/crio.sock"};
+
+static bool canary_has(const json_t *can, const char *check, const char *target)
+{
+	for (size_t i = 0; i < json_array_size(can); i++) {
+		const json_t *c = json_array_get(can, i);
+		if (seq(sget(c, "check"), check) && seq(sget(c, "target"), target))
+			return true;
+	}
+	return false;
+}
+
+static bool canaries_held(vctx *v, const char *where, size_t j, const json_t *rend,
+                          const json_t *appl)
+{
+	const json_t *can = json_object_get(appl, "canaries");
+	if (!json_is_array(can) || json_array_size(can) == 0) {
+		fail(v->r, OTA_ERR_ARCHIVE_CANARY_MISSING, where,
+		     "the applied record carries no canary results");
+		return false;
+	}
+	for (size_t i = 0; i < json_array_size(can); i++) {
+		const json_t *c = json_array_get(can, i);
+		if (sget(c, "check") == NULL || sget(c, "target") == NULL ||
+		    !json_is_true(json_object_get(c, "ok"))) {
+			fail(v->r, OTA_ERR_ARCHIVE_CANARY_FAILED, where,
+			     "canary %zu (%s %s) did not hold", i,
+			     sget(c, "check") != NULL ? sget(c, "check") : "?",
+			     sget(c, "target") != NULL ? sget(c, "target") : "?");
+			return false;
+		}
+	}
+	const json_t *eseg =
+		json_array_get(json_object_get(ota_policy_effective_json(v->policy), "segments"), j);
+	const json_t *rb = json_object_get(eseg, "runtime_boundary");
+	const json_t *fs = json_object_get(rb, "filesystem");
+	const json_t *cm = json_object_get(json_object_get(rend, "config"), "mounts");
+	const char *missing = NULL, *mcheck = NULL;
+	char dest[OTA_MAX_PATH_BYTES + 16];
+	if (!canary_has(can, "status", "self"))
+		mcheck = "status", missing = "self";
+	else if (!canary_has(can, "loopback", "127.0.0.1"))
+		mcheck = "loopback", missing = "127.0.0.1";
+	for (size_t i = 0; mcheck == NULL && i < sizeof canary_syscalls / sizeof *canary_syscalls; i++)
+		if (!canary_has(can, "syscall", canary_syscalls[i]))
+			mcheck = "syscall", missing = canary_syscalls[i];
+	for (size_t i = 0; mcheck == NULL && i < sizeof canary_absent / sizeof *canary_absent; i++)
+		if (!canary_has(can, "absent", canary_absent[i]))
+			mcheck = "absent", missing = canary_absent[i];
+	if (mcheck == NULL && seq(sget(fs, "repo_root_mode"), "read_only") &&
+	    !canary_has(can, "deny", "/workspace"))
+		mcheck = "deny", missing = "/workspace";
+	const json_t *pp = json_object_get(fs, "protected_paths");
+	for (size_t i = 0; mcheck == NULL && i < json_array_size(pp); i++) {
+		snprintf(dest, sizeof dest, "/workspace/%s", json_string_value(json_array_get(pp, i)));
+		if (mount_at(cm, "destination", dest) != NULL && !canary_has(can, "deny", dest))
+			mcheck = "deny", missing = dest;
+	}
+	if (seq(sget(json_object_get(rb, "network"), "default"), "deny"))
+		for (size_t i = 0; mcheck == NULL && i < sizeof canary_net / sizeof *canary_net; i += 2)
+			if (!canary_has(can, canary_net[i], canary_net[i + 1]))
+				mcheck = canary_net[i], missing = canary_net[i + 1];
+	if (mcheck != NULL) {
+		fail(v->r, OTA_ERR_ARCHIVE_CANARY_MISSING, where, "no canary result %s %s", mcheck,
+		     missing);
+		return false;
+	}
+	return true;
+}
+
 /* Returns the segment's derived status ("" when no process). */
 /* A segment's error names its terminal record's; the lane's error is it. */
 static void error_check(vctx *v, walk *w, const char *where, const json_t *seg,
@@ -1719,13 +1812,16 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	char cfg[OTA_ID_LEN + 1];
 	const json_t *rend = rendered_of(v, where, seg, sid, rid, cfg);
 	const json_t *appl = ev_get(v, aid, "ota.applied_policy/v1");
+	bool canaries_ok = true;
 	if (appl == NULL || !seq(sget(seg, "applied_policy_identity"), aid) ||
 	    !seq(sget(appl, "rendered_policy"), cfg) || !seq(sget(appl, "container_id"), cid) ||
 	    !json_is_true(json_object_get(appl, "ok")))
 		fail(r, OTA_ERR_ARCHIVE_APPLIED_MISMATCH, where,
 		     "the applied policy does not reconcile with the rendered policy and the boundary");
-	else if (rend != NULL)
+	else if (rend != NULL) {
 		controls_applied(v, where, j, rend, appl);
+		canaries_ok = canaries_held(v, where, j, rend, appl);
+	}
 	/* terminal application */
 	att_info *ta = take(v, w, "terminal_application");
 	const json_t *term = ta != NULL && ta->rec != SIZE_MAX ? ev_rec(v, ta->rec) : NULL;
@@ -1764,7 +1860,7 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 		v, where, term,
 		json_object_get(json_object_get(json_object_get(eseg, "runtime_boundary"), "filesystem"),
 	                        "protected_paths"),
-		ia->ok && ta->ok);
+		ia->ok && ta->ok && canaries_ok);
 	if (!seq(sget(seg, "status"), derived))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, where, "status %s, derived %s",
 		     sget(seg, "status") != NULL ? sget(seg, "status") : "(none)", derived);

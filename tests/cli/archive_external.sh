@@ -226,7 +226,21 @@ for j in 0 1; do
   APPL=$(rec "appl$j" "$(jq -cn --arg cfg "$CFG" --arg c "$CONT" --arg wd "/workspace/$WP" --arg pd "/workspace/$PP" \
     '{kind: "ota.applied_policy/v1", rendered_policy: $cfg, container_id: $c, ok: true,
       mounts: {mounts: [{path: "/workspace", ro: true}, {path: $wd, ro: false}, {path: $pd, ro: true}]},
-      network: {loopback_only: true}}')")
+      network: {loopback_only: true},
+      canaries: ([{check: "status", target: "self", ok: true, no_new_privs: "1", seccomp: "2"},
+                  {check: "loopback", target: "127.0.0.1", ok: true, errno: ""}]
+                 + ([ "mount", "unshare_user", "unshare_mnt", "ptrace", "io_uring_setup", "af_vsock",
+                      "raw_socket", "packet_socket", "chmod_setid", "fchmodat2_setid", "open_setid",
+                      "mknod_setid"] | map({check: "syscall", target: ., ok: true, errno: "EPERM"}))
+                 + [{check: "deny", target: "/workspace", ok: true, errno: "EROFS"},
+                    {check: "deny", target: $pd, ok: true, errno: "EROFS"},
+                    {check: "allow", target: $wd, ok: true, errno: ""}]
+                 + ([["tcp", "192.0.2.1:80"], ["tcp", "[2001:db8::1]:80"], ["udp", "192.0.2.1:53"],
+                     ["udp", "[2001:db8::1]:53"], ["tcp", "10.255.255.53:53"], ["udp", "10.255.255.53:53"]]
+                    | map({check: .[0], target: .[1], ok: true, errno: "ENETUNREACH"}))
+                 + (["/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
+                     "/run/podman/podman.sock", "/run/runc", "/run/crun", "/run/ota",
+                     "/var/run/crio/crio.sock"] | map({check: "absent", target: ., ok: true, errno: "ENOENT"})))}')")
   INIT=$(rec "init$j" "$(jq -cn --arg txn "$TXN" --arg sid "$SID" --arg c "$CONT" --arg r "$REND" \
     --arg a "$APPL" --argjson at "$(NOW)" \
     '{kind: "ota.application/v1", phase: "initial", provider: "oci_local", txn: $txn, segment: $sid,

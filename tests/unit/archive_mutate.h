@@ -239,6 +239,7 @@ typedef struct walker {
 	tally *t;
 	size_t budget;  /* leaves left in the current sampled subtree */
 	bool sampling;
+	size_t canaries; /* canary lists walked in full */
 } walker;
 
 static inline void count_code(tally *t, ota_err c)
@@ -291,13 +292,24 @@ static inline bool sampled_subtree(const walker *w, const path *p)
 	return p->n == 2 && p->s[0].key != NULL && strcmp(p->s[0].key, "evidence") == 0;
 }
 
+/* An applied record's canary results are walked in full, not sampled. */
+static inline bool canary_subtree(const walker *w, const path *p)
+{
+	return !w->receipt && w->sampling && p->n == 3 && p->s[2].key != NULL &&
+	       strcmp(p->s[2].key, "canaries") == 0;
+}
+
 static inline void walk(walker *w, path *p, const json_t *node)
 {
-	bool entered = false;
+	bool entered = false, canaries = false;
 	if (!w->sampling && sampled_subtree(w, p)) {
 		w->sampling = true;
 		w->budget = 12;
 		entered = true;
+	} else if (canary_subtree(w, p)) {
+		w->sampling = false;
+		w->canaries++;
+		canaries = true;
 	}
 	bool leaf = !json_is_object(node) && !json_is_array(node);
 	if (!w->sampling || w->budget > 0 || p->n <= 2 + (w->receipt ? 0u : 1u)) {
@@ -328,6 +340,8 @@ static inline void walk(walker *w, path *p, const json_t *node)
 	}
 	if (entered)
 		w->sampling = false;
+	if (canaries)
+		w->sampling = true;
 }
 
 static inline void report(const char *what, const tally *t)
@@ -350,12 +364,12 @@ static inline void report(const char *what, const tally *t)
  * re-signed (receipt true), must be rejected: more than min tried, and with
  * every_kind each kind of mutation tried at least once.
  */
-static inline void generated_suite(bool receipt, const char *label, size_t min, bool every_kind)
+static inline size_t generated_suite(bool receipt, const char *label, size_t min, bool every_kind)
 {
 	tally t;
 	memset(&t, 0, sizeof t);
 	t.codes = json_object();
-	walker w = {receipt, &t, 0, false};
+	walker w = {receipt, &t, 0, false, 0};
 	path p;
 	memset(&p, 0, sizeof p);
 	walk(&w, &p, receipt ? fx.ra : fx.a);
@@ -370,6 +384,9 @@ static inline void generated_suite(bool receipt, const char *label, size_t min, 
 	json_decref(t.codes);
 	assert_true(tried > min);
 	assert_int_equal(rej, tried);
+	if (!receipt)
+		fprintf(stderr, "%s: %zu canary lists mutated in full\n", label, w.canaries);
+	return w.canaries;
 }
 
 static inline void test_generated_archive(void **state)
@@ -377,7 +394,9 @@ static inline void test_generated_archive(void **state)
 	(void)state;
 	if (!have_fixture)
 		skip();
-	generated_suite(false, "archive", 300, true);
+	/* every applied record's canary results, each member flipped, dropped,
+	 * swapped and reordered, are rejected too */
+	assert_true(generated_suite(false, "archive", 300, true) > 0);
 }
 
 static inline void test_generated_receipt(void **state)

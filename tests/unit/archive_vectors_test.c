@@ -344,6 +344,32 @@ static void test_named_codes(void **state)
 		free(pin);
 		json_decref(w);
 	}
+	/* correctly signed, the applied record says ok, but a canary result
+	 * says the write to the read-only root succeeded (e), or that result
+	 * is missing (f): the segment is not enforced, under its own name */
+	static const char *const forged[2] = {"e.json", "f.json"};
+	static const ota_err code[2] = {OTA_ERR_ARCHIVE_CANARY_FAILED,
+	                                OTA_ERR_ARCHIVE_CANARY_MISSING};
+	for (int i = 0; i < 2; i++) {
+		char pn[32];
+		snprintf(pn, sizeof pn, "%s.root.json", forged[i]);
+		size_t al = 0, pl = 0;
+		uint8_t *ab = read_vec(forged[i], &al);
+		uint8_t *pin = read_vec(pn, &pl);
+		ota_archive_verify_opts o;
+		memset(&o, 0, sizeof o);
+		o.pinned = ota_bytes_make(pin, pl);
+		ota_archive_report *rep = NULL;
+		assert_int_not_equal(ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, NULL), OTA_OK);
+		assert_int_equal(ota_archive_report_failure(rep, 0, NULL, NULL), code[i]);
+		/* the derived status is not enforced (the segment's canary
+		 * evidence does not hold), whatever the receipt claims */
+		assert_non_null(ota_archive_report_status(rep));
+		assert_string_not_equal(ota_archive_report_status(rep), "enforced_through_completion");
+		ota_archive_report_free(rep);
+		free(pin);
+		free(ab);
+	}
 	/* the other domain's chain */
 	d = json_deep_copy(fx.a);
 	json_object_set(d, "trust_chain", json_object_get(fx.b, "trust_chain"));

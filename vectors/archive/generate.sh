@@ -15,4 +15,11 @@ done
 # d.*: correctly signed, but the provider rendered and applied a writable repo
 # root where the effective policy says read_only (archive_control_mismatch)
 "$b/bench/bench_archive" 1 --max 9 --widen --write-seed "$d/d.json" >/dev/null
+# e.*: correctly signed, the applied record says ok, but its canary result
+# says the write to the read-only repository root succeeded
+# (archive_canary_failed); f.*: that canary result is missing
+# (archive_canary_missing). Every applied record of a.* to d.* carries the
+# canary results as oci_local records them.
+"$b/bench/bench_archive" 1 --max 9 --canary-failed --write-seed "$d/e.json" >/dev/null
+"$b/bench/bench_archive" 1 --max 9 --canary-missing --write-seed "$d/f.json" >/dev/null
 echo "vectors/archive regenerated"
