@@ -347,15 +347,21 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 	int st = 0;
 	/* Read both pipes until EOF and reap the command, polling in short
 	 * slices: the deadline and the cancel flag are looked at while the
-	 * runtime runs, not once it returns. */
-	struct pollfd pf[2];
+	 * runtime runs, not once it returns. The command's pidfd (when the
+	 * kernel has pidfd_open) wakes the poll at its exit, so a command
+	 * that ends is reaped at once, not at the next slice. */
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd pf[3];
 	int open_n = 0;
 	if (po[0] >= 0)
 		pf[open_n++] = (struct pollfd){po[0], POLLIN, 0};
 	if (pe[0] >= 0)
 		pf[open_n++] = (struct pollfd){pe[0], POLLIN, 0};
 	while (!exited || (open_n > 0 && why == RT_RUNNING)) {
-		int r = poll(open_n > 0 ? pf : NULL, (nfds_t)open_n, 50);
+		nfds_t nf = (nfds_t)open_n;
+		if (!exited && pidfd >= 0)
+			pf[nf++] = (struct pollfd){pidfd, POLLIN, 0};
+		int r = poll(pf, nf, 50);
 		if (r < 0 && errno != EINTR)
 			r = 0; /* the deadline still ends the wait */
 		for (int i = 0; r > 0 && i < open_n; i++) {
@@ -393,6 +399,8 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 				int e = errno;
 				for (int i = 0; i < open_n; i++)
 					close(pf[i].fd);
+				if (pidfd >= 0)
+					close(pidfd);
 				(void)killpg(pid, SIGKILL);
 				return ota_error_set(err, OTA_ERR_IO, "waitpid", "%s", strerror(e));
 			}
@@ -420,6 +428,8 @@ static ota_err rt_cmd(const oci_rt *rt, const char *const *args, int out_fd, int
 	}
 	for (int i = 0; i < open_n; i++)
 		close(pf[i].fd);
+	if (pidfd >= 0)
+		close(pidfd);
 	if (out_len != NULL)
 		*out_len = lo;
 	if (why != RT_RUNNING) {
