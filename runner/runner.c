@@ -1178,6 +1178,17 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	for (size_t i = 0; plans != NULL && i < n; i++)
 		ota_runner_plan_free(plans[i]);
 	free(plans);
+	/* A lane stopped by an error before its last segment ran (a
+	 * transition, an initial or terminal record that could not be signed,
+	 * a lease that could not be finalized, any failure of a segment that
+	 * is not the last) did not run through: the segments it never reached
+	 * count as not started, so the lane is enforcement_lost once execution
+	 * started (not_started before), never enforced_through_completion, and
+	 * not every segment ran. */
+	if (rc != OTA_OK && json_array_size(segments) < n) {
+		overall = worst(overall, OTA_OCI_NOT_STARTED);
+		all_ran = false;
+	}
 	/* Derived status: only when every process segment ended
 	 * enforced_through_completion with initial and terminal evidence; a
 	 * lane whose execution started and did not end so is

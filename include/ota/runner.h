@@ -139,7 +139,11 @@ OTA_API OTA_NODISCARD ota_err ota_git_packed_refs_find(const uint8_t *b, size_t 
  * receipt (sandbox_admission_refused, identity_mismatch). Segments stop at the first one
  * that does not end enforced with exit status 0. *receipt_out (new, also on
  * failure once execution was attempted) is an ota.receipt/v1 object whose
- * sandbox_policy.status is derived from the segments' terminal evidence;
+ * sandbox_policy.status is derived from the segments' terminal evidence
+ * (ota_archive_lane_status); a lane stopped by an error before its last
+ * segment ran counts the segments it never reached as not_started
+ * (enforcement_lost after a start, all_segments_ran false, the error in
+ * "error"), never enforced_through_completion;
  * its "revision" is the commit id of REPO/.git's HEAD read before anything
  * is prepared (ota_runner_repo_revision), or null when none resolves;
  * *exit_status is the first non-zero task exit status (or 0).
