@@ -439,19 +439,8 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 	}
 	json_decref(prev_term);
 	json_decref(pcheck);
-	const json_t *rb = json_object_get(json_array_get(json_object_get(eff, "segments"), 0),
-	                                   "runtime_boundary");
-	json_t *ctl = json_pack("[{s:s, s:s?, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s?, s:s}]",
-	                        "id", "filesystem.repo_root", "required",
-	                        json_string_value(json_object_get(json_object_get(rb, "filesystem"),
-	                                                          "repo_root_mode")),
-	                        "application", "enforced", "id", "filesystem.writable_paths",
-	                        "required", "declared_only", "application", "enforced", "id",
-	                        "filesystem.protected_paths", "required", "read_only", "application",
-	                        "enforced", "id", "network.default", "required",
-	                        json_string_value(json_object_get(json_object_get(rb, "network"),
-	                                                          "default")),
-	                        "application", "enforced");
+	/* as the runner writes them: every segment's controls */
+	json_t *ctl = ota_archive_runtime_controls(p, true);
 	json_t *sp = json_pack(
 		"{s:s, s:O, s:s, s:O, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:O, s:{s:s, s:n, s:s}}",
 		"canonical_identity", ota_policy_canonical_identity(p), "restriction_overlay_identities",

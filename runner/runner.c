@@ -1195,26 +1195,9 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	 * enforcement_lost (or unknown), never not_started or refused (the
 	 * rule ota-verify archive re-derives). */
 	const char *status = ota_archive_lane_status(ota_oci_terminal_name(overall), any_started);
-	json_t *rt_controls = json_array();
-	if (n > 0) {
-		const json_t *rb = json_object_get(json_array_get(esegs, 0), "runtime_boundary");
-		const char *mode = str_at(rb, "filesystem", "repo_root_mode");
-		bool enf = strcmp(status, "enforced_through_completion") == 0;
-		const char *app = enf ? "enforced" : "not_proved";
-		json_array_append_new(rt_controls, json_pack("{s:s, s:s?, s:s}", "id",
-		                                             "filesystem.repo_root", "required", mode,
-		                                             "application", app));
-		json_array_append_new(rt_controls, json_pack("{s:s, s:s, s:s}", "id",
-		                                             "filesystem.writable_paths", "required",
-		                                             "declared_only", "application", app));
-		json_array_append_new(rt_controls, json_pack("{s:s, s:s, s:s}", "id",
-		                                             "filesystem.protected_paths", "required",
-		                                             "read_only", "application", app));
-		json_array_append_new(rt_controls, json_pack("{s:s, s:s?, s:s}", "id", "network.default",
-		                                             "required",
-		                                             str_at(rb, "network", "default"),
-		                                             "application", app));
-	}
+	/* every process segment's controls, not the first segment's for all */
+	json_t *rt_controls =
+		ota_archive_runtime_controls(p, strcmp(status, "enforced_through_completion") == 0);
 	const json_t *pe = json_object_get(admission, "provider_evaluation");
 	json_t *adapter = ota_oci_capability_descriptor(o->oci.runtime.kind);
 	json_t *sp = json_pack(

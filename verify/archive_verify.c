@@ -1868,25 +1868,53 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	return derived;
 }
 
-static json_t *controls_for(const json_t *eff, bool enforced)
+json_t *ota_archive_runtime_controls(const ota_policy *p, bool enforced)
 {
-	const json_t *rb = json_object_get(json_array_get(json_object_get(eff, "segments"), 0),
-	                                   "runtime_boundary");
+	static const char *const ids[4] = {"filesystem.repo_root", "filesystem.writable_paths",
+	                                   "filesystem.protected_paths", "network.default"};
+	const json_t *es = json_object_get(ota_policy_effective_json(p), "segments");
+	const json_t *cs = json_object_get(ota_policy_canonical_json(p), "segments");
 	const char *app = enforced ? "enforced" : "not_proved";
 	json_t *c = json_array();
-	if (json_array_size(json_object_get(eff, "segments")) == 0)
-		return c;
-	json_array_append_new(c, json_pack("{s:s, s:s?, s:s}", "id", "filesystem.repo_root",
-	                                   "required",
-	                                   sget(json_object_get(rb, "filesystem"), "repo_root_mode"),
-	                                   "application", app));
-	json_array_append_new(c, json_pack("{s:s, s:s, s:s}", "id", "filesystem.writable_paths",
-	                                   "required", "declared_only", "application", app));
-	json_array_append_new(c, json_pack("{s:s, s:s, s:s}", "id", "filesystem.protected_paths",
-	                                   "required", "read_only", "application", app));
-	json_array_append_new(c, json_pack("{s:s, s:s?, s:s}", "id", "network.default", "required",
-	                                   sget(json_object_get(rb, "network"), "default"),
-	                                   "application", app));
+	if (c == NULL)
+		return NULL;
+	for (int k = 0; k < 4; k++) {
+		size_t first = json_array_size(c);
+		for (size_t j = 0; j < json_array_size(es); j++) {
+			if (seq(sget(json_object_get(json_array_get(cs, j), "execution"), "kind"),
+			        "aggregate"))
+				continue;
+			const json_t *rb = json_object_get(json_array_get(es, j), "runtime_boundary");
+			const char *req =
+				k == 0 ? sget(json_object_get(rb, "filesystem"), "repo_root_mode")
+				: k == 1 ? "declared_only"
+				: k == 2 ? "read_only"
+				         : sget(json_object_get(rb, "network"), "default");
+			json_t *sid = json_string(ota_policy_segment_id(p, j));
+			json_t *e = NULL;
+			for (size_t i = first; e == NULL && i < json_array_size(c); i++) {
+				json_t *x = json_array_get(c, i);
+				const char *r = sget(x, "required");
+				if (r == req || (r != NULL && req != NULL && strcmp(r, req) == 0))
+					e = x;
+			}
+			if (e == NULL) {
+				e = json_pack("{s:s, s:s?, s:s, s:[]}", "id", ids[k], "required", req,
+				              "application", app, "segments");
+				if (json_array_append_new(c, e) != 0)
+					e = NULL;
+			}
+			if (sid == NULL || e == NULL) {
+				json_decref(sid);
+				json_decref(c);
+				return NULL;
+			}
+			if (json_array_append_new(json_object_get(e, "segments"), sid) != 0) {
+				json_decref(c);
+				return NULL;
+			}
+		}
+	}
 	return c;
 }
 
@@ -2020,8 +2048,8 @@ static void structure_checks(vctx *v)
 	    json_integer_value(json_object_get(v->receipt, "exit_status")) != exit_status)
 		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, "receipt",
 		     "execution_started, all_segments_ran or exit_status differ from the evidence");
-	json_t *ctl = controls_for(ota_policy_effective_json(v->policy),
-	                           strcmp(overall, "enforced_through_completion") == 0);
+	json_t *ctl = ota_archive_runtime_controls(v->policy,
+	                                           strcmp(overall, "enforced_through_completion") == 0);
 	if (!json_equal(ctl, json_object_get(sp, "runtime_controls")))
 		fail(r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, "receipt.sandbox_policy.runtime_controls",
 		     "differ from the controls of the effective policy and the derived status");

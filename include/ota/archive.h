@@ -164,6 +164,20 @@ OTA_API OTA_NODISCARD ota_err ota_archive_ledger_prepare(const char *path, bool 
  */
 OTA_API const char *ota_archive_lane_status(const char *worst, bool execution_started);
 
+/*
+ * The receipt's sandbox_policy.runtime_controls for policy p, over every
+ * process segment (aggregate segments run nothing and are left out): for
+ * each control (filesystem.repo_root, filesystem.writable_paths,
+ * filesystem.protected_paths, network.default, in that order) one entry per
+ * distinct required value, in the order the segments first require it,
+ * {id, required, application, segments: [segment ids]}; application
+ * "enforced" when enforced, else "not_proved". A lane whose segments have
+ * different boundaries thus lists each boundary with the segments it
+ * holds for, never the first segment's for all. The one rule the runner
+ * writes and ota-verify archive derives. NULL only without memory.
+ */
+OTA_API json_t *ota_archive_runtime_controls(const ota_policy *p, bool enforced);
+
 /* The verdict: every failed check by its error name, the derived status. */
 typedef struct ota_archive_report ota_archive_report;
 

@@ -289,11 +289,11 @@ receipt() { # receipt ATTS.jsonl SEGMENTS.jsonl EVIDENCE.names > R.json
           provider_target: "oci_local", provider_adapter_identity: $adapter,
           capability_identity: $sa.provider_evaluation.capability_identity,
           status: "enforced_through_completion", segments: $segs, transition_identities: $tr,
-          runtime_controls: [
-            {id: "filesystem.repo_root", required: $rb.filesystem.repo_root_mode, application: "enforced"},
-            {id: "filesystem.writable_paths", required: "declared_only", application: "enforced"},
-            {id: "filesystem.protected_paths", required: "read_only", application: "enforced"},
-            {id: "network.default", required: $rb.network.default, application: "enforced"}],
+          runtime_controls: ([$segs[].id] as $ids | [
+            {id: "filesystem.repo_root", required: $rb.filesystem.repo_root_mode, application: "enforced", segments: $ids},
+            {id: "filesystem.writable_paths", required: "declared_only", application: "enforced", segments: $ids},
+            {id: "filesystem.protected_paths", required: "read_only", application: "enforced", segments: $ids},
+            {id: "network.default", required: $rb.network.default, application: "enforced", segments: $ids}]),
           application_obligations: $sa.application_obligations,
           attestation: {issuer_identity: "ci-runner", challenge_identity: null,
                         verification: "runner_owned_cose_sign1"}},

@@ -407,6 +407,36 @@ static inline void test_generated_receipt(void **state)
 	generated_suite(true, "receipt", 150, true);
 }
 
+/*
+ * The receipt's runtime_controls of a lane whose process segments share
+ * repository-root mode and network default (as every lane oci_local
+ * admits): the four controls once each, each naming every process segment
+ * of the receipt in order, not only the first.
+ */
+static inline void controls_name_every_segment(const json_t *receipt, size_t want_segments)
+{
+	const json_t *sp = json_object_get(receipt, "sandbox_policy");
+	const json_t *segs = json_object_get(sp, "segments");
+	const json_t *ctl = json_object_get(sp, "runtime_controls");
+	json_t *ids = json_array();
+	for (size_t i = 0; i < json_array_size(segs); i++) {
+		const json_t *g = json_array_get(segs, i);
+		const char *st = json_string_value(json_object_get(g, "status"));
+		if (st == NULL || strcmp(st, "no_process") != 0)
+			json_array_append(ids, json_object_get(g, "id"));
+	}
+	assert_int_equal(json_array_size(ids), want_segments);
+	static const char *const cid[4] = {"filesystem.repo_root", "filesystem.writable_paths",
+	                                   "filesystem.protected_paths", "network.default"};
+	assert_int_equal(json_array_size(ctl), 4);
+	for (size_t i = 0; i < 4; i++) {
+		const json_t *c = json_array_get(ctl, i);
+		assert_string_equal(json_string_value(json_object_get(c, "id")), cid[i]);
+		assert_true(json_equal(json_object_get(c, "segments"), ids));
+	}
+	json_decref(ids);
+}
+
 /* Receipt edited at a path (JSON pointer-ish "a/b/0") to v, re-signed. */
 static inline ota_err receipt_edit(const char *const *keys, size_t n, json_t *v, ota_err *first)
 {

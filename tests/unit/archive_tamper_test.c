@@ -243,6 +243,10 @@ static void test_baseline(void **state)
 	assert_ota(verify_doc(fx.b, fx.pin_b, fx.pin_b_len, NULL, NULL), OTA_OK);
 	/* the other domain's pinned root does not verify this archive */
 	assert_int_not_equal(verify_doc(fx.a, fx.pin_b, fx.pin_b_len, NULL, NULL), OTA_OK);
+	/* the runner's runtime_controls name both segments of the workflow,
+	 * not the first one's controls for the lane */
+	controls_name_every_segment(fx.ra, 2);
+	controls_name_every_segment(fx.rb, 2);
 	/* the overlay is really there */
 	assert_int_equal(json_array_size(json_object_get(fx.a, "overlays")), 1);
 	assert_int_equal(json_array_size(json_object_get(

@@ -377,6 +377,80 @@ static void test_named_codes(void **state)
 	json_decref(d);
 }
 
+/*
+ * runtime_controls are derived over every segment: the vectors' lanes (three
+ * segments, each with its own writable carve-out) name every segment in
+ * each control; a re-signed receipt that reports the first segment's
+ * controls for the lane is refused; and a lane whose segments differ in
+ * repository-root mode and network default lists each value with its own
+ * segments (oci_local admits read_only and deny only, so only through the
+ * derivation itself).
+ */
+static void test_runtime_controls(void **state)
+{
+	(void)state;
+	controls_name_every_segment(fx.ra, 3);
+	controls_name_every_segment(fx.rb, 3);
+	ota_err first = OTA_OK;
+	const char *k[] = {"sandbox_policy", "runtime_controls", "0", "segments"};
+	assert_int_not_equal(receipt_edit(k, 4, json_pack("[s]", "task:t1"), &first), OTA_OK);
+	assert_int_equal(first, OTA_ERR_ARCHIVE_CONTROL_MISMATCH);
+	const char *k2[] = {"sandbox_policy", "runtime_controls"};
+	json_t *old = json_deep_copy(json_object_get(json_object_get(fx.ra, "sandbox_policy"),
+	                                             "runtime_controls"));
+	size_t i;
+	json_t *c;
+	json_array_foreach(old, i, c) json_object_del(c, "segments");
+	assert_int_not_equal(receipt_edit(k2, 2, old, &first), OTA_OK);
+	assert_int_equal(first, OTA_ERR_ARCHIVE_CONTROL_MISMATCH);
+
+	static const char y[] =
+		"version: 1\nproject:\n  name: mix\nexecution:\n  supported: [container]\n"
+		"  default_context: box\n  lifecycle: ephemeral\n  backends:\n    container:\n"
+		"      image: bb:1\n      platform: linux/amd64\n      engines: [docker]\n"
+		"  contexts:\n    box:\n      backend: container\n      lifecycle: ephemeral\n"
+		"tasks:\n  t1:\n    context: box\n    run: \"echo 1\"\n    runtime_boundary:\n"
+		"      filesystem: {repo_root_mode: read_write}\n      network: {default: allow}\n"
+		"    safe_for_agent: true\n  t2:\n    context: box\n    run: \"echo 2\"\n"
+		"    runtime_boundary:\n      filesystem: {repo_root_mode: read_only, "
+		"writable_paths: [out]}\n      network: {default: deny}\n    safe_for_agent: true\n"
+		"    depends_on: [t1]\n  t3:\n    context: box\n    run: \"echo 3\"\n"
+		"    runtime_boundary:\n      filesystem: {repo_root_mode: read_write}\n"
+		"      network: {default: deny}\n    safe_for_agent: true\n    depends_on: [t2]\n"
+		"agent:\n  safe_tasks: [t1, t2, t3]\n";
+	ota_contract *ct = NULL;
+	assert_ota(ota_contract_load(ota_bytes_make(y, sizeof y - 1), "ota.yaml", &ct, NULL), OTA_OK);
+	ota_policy_options po;
+	memset(&po, 0, sizeof po);
+	snprintf(po.native_platform.os, sizeof po.native_platform.os, "linux");
+	snprintf(po.native_platform.architecture, sizeof po.native_platform.architecture, "amd64");
+	ota_policy *p = NULL;
+	assert_ota(ota_policy_compile(ct, OTA_LANE_TASK, "t3", &po, NULL, 0, &p, NULL), OTA_OK);
+	json_t *got = ota_archive_runtime_controls(p, false);
+	json_t *want = json_pack(
+		"[{s:s, s:s, s:s, s:[s, s]}, {s:s, s:s, s:s, s:[s]}, {s:s, s:s, s:s, s:[s, s, s]}, "
+		"{s:s, s:s, s:s, s:[s, s, s]}, {s:s, s:s, s:s, s:[s]}, {s:s, s:s, s:s, s:[s, s]}]",
+		"id", "filesystem.repo_root", "required", "writable", "application", "not_proved",
+		"segments", "task:t1", "task:t3", "id", "filesystem.repo_root", "required", "read_only",
+		"application", "not_proved", "segments", "task:t2", "id", "filesystem.writable_paths",
+		"required", "declared_only", "application", "not_proved", "segments", "task:t1",
+		"task:t2", "task:t3",
+		"id", "filesystem.protected_paths", "required", "read_only", "application", "not_proved",
+		"segments", "task:t1", "task:t2", "task:t3", "id", "network.default", "required", "allow",
+		"application", "not_proved", "segments", "task:t1", "id", "network.default", "required",
+		"deny", "application", "not_proved", "segments", "task:t2", "task:t3");
+	if (!json_equal(got, want)) {
+		char *g = json_dumps(got, JSON_COMPACT);
+		fprintf(stderr, "runtime_controls: %s\n", g != NULL ? g : "(null)");
+		free(g);
+	}
+	assert_true(json_equal(got, want));
+	json_decref(got);
+	json_decref(want);
+	ota_policy_free(p);
+	ota_contract_free(ct);
+}
+
 /* The external-provider archive: issuer-signed attestations, each accepted
  * by a trusted verifier; the same walk, then untrusted and missing
  * acceptances against a consistently re-signed receipt. */
@@ -463,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_generated_receipt),
 		cmocka_unit_test(test_revision),
 		cmocka_unit_test(test_named_codes),
+		cmocka_unit_test(test_runtime_controls),
 		cmocka_unit_test(test_external),
 		cmocka_unit_test(test_verify_take),
 	};
