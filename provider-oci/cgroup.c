@@ -401,3 +401,132 @@ bool oci_cgroup_remove(const char *id, const json_t *dirs, json_t **left)
 	free(m);
 	return all;
 }
+
+/* The directory of cgroup own in the hierarchy x (mount point + own below
+ * the mount's root) into dir; false when own is not below it or too long. */
+static bool cgroup_dir_of(const oci_mount *x, const char *own, char *dir, size_t cap)
+{
+	const char *rel;
+	if (strcmp(x->root, "/") == 0)
+		rel = own;
+	else if (oci_path_within(own, x->root))
+		rel = own + strlen(x->root);
+	else
+		return false;
+	while (*rel == '/')
+		rel++;
+	int k = snprintf(dir, cap, "%s%s%s", x->point, rel[0] != '\0' ? "/" : "", rel);
+	return k > 0 && (size_t)k < cap;
+}
+
+/* A limit file's value: "max" (or cgroup v1's unlimited memory, a page
+ * below 2^63) -> 0; a number -> it; anything else -> -1. */
+static int64_t limit_value(const char *dir, const char *file)
+{
+	char path[OTA_MAX_PATH_BYTES + 64];
+	if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path)
+		return -1;
+	uint8_t *t = NULL;
+	size_t len = 0;
+	ota_error e;
+	ota_error_clear(&e);
+	if (oci_proc_read(path, 64, &t, &len, &e) != OTA_OK)
+		return -1;
+	char *s = (char *)t;
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
+		s[--len] = '\0';
+	int64_t v = -1;
+	if (strcmp(s, "max") == 0) {
+		v = 0;
+	} else if (len > 0 && len <= 19 && strspn(s, "0123456789") == len) {
+		unsigned long long u = strtoull(s, NULL, 10);
+		v = u >= 0x7FFFFFFFFFFFF000ULL ? 0 : (int64_t)u;
+	}
+	free(t);
+	return v;
+}
+
+ota_err oci_cgroup_limits_check(long pid, const ota_oci_limits *want, json_t **out,
+                                ota_error *err)
+{
+	*out = NULL;
+	char *mbuf = NULL;
+	oci_mount *m = NULL;
+	size_t n = 0;
+	ota_err rc = mounts_read(&mbuf, &m, &n, err);
+	if (rc != OTA_OK)
+		return rc;
+	char cpath[64];
+	snprintf(cpath, sizeof cpath, "/proc/%ld/cgroup", pid);
+	uint8_t *text = NULL;
+	size_t len = 0;
+	rc = oci_proc_read(cpath, CGROUP_FILE_MAX, &text, &len, err);
+	/* the container's cgroup of each controller: v1 first, else cgroup2 */
+	char pdir[OTA_MAX_PATH_BYTES] = "", mdir[OTA_MAX_PATH_BYTES] = "";
+	char v2dir[OTA_MAX_PATH_BYTES] = "";
+	char *cur = rc == OTA_OK ? (char *)text : NULL;
+	while (cur != NULL && *cur != '\0') {
+		char *line = cur;
+		char *nl = strchr(cur, '\n');
+		if (nl != NULL) {
+			*nl = '\0';
+			cur = nl + 1;
+		} else {
+			cur = NULL;
+		}
+		char *c1 = strchr(line, ':');
+		char *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+		if (c2 == NULL || c2[1] != '/')
+			continue;
+		*c1 = *c2 = '\0';
+		const char *ctrls = c1 + 1, *own = c2 + 1;
+		if (strcmp(line, "0") == 0 && ctrls[0] == '\0') {
+			const oci_mount *x = hierarchy_mount(m, n, NULL);
+			if (x != NULL && !cgroup_dir_of(x, own, v2dir, sizeof v2dir))
+				v2dir[0] = '\0';
+			continue;
+		}
+		bool hp = oci_opts_has(ctrls, "pids"), hm = oci_opts_has(ctrls, "memory");
+		if (!hp && !hm)
+			continue;
+		const oci_mount *x = hierarchy_mount(m, n, ctrls);
+		if (x == NULL)
+			continue;
+		if (hp && !cgroup_dir_of(x, own, pdir, sizeof pdir))
+			pdir[0] = '\0';
+		if (hm && !cgroup_dir_of(x, own, mdir, sizeof mdir))
+			mdir[0] = '\0';
+	}
+	free(text);
+	free(mbuf);
+	free(m);
+	if (rc != OTA_OK)
+		return rc;
+	const char *pf = "pids.max", *mf = "memory.limit_in_bytes";
+	if (pdir[0] == '\0' && v2dir[0] != '\0')
+		snprintf(pdir, sizeof pdir, "%s", v2dir);
+	if (mdir[0] == '\0' && v2dir[0] != '\0') {
+		snprintf(mdir, sizeof mdir, "%s", v2dir);
+		mf = "memory.max";
+	}
+	int64_t pv = pdir[0] != '\0' ? limit_value(pdir, pf) : -1;
+	int64_t mv = mdir[0] != '\0' ? limit_value(mdir, mf) : -1;
+	if (want->pids > 0 && pv != want->pids)
+		return ota_error_set(err, OTA_ERR_OCI_LIMIT_NOT_APPLIED,
+		                     pdir[0] != '\0' ? pdir : "pids",
+		                     "the container's %s is %s%lld, not the requested %lld", pf,
+		                     pv < 0 ? "unreadable " : pv == 0 ? "max " : "", (long long)pv,
+		                     (long long)want->pids);
+	if (want->memory_bytes > 0 && mv != want->memory_bytes)
+		return ota_error_set(err, OTA_ERR_OCI_LIMIT_NOT_APPLIED,
+		                     mdir[0] != '\0' ? mdir : "memory",
+		                     "the container's %s is %s%lld, not the requested %lld", mf,
+		                     mv < 0 ? "unreadable " : mv == 0 ? "unlimited " : "",
+		                     (long long)mv, (long long)want->memory_bytes);
+	*out = json_pack("{s:o, s:s?, s:o, s:s?}", "pids_limit",
+	                 pv > 0 ? json_integer(pv) : json_null(), "pids_cgroup",
+	                 pdir[0] != '\0' ? pdir : NULL, "memory_limit_bytes",
+	                 mv > 0 ? json_integer(mv) : json_null(), "memory_cgroup",
+	                 mdir[0] != '\0' ? mdir : NULL);
+	return *out != NULL ? OTA_OK : OTA_ERR_NOMEM;
+}

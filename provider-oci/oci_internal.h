@@ -306,6 +306,20 @@ bool oci_cgroup_column_check(ota_bytes text, const char *id, json_t **dirs, cons
 bool oci_cgroup_remove(const char *id, const json_t *dirs, json_t **left);
 
 /*
+ * Reads back the limits of the cgroups process pid (the container's init,
+ * before the start) is in, from /proc/PID/cgroup and this process's
+ * mounts: pids.max of its pids cgroup and memory.limit_in_bytes of its
+ * memory cgroup (cgroup v1), else pids.max and memory.max of its cgroup2
+ * one. *out (new): {pids_limit, pids_cgroup, memory_limit_bytes,
+ * memory_cgroup}, a limit null when none ("max", v1's unlimited) or
+ * unreadable. A limit of want (> 0) that is not held exactly is
+ * oci_limit_not_applied (where = the cgroup directory); io_error when
+ * /proc/PID/cgroup is unreadable.
+ */
+ota_err oci_cgroup_limits_check(long pid, const ota_oci_limits *want, json_t **out,
+                                ota_error *err);
+
+/*
  * Finalize one container after the fact: kill, delete, confirm. With the
  * container confirmed gone, its cgroup directories cgroups (may be NULL:
  * those oci_cgroup_dirs gives for id in this process) are removed

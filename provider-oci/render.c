@@ -210,6 +210,51 @@ out_nomem:
 	return ota_error_set(err, OTA_ERR_NOMEM, "render", "out of memory");
 }
 
+ota_err ota_oci_render_limits(json_t *config, const ota_oci_run_opts *o,
+                              ota_oci_runtime_kind kind, ota_oci_limits *out, ota_error *err)
+{
+	out->pids = 0;
+	out->memory_bytes = 0;
+	int64_t p = o->pids_limit, m = o->memory_limit_bytes;
+	if (p != 0 && p != -1 && (p < OTA_OCI_PIDS_LIMIT_MIN || p > OTA_OCI_PIDS_LIMIT_MAX))
+		return ota_error_set(err, OTA_ERR_USAGE, "pids_limit",
+		                     "a process-count limit is %d to %d (-1: none, 0: the default)",
+		                     OTA_OCI_PIDS_LIMIT_MIN, OTA_OCI_PIDS_LIMIT_MAX);
+	if (m != 0 && (m < OTA_OCI_MEMORY_LIMIT_MIN || m > OTA_OCI_MEMORY_LIMIT_MAX || m % 4096 != 0))
+		return ota_error_set(err, OTA_ERR_USAGE, "memory_limit_bytes",
+		                     "a memory limit is a multiple of 4096 bytes from 4 MiB to 1 TiB "
+		                     "(0: none)");
+	if (kind == OTA_OCI_CRUN) {
+		/* --cgroup-manager=disabled: the container stays in the runner's
+		 * cgroups and nothing would hold a limit; the default is none */
+		if (p > 0 || m > 0)
+			return ota_error_set(err, OTA_ERR_OCI_LIMIT_UNSUPPORTED,
+			                     p > 0 ? "pids_limit" : "memory_limit_bytes",
+			                     "crun runs with --cgroup-manager=disabled here and applies no "
+			                     "resource limit; use runc");
+		return OTA_OK;
+	}
+	out->pids = p == 0 ? OTA_OCI_DEFAULT_PIDS_LIMIT : p > 0 ? p : 0;
+	out->memory_bytes = m;
+	if (out->pids == 0 && out->memory_bytes == 0)
+		return OTA_OK;
+	json_t *lin = json_object_get(config, "linux");
+	json_t *res = json_is_object(lin) ? json_object() : NULL;
+	if (res == NULL ||
+	    (out->pids > 0 &&
+	     json_object_set_new(res, "pids", json_pack("{s:I}", "limit", (json_int_t)out->pids))) ||
+	    (out->memory_bytes > 0 &&
+	     json_object_set_new(res, "memory",
+	                         json_pack("{s:I}", "limit", (json_int_t)out->memory_bytes))) ||
+	    json_object_set_new(lin, "resources", json_incref(res))) {
+		json_decref(res);
+		out->pids = out->memory_bytes = 0;
+		return ota_error_set(err, OTA_ERR_NOMEM, "render", "out of memory");
+	}
+	json_decref(res);
+	return OTA_OK;
+}
+
 ota_err ota_oci_rendered_policy(const ota_oci_plan *plan, const json_t *config,
                                 ota_oci_runtime_kind kind, json_t **out, ota_error *err)
 {

@@ -558,6 +558,9 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		goto out_record;
 	}
 	rc = ota_oci_render(plan, a, rt.kind, canary, &cfg, &e);
+	ota_oci_limits limits = {0, 0};
+	if (rc == OTA_OK) /* linux.resources (runc); an explicit one under crun is refused */
+		rc = ota_oci_render_limits(cfg, &o, rt.kind, &limits, &e);
 	if (rc == OTA_OK)
 		rc = gate_args(&rt, plan, a, cfg, &expected, &e);
 	if (rc == OTA_OK)
@@ -716,6 +719,7 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	/* Host-side inspection of the applied boundary. */
 	out->terminal = OTA_OCI_REFUSED;
 	json_t *mrep = NULL, *nrep = NULL, *procrep = NULL, *ns = NULL, *ids = NULL, *can = NULL;
+	json_t *res = NULL; /* the limits read back from the container's cgroups */
 	bool start_failed = false;
 	{
 		uint8_t *mi = NULL, *nd = NULL, *nr = NULL, *n6 = NULL;
@@ -742,6 +746,14 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 			rc = check_process(pid, &procrep, &e);
 		if (rc == OTA_OK)
 			rc = check_identities(pid, a, &ids, &e);
+		if (rc == OTA_OK)
+			rc = rt.kind == OTA_OCI_RUNC
+			             ? oci_cgroup_limits_check(pid, &limits, &res, &e)
+			             : ((res = json_pack("{s:n, s:n, s:n, s:n}", "pids_limit",
+			                                 "pids_cgroup", "memory_limit_bytes",
+			                                 "memory_cgroup")) != NULL
+			                        ? OTA_OK
+			                        : OTA_ERR_NOMEM);
 		/* Only now: start, i.e. release the canary's first gate. It runs
 		 * its checks in the task's boundary, reports, and waits for the go.
 		 * The lease says "started" (durably, while the canary runs) before
@@ -771,7 +783,7 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		else
 			oci_rt_version(&rt, ver, sizeof ver);
 		out->applied = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:s?, s:I, s:o*, s:o*, "
-		                         "s:o*, s:o*, s:o*, s:o*}",
+		                         "s:o*, s:o*, s:o*, s:o*, s:o*}",
 		                         "kind", "ota.applied_policy/v1", "provider", "oci_local",
 		                         "runtime", "name", oci_rt_name(rt.kind), "version", ver,
 		                         "root", rt.root, "container_id", out->container_id,
@@ -780,7 +792,7 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 		                                                           "config_identity")),
 		                         "pid", (json_int_t)pid, "namespaces", ns, "mounts", mrep,
 		                         "network", nrep, "process", procrep, "bound_identities", ids,
-		                         "canaries", can);
+		                         "canaries", can, "resources", res);
 		json_object_set_new(out->applied, "ok", json_boolean(rc == OTA_OK));
 		if (rc == OTA_ERR_OCI_INTERRUPTED)
 			goto out_cancel;

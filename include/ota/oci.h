@@ -309,7 +309,46 @@ typedef struct ota_oci_run_opts {
 	 * interrupted run still tries to remove its container.
 	 */
 	int runtime_timeout_seconds;
+	/*
+	 * Resource limits of the container, rendered as linux.resources and
+	 * applied by runc through its cgroups (crun runs here with
+	 * --cgroup-manager=disabled and applies none). pids_limit: 0 the
+	 * default (OTA_OCI_DEFAULT_PIDS_LIMIT under runc, none under crun), -1
+	 * none, else OTA_OCI_PIDS_LIMIT_MIN..OTA_OCI_PIDS_LIMIT_MAX.
+	 * memory_limit_bytes: 0 none, else a multiple of 4096 in
+	 * OTA_OCI_MEMORY_LIMIT_MIN..OTA_OCI_MEMORY_LIMIT_MAX. Out of range is
+	 * usage; an explicit limit (pids_limit > 0, memory_limit_bytes > 0)
+	 * under crun is oci_limit_unsupported, before anything is prepared.
+	 * Under runc the container's cgroup is read back before the start and
+	 * a limit it does not hold is oci_limit_not_applied (refused, the task
+	 * never runs).
+	 */
+	int64_t pids_limit;
+	int64_t memory_limit_bytes;
 } ota_oci_run_opts;
+
+#define OTA_OCI_DEFAULT_PIDS_LIMIT 4096
+#define OTA_OCI_PIDS_LIMIT_MIN 16 /* runc's init and the canary need a few */
+#define OTA_OCI_PIDS_LIMIT_MAX 4194304 /* PID_MAX_LIMIT */
+#define OTA_OCI_MEMORY_LIMIT_MIN (4LL * 1024 * 1024)
+#define OTA_OCI_MEMORY_LIMIT_MAX (1LL << 40)
+
+/* The limits a run renders (0: none), from ota_oci_render_limits. */
+typedef struct ota_oci_limits {
+	int64_t pids;
+	int64_t memory_bytes;
+} ota_oci_limits;
+
+/*
+ * Resolves o's limits for kind into *out and, under runc, adds them to
+ * the rendered config (linux.resources.pids.limit,
+ * linux.resources.memory.limit; nothing when both are none). Errors:
+ * usage (out of range, where pids_limit or memory_limit_bytes),
+ * oci_limit_unsupported (an explicit limit under crun).
+ */
+OTA_API OTA_NODISCARD ota_err ota_oci_render_limits(json_t *config, const ota_oci_run_opts *o,
+                                                    ota_oci_runtime_kind kind,
+                                                    ota_oci_limits *out, ota_error *err);
 
 /* Default deadlines of the runtime's commands, in seconds. */
 #define OTA_OCI_RT_TIMEOUT_CREATE 60  /* run --detach, create */

@@ -1316,6 +1316,231 @@ static void test_syscalls32_crun(void **state)
 	syscalls32_run(OTA_OCI_CRUN);
 }
 
+/* ---- PROC-06: resource limits (runc: linux.resources, read back from
+ * the container's cgroups before the start) ---- */
+
+static char g_pids_dir[1024];   /* the applied record's resources.pids_cgroup */
+static long g_pids_current = -1; /* pids.current when the task said "full" */
+static long g_pids_events = -1;  /* pids.events' max counter then */
+static char g_pids_max[32];
+
+static ota_err limits_on_initial(void *ctx, const json_t *initial, const json_t *applied,
+                                 ota_error *err)
+{
+	(void)ctx;
+	(void)initial;
+	(void)err;
+	const char *d = json_string_value(
+		json_object_get(json_object_get(applied, "resources"), "pids_cgroup"));
+	snprintf(g_pids_dir, sizeof g_pids_dir, "%s", d != NULL ? d : "");
+	return OTA_OK;
+}
+
+static long read_long_file(const char *dir, const char *file, const char *key)
+{
+	char path[1200], line[256];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	FILE *fp = fopen(path, "re");
+	if (fp == NULL)
+		return -1;
+	long v = -1;
+	while (fgets(line, sizeof line, fp) != NULL) {
+		size_t kl = key != NULL ? strlen(key) : 0;
+		if (key == NULL || (strncmp(line, key, kl) == 0 && line[kl] == ' ')) {
+			v = strtol(line + kl, NULL, 10);
+			break;
+		}
+	}
+	fclose(fp);
+	return v;
+}
+
+static void limits_on_output(void *ctx, int fd, const uint8_t *p, size_t n)
+{
+	fx *f = ctx;
+	on_output(ctx, fd, p, n);
+	if (g_pids_current < 0 && strstr(f->out, "full\n") != NULL && g_pids_dir[0] != '\0') {
+		/* the task asked for 200 processes and waits: the container's
+		 * cgroup, read from the host */
+		g_pids_current = read_long_file(g_pids_dir, "pids.current", NULL);
+		g_pids_events = read_long_file(g_pids_dir, "pids.events", "max");
+		char path[1200];
+		snprintf(path, sizeof path, "%s/pids.max", g_pids_dir);
+		FILE *fp = fopen(path, "re");
+		if (fp == NULL || fgets(g_pids_max, sizeof g_pids_max, fp) == NULL)
+			g_pids_max[0] = '\0';
+		if (fp != NULL)
+			fclose(fp);
+	}
+}
+
+static void test_limits_runc(void **state)
+{
+	(void)state;
+	if (!runtime_available(OTA_OCI_RUNC))
+		skip();
+	if (access("/sys/fs/cgroup/pids", F_OK) != 0 && access("/sys/fs/cgroup/pids.max", F_OK) != 0)
+		skip();
+	fx *f = fx_new(OTA_OCI_RUNC);
+	test_sh("cp '%s' '%s/work/probe'", OTA_TASK_PROBE, f->repo);
+	ota_oci_run_opts o = fx_opts(f);
+	o.pids_limit = 64;
+	o.on_output = limits_on_output;
+	o.on_initial = limits_on_initial;
+	g_pids_dir[0] = '\0';
+	g_pids_current = g_pids_events = -1;
+	/* 200 processes asked for (a bounded bomb: on the old code, with no
+	 * limit, it takes 200 pids of the host, not all of them); each fork
+	 * past the limit fails (EAGAIN); then the probe waits until the
+	 * timeout kills the container */
+	ota_oci_plan p = fx_plan(f, "exec /workspace/work/probe spawn 200");
+	p.timeout_seconds = 4;
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	/* rendered, read back before the start, recorded */
+	json_t *res = json_object_get(json_object_get(json_object_get(r.rendered, "config"), "linux"),
+	                              "resources");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(res, "pids"), "limit")),
+	                 64);
+	assert_null(json_object_get(res, "memory"));
+	json_t *ar = json_object_get(r.applied, "resources");
+	assert_int_equal(json_integer_value(json_object_get(ar, "pids_limit")), 64);
+	assert_true(json_is_null(json_object_get(ar, "memory_limit_bytes")));
+	assert_non_null(strstr(g_pids_dir, r.container_id));
+	/* bounded by the container's own limit, which refused forks */
+	if (g_pids_current < 0)
+		fail_msg("the task never said full:\n%s", f->out);
+	assert_string_equal(g_pids_max, "64\n");
+	if (g_pids_current > 64 || g_pids_current < 2 || g_pids_events < 1)
+		fail_msg("pids.current %ld, pids.events max %ld", g_pids_current, g_pids_events);
+	assert_true(r.timed_out);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	assert_true(json_is_true(json_object_get(json_object_get(r.terminal_record, "cleanup"),
+	                                         "confirmed")));
+	assert_lease_terminal(f, r.container_id, "enforced_through_completion");
+	assert_int_equal(count_containers(f), 0);
+	assert_int_not_equal(access(g_pids_dir, F_OK), 0); /* the cgroup is gone */
+	ota_oci_result_clear(&r);
+
+	/* the memory limit inside the task: dd's 96 MiB buffer is killed by
+	 * the container's OOM killer (no swap here: with swap the pages
+	 * could go there), the shell that ran it goes on; the pids limit is
+	 * the default */
+	f->out_len = 0;
+	f->out[0] = '\0';
+	o.on_initial = NULL;
+	o.on_output = on_output;
+	o.pids_limit = 0;
+	o.memory_limit_bytes = 32LL << 20;
+	p = fx_plan(f, "dd if=/dev/zero of=/dev/null bs=96M count=1 2>/dev/null; echo dd=$?; "
+	               "dd if=/dev/zero of=/dev/null bs=8M count=1 2>/dev/null; echo small=$?");
+	ota_error_clear(&e);
+	rc = ota_oci_run(&p, &o, &r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	if (strstr(f->out, "dd=137\n") == NULL || strstr(f->out, "small=0\n") == NULL)
+		fail_msg("the memory limit did not hold:\n%s", f->out);
+	assert_int_equal(r.exit_status, 0);
+	ar = json_object_get(r.applied, "resources");
+	assert_int_equal(json_integer_value(json_object_get(ar, "pids_limit")),
+	                 OTA_OCI_DEFAULT_PIDS_LIMIT);
+	assert_int_equal(json_integer_value(json_object_get(ar, "memory_limit_bytes")), 32LL << 20);
+	assert_non_null(strstr(json_string_value(json_object_get(ar, "memory_cgroup")),
+	                       r.container_id));
+	ota_oci_result_clear(&r);
+	assert_int_equal(count_containers(f), 0);
+	fx_free(f);
+}
+
+/* A runtime that leaves the limit out (a wrapper drops linux.resources
+ * from the bundle's config before runc reads it): the read-back refuses
+ * the run before the start, the task never runs, removal confirmed. Under
+ * crun an explicit limit is refused before anything is prepared. */
+static void test_limits_not_applied(void **state)
+{
+	(void)state;
+	if (!runtime_available(OTA_OCI_RUNC))
+		skip();
+	fx *f = fx_new(OTA_OCI_RUNC);
+	char bin[1024];
+	snprintf(bin, sizeof bin, "%s/nolimit-runc", f->tmp);
+	test_sh("printf '#!/bin/sh\\nprev=\\nfor a; do if [ \"$prev\" = --bundle ]; then "
+	        "jq -c \"del(.linux.resources)\" \"$a/config.json\" > \"$a/c2\" && "
+	        "mv \"$a/c2\" \"$a/config.json\"; fi; prev=$a; done\\nexec runc \"$@\"\\n' > '%s' "
+	        "&& chmod 755 '%s'",
+	        bin, bin);
+	ota_oci_run_opts o = fx_opts(f);
+	o.runtime.binary = bin;
+	o.pids_limit = 64;
+	ota_oci_plan p = fx_plan(f, "touch /workspace/reports/started");
+	ota_oci_result r;
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_run(&p, &o, &r, &e), OTA_ERR_OCI_LIMIT_NOT_APPLIED);
+	assert_non_null(strstr(e.what, "pids.max"));
+	assert_false(r.started);
+	assert_int_equal(r.terminal, OTA_OCI_REFUSED);
+	assert_false(json_is_true(json_object_get(r.applied, "ok")));
+	assert_true(json_is_true(json_object_get(json_object_get(r.terminal_record, "cleanup"),
+	                                         "confirmed")));
+	char started[1024];
+	snprintf(started, sizeof started, "%s/reports/started", f->repo);
+	assert_int_not_equal(access(started, F_OK), 0);
+	ota_oci_result_clear(&r);
+	assert_int_equal(count_containers(f), 0);
+	/* the default (4096) is applied the same way: refused too */
+	o.pids_limit = 0;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_run(&p, &o, &r, &e), OTA_ERR_OCI_LIMIT_NOT_APPLIED);
+	ota_oci_result_clear(&r);
+	/* -1: none asked, none checked: the run goes ahead */
+	o.pids_limit = -1;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_run(&p, &o, &r, &e), OTA_OK);
+	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	assert_true(json_is_null(json_object_get(json_object_get(r.applied, "resources"),
+	                                         "pids_limit")));
+	ota_oci_result_clear(&r);
+	assert_int_equal(count_containers(f), 0);
+	fx_free(f);
+
+	if (!runtime_available(OTA_OCI_CRUN))
+		return;
+	f = fx_new(OTA_OCI_CRUN);
+	snprintf(started, sizeof started, "%s/reports/started", f->repo);
+	o = fx_opts(f);
+	p = fx_plan(f, "touch /workspace/reports/started");
+	o.pids_limit = 64;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_run(&p, &o, &r, &e), OTA_ERR_OCI_LIMIT_UNSUPPORTED);
+	assert_string_equal(e.where, "pids_limit");
+	assert_false(r.started);
+	ota_oci_result_clear(&r);
+	o.pids_limit = 0;
+	o.memory_limit_bytes = 64LL << 20;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_run(&p, &o, &r, &e), OTA_ERR_OCI_LIMIT_UNSUPPORTED);
+	assert_string_equal(e.where, "memory_limit_bytes");
+	ota_oci_result_clear(&r);
+	assert_int_not_equal(access(started, F_OK), 0);
+	/* the default under crun is none, said so in the applied record */
+	o.memory_limit_bytes = 0;
+	ota_error_clear(&e);
+	assert_ota(ota_oci_run(&p, &o, &r, &e), OTA_OK);
+	assert_null(json_object_get(json_object_get(json_object_get(r.rendered, "config"), "linux"),
+	                            "resources"));
+	assert_true(json_is_null(json_object_get(json_object_get(r.applied, "resources"),
+	                                         "pids_limit")));
+	assert_int_equal(access(started, F_OK), 0);
+	ota_oci_result_clear(&r);
+	fx_free(f);
+}
+
 static void test_setid_runc(void **state)
 {
 	(void)state;
@@ -1689,6 +1914,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_syscalls32_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_syscalls32_crun, fx_teardown),
 		cmocka_unit_test_teardown(test_kill_without_runtime, fx_teardown),
+		cmocka_unit_test_teardown(test_limits_runc, fx_teardown),
+		cmocka_unit_test_teardown(test_limits_not_applied, fx_teardown),
 		cmocka_unit_test_teardown(test_sigint, fx_teardown),
 		cmocka_unit_test_teardown(test_sigterm, fx_teardown),
 		cmocka_unit_test_teardown(test_sigkill_runc, fx_teardown),

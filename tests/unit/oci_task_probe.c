@@ -13,11 +13,15 @@
  *                              writable mapping
  *   oci-task-probe forkbomb    forks without end, retrying when the pid
  *                              space is full; never exits by itself
+ *   oci-task-probe spawn N     forks N children that pause, counts the
+ *                              forks refused, says "spawned X failed Y"
+ *                              and "full", then pauses itself
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -184,6 +188,24 @@ int main(int argc, char **argv)
 			if (fork() < 0)
 				usleep(2000);
 	}
-	fprintf(stderr, "usage: oci-task-probe setid DIR | mmapw FILE | syscalls32 | forkbomb\n");
+	if (argc == 3 && strcmp(argv[1], "spawn") == 0) {
+		int want = atoi(argv[2]), made = 0, failed = 0;
+		for (int i = 0; i < want; i++) {
+			pid_t c = fork();
+			if (c == 0)
+				for (;;)
+					pause();
+			if (c < 0)
+				failed++;
+			else
+				made++;
+		}
+		printf("spawned %d failed %d\nfull\n", made, failed);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	fprintf(stderr, "usage: oci-task-probe setid DIR | mmapw FILE | syscalls32 | forkbomb | "
+	                "spawn N\n");
 	return 2;
 }

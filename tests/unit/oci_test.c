@@ -751,12 +751,89 @@ static void test_admit_cancel(void **state)
 	fx_free(f);
 }
 
+/* linux.resources: the defaults per runtime, the ranges, crun's refusal. */
+static ota_err limits_of(int64_t pids, int64_t mem, ota_oci_runtime_kind kind, json_t **cfg,
+                         ota_oci_limits *l, ota_error *e)
+{
+	ota_oci_run_opts o;
+	memset(&o, 0, sizeof o);
+	o.pids_limit = pids;
+	o.memory_limit_bytes = mem;
+	*cfg = json_pack("{s:{}}", "linux");
+	assert_non_null(*cfg);
+	ota_error_clear(e);
+	return ota_oci_render_limits(*cfg, &o, kind, l, e);
+}
+
+static void test_render_limits(void **state)
+{
+	(void)state;
+	json_t *cfg = NULL;
+	ota_oci_limits l;
+	ota_error e;
+	/* runc: 4096 by default, no memory limit */
+	assert_ota(limits_of(0, 0, OTA_OCI_RUNC, &cfg, &l, &e), OTA_OK);
+	assert_int_equal(l.pids, OTA_OCI_DEFAULT_PIDS_LIMIT);
+	assert_int_equal(l.memory_bytes, 0);
+	json_t *res = json_object_get(json_object_get(cfg, "linux"), "resources");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(res, "pids"), "limit")),
+	                 4096);
+	assert_null(json_object_get(res, "memory"));
+	json_decref(cfg);
+	/* -1: none, nothing rendered */
+	assert_ota(limits_of(-1, 0, OTA_OCI_RUNC, &cfg, &l, &e), OTA_OK);
+	assert_int_equal(l.pids, 0);
+	assert_null(json_object_get(json_object_get(cfg, "linux"), "resources"));
+	json_decref(cfg);
+	/* both, at their edges */
+	assert_ota(limits_of(16, 4LL << 20, OTA_OCI_RUNC, &cfg, &l, &e), OTA_OK);
+	res = json_object_get(json_object_get(cfg, "linux"), "resources");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(res, "memory"), "limit")),
+	                 4LL << 20);
+	json_decref(cfg);
+	assert_ota(limits_of(4194304, 1LL << 40, OTA_OCI_RUNC, &cfg, &l, &e), OTA_OK);
+	assert_int_equal(l.pids, 4194304);
+	assert_int_equal(l.memory_bytes, 1LL << 40);
+	json_decref(cfg);
+	/* out of range: usage, named, nothing rendered */
+	static const int64_t bad_p[] = {-2, 1, 15, 4194305};
+	for (size_t i = 0; i < sizeof bad_p / sizeof bad_p[0]; i++) {
+		assert_ota(limits_of(bad_p[i], 0, OTA_OCI_RUNC, &cfg, &l, &e), OTA_ERR_USAGE);
+		assert_string_equal(e.where, "pids_limit");
+		assert_null(json_object_get(json_object_get(cfg, "linux"), "resources"));
+		json_decref(cfg);
+	}
+	static const int64_t bad_m[] = {-4096, 4096, (4LL << 20) - 4096, (4LL << 20) + 1,
+	                                (1LL << 40) + 4096};
+	for (size_t i = 0; i < sizeof bad_m / sizeof bad_m[0]; i++) {
+		assert_ota(limits_of(0, bad_m[i], OTA_OCI_RUNC, &cfg, &l, &e), OTA_ERR_USAGE);
+		assert_string_equal(e.where, "memory_limit_bytes");
+		json_decref(cfg);
+	}
+	/* crun: none by default, an explicit one refused */
+	assert_ota(limits_of(0, 0, OTA_OCI_CRUN, &cfg, &l, &e), OTA_OK);
+	assert_int_equal(l.pids, 0);
+	assert_null(json_object_get(json_object_get(cfg, "linux"), "resources"));
+	json_decref(cfg);
+	assert_ota(limits_of(-1, 0, OTA_OCI_CRUN, &cfg, &l, &e), OTA_OK);
+	json_decref(cfg);
+	assert_ota(limits_of(64, 0, OTA_OCI_CRUN, &cfg, &l, &e), OTA_ERR_OCI_LIMIT_UNSUPPORTED);
+	assert_string_equal(e.where, "pids_limit");
+	json_decref(cfg);
+	assert_ota(limits_of(0, 64LL << 20, OTA_OCI_CRUN, &cfg, &l, &e),
+	           OTA_ERR_OCI_LIMIT_UNSUPPORTED);
+	assert_string_equal(e.where, "memory_limit_bytes");
+	assert_null(json_object_get(json_object_get(cfg, "linux"), "resources"));
+	json_decref(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_admit_paths),
 		cmocka_unit_test(test_admit_cancel),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_render_limits),
 		cmocka_unit_test(test_mountinfo),
 		cmocka_unit_test(test_netns),
 		cmocka_unit_test(test_platform),
