@@ -98,7 +98,8 @@ static bool runner_value_option(const char *a)
 	static const char *const opts_[] = {"--runtime", "--rootfs", "--image-store", "--lease-db",
 	                                    "--receipt", "--key", "--nonce-db", "--issuer",
 	                                    "--trust-root", "--archive", "--trust", "--runtime-root",
-	                                    "--state-dir", "--timeout", "--runtime-timeout", NULL};
+	                                    "--state-dir", "--timeout", "--runtime-timeout",
+	                                    "--pids-limit", "--memory-limit", NULL};
 	for (size_t i = 0; opts_[i] != NULL; i++)
 		if (strcmp(a, opts_[i]) == 0)
 			return true;

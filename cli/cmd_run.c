@@ -48,6 +48,8 @@ typedef struct run_opts {
 	bool descriptor; /* --descriptor given: a --dry-run option only */
 	long timeout;
 	int runtime_timeout; /* --runtime-timeout S: every runtime command's deadline; 0 the defaults */
+	int64_t pids_limit;   /* --pids-limit N: 0 the default, -1 none (given as 0) */
+	int64_t memory_limit; /* --memory-limit BYTES[K|M|G]: 0 none */
 } run_opts;
 
 static int usage_of(bool workflow);
@@ -90,11 +92,13 @@ static int usage_of(bool workflow)
 	                                ? "ota up --workflow W --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
 	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] [--runtime-timeout S] "
+	                                  "[--pids-limit N] [--memory-limit BYTES] "
 	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--org-policy FILE | --no-org-policy] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]"
 	                                : "ota run TASK --agent [--sandbox-target oci_local] "
 	                                  "[--runtime runc|crun] [--rootfs DIR] [--image-store DIR] "
 	                                  "[--runtime-root DIR] [--state-dir DIR] [--lease-db PATH] [--timeout S] [--runtime-timeout S] "
+	                                  "[--pids-limit N] [--memory-limit BYTES] "
 	                                  "[--key PEM [--nonce-db PATH] [--issuer ID] [--trust-root ID] [--trust DIR|FILE]...] [--org-policy FILE | --no-org-policy] [--overlay FILE]... [--receipt FILE] [--archive PATH | --no-archive] [-f FILE] "
 	                                  "[--json] [--dry-run]");
 }
@@ -293,6 +297,33 @@ static int run_lane(int argc, char **argv, bool workflow)
 				return run_usage(argc, argv, workflow,
 				                 "--runtime-timeout takes 1 to 3600 seconds");
 			o.runtime_timeout = (int)v;
+		} else if (strcmp(a, "--pids-limit") == 0 && more) {
+			char *end = NULL;
+			errno = 0;
+			long long v = strtoll(argv[++i], &end, 10);
+			if (end == argv[i] || *end != '\0' || errno != 0 ||
+			    (v != 0 && (v < OTA_OCI_PIDS_LIMIT_MIN || v > OTA_OCI_PIDS_LIMIT_MAX)))
+				return run_usage(argc, argv, workflow,
+				                 "--pids-limit takes 16 to 4194304 processes, or 0 for none");
+			o.pids_limit = v == 0 ? -1 : (int64_t)v;
+		} else if (strcmp(a, "--memory-limit") == 0 && more) {
+			char *end = NULL;
+			errno = 0;
+			const char *sv = argv[++i];
+			unsigned long long v = sv[0] >= '0' && sv[0] <= '9' ? strtoull(sv, &end, 10) : 0;
+			unsigned long long mul = 1;
+			if (end != NULL && end != sv && (*end == 'K' || *end == 'M' || *end == 'G') &&
+			    end[1] == '\0') {
+				mul = *end == 'K' ? 1ULL << 10 : *end == 'M' ? 1ULL << 20 : 1ULL << 30;
+				end++;
+			}
+			if (end == NULL || end == sv || *end != '\0' || errno != 0 ||
+			    v > (unsigned long long)OTA_OCI_MEMORY_LIMIT_MAX / mul ||
+			    v * mul < (unsigned long long)OTA_OCI_MEMORY_LIMIT_MIN || (v * mul) % 4096 != 0)
+				return run_usage(argc, argv, workflow,
+				                 "--memory-limit takes a multiple of 4096 bytes from 4M to "
+				                 "1024G (suffix K, M or G)");
+			o.memory_limit = (int64_t)(v * mul);
 		} else if (strcmp(a, "--overlay") == 0 && more) {
 			if (o.noverlays == MAX_OVERLAYS)
 				return run_usage(argc, argv, workflow, NULL);
@@ -471,6 +502,8 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ro.oci.runtime.kind = kind;
 	ro.oci.runtime.root = o.runtime_root;
 	ro.oci.runtime_timeout_seconds = o.runtime_timeout;
+	ro.oci.pids_limit = o.pids_limit;
+	ro.oci.memory_limit_bytes = o.memory_limit;
 	ro.oci.state_dir = o.state_dir;
 	const char *db = o.lease_db != NULL ? o.lease_db : getenv("OTA_LEASE_DB");
 	ro.oci.lease_db = db;

@@ -146,5 +146,60 @@ for rt in "${runtimes[@]}"; do
   no_containers
   [ "$("$OTA" cleanup --lease-db "$tmp/leases.db" --list --json | jq length)" -eq 0 ] \
     || fail "$rt: lease left open"
+
+  # ---- (4) --pids-limit / --memory-limit: the container's own bound ----
+  if [ "$rt" = runc ]; then
+    # the same bomb under runc's pids.max of 64 (inside the 400 above):
+    # rendered, read back and recorded; the timeout still ends it
+    set +e
+    ( echo "$BASHPID" >"$cg/cgroup.procs"
+      exec timeout -s KILL 120 "$OTA" run bomb "${common[@]}" --timeout 3 --pids-limit 64 \
+        --receipt "$tmp/lim-$rt.json" ) >"$tmp/out" 2>&1
+    rc=$?
+    set -e
+    [ "$rc" -eq 137 ] || fail "$rt: limited fork bomb run exit $rc: $(tail -3 "$tmp/out")"
+    jq -e '.sandbox_policy.status == "enforced_through_completion"
+      and ([.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.linux.resources]
+           == [{"pids": {"limit": 64}}])
+      and ([.evidence[] | select(.kind == "ota.applied_policy/v1") | .resources
+           | [.pids_limit, .memory_limit_bytes]] == [[64, null]])
+      and ([.evidence[] | select(.phase == "terminal") | [.timed_out, .cleanup.confirmed]] == [[true, true]])' \
+      "$tmp/lim-$rt.json" >/dev/null \
+      || fail "$rt: limited fork bomb receipt: $(jq -c '[.sandbox_policy.status, [.evidence[] | select(.phase == "terminal")]]' "$tmp/lim-$rt.json")"
+    # the default pids limit (4096 under runc) and a memory limit
+    "$OTA" run setid "${common[@]}" --memory-limit 64M --receipt "$tmp/def-$rt.json" \
+      >/dev/null 2>&1 || fail "$rt: run with the default limit"
+    jq -e '[.evidence[] | select(.kind == "ota.applied_policy/v1") | .resources
+      | [.pids_limit, .memory_limit_bytes]] == [[4096, 67108864]]' \
+      "$tmp/def-$rt.json" >/dev/null || fail "$rt: the default pids limit is not 4096"
+  else
+    # crun (--cgroup-manager=disabled) applies no limit: an explicit one
+    # is refused before anything is prepared, the default is none
+    for lim in "--pids-limit 64" "--memory-limit 64M"; do
+      set +e
+      # shellcheck disable=SC2086
+      "$OTA" run setid "${common[@]}" $lim --json >"$tmp/out" 2>"$tmp/err"
+      rc=$?
+      set -e
+      [ "$rc" -eq 1 ] && grep -q oci_limit_unsupported "$tmp/out" "$tmp/err" \
+        || fail "$rt: $lim not refused (exit $rc): $(cat "$tmp/err")"
+    done
+  fi
+  no_containers
+  [ "$("$OTA" cleanup --lease-db "$tmp/leases.db" --list --json | jq length)" -eq 0 ] \
+    || fail "$rt: lease left open"
 done
+# out of range is usage (exit 2); the dry run accepts and ignores both
+for bad in "--pids-limit 15" "--pids-limit 4194305" "--pids-limit x" "--pids-limit -1" \
+           "--memory-limit 1M" "--memory-limit 4097" "--memory-limit 1025G" "--memory-limit 5X" \
+           "--memory-limit -4M"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$OTA" run setid "${common[@]}" $bad >/dev/null 2>&1
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || fail "$bad is not usage (exit $rc)"
+done
+"$OTA" run setid "${common[@]}" --pids-limit 0 --memory-limit 4M --dry-run >/dev/null \
+  || fail "the dry run refuses --pids-limit / --memory-limit"
 echo "oci_escape: ok"
