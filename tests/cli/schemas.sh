@@ -38,6 +38,14 @@ v receipt.schema.json "$tmp"/receipt-*.json || fail "receipt schema"
 # trusted anyway: ota-verify archive derives the status itself)
 jq '.sandbox_policy.status = "enforced_mostly"' "$tmp/receipt-0.json" >"$tmp/edited.json"
 if v receipt.schema.json "$tmp/edited.json" 2>/dev/null; then fail "schema accepted an unknown status"; fi
+# what the runner writes for a lane that did not end enforced: every control
+# not_proved, a repo_root or network control whose required value is
+# unspecified (null) (the schema allowed neither)
+jq '.sandbox_policy.status = "enforcement_lost" | .sandbox_policy.runtime_controls |= map(.application = "not_proved") | .sandbox_policy.runtime_controls[0].required = null' \
+  "$tmp/receipt-0.json" >"$tmp/lost.json"
+v receipt.schema.json "$tmp/lost.json" || fail "receipt schema refused a not_proved control"
+jq '.sandbox_policy.runtime_controls[0].application = "mostly"' "$tmp/receipt-0.json" >"$tmp/edited.json"
+if v receipt.schema.json "$tmp/edited.json" 2>/dev/null; then fail "schema accepted an unknown application"; fi
 # an empty cleanup report
 "$OTA" cleanup --lease-db "$tmp/leases.db" --json >"$tmp/cleanup.json"
 v cleanup-report.schema.json "$tmp/cleanup.json" || fail "cleanup schema"
