@@ -1135,8 +1135,16 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 		sg.pre = NULL; /* pre lives in this iteration only */
 		report_orphans(o, r.finalized_orphans);
 		any_started = any_started || r.started;
-		overall = worst(overall, r.terminal);
-		json_object_set_new(srec, "status", json_string(ota_oci_terminal_name(r.terminal)));
+		/* a signing runner whose terminal application could not be signed
+		 * holds no proof of how the segment ended: unknown, as ota-verify
+		 * archive derives it (archive_terminal_missing), never the
+		 * provider's enforced_through_completion */
+		ota_oci_terminal seg_t = r.terminal;
+		if (o->runner_key != NULL && seg_t == OTA_OCI_ENFORCED_THROUGH_COMPLETION &&
+		    json_object_get(srec, "terminal_attestation_identity") == NULL)
+			seg_t = OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION;
+		overall = worst(overall, seg_t);
+		json_object_set_new(srec, "status", json_string(ota_oci_terminal_name(seg_t)));
 		json_object_set_new(srec, "container_id", json_string(r.container_id));
 		json_object_set_new(srec, "exit_status", json_integer(r.exit_status));
 		json_object_set_new(srec, "timed_out", json_boolean(r.timed_out));
@@ -1162,7 +1170,7 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 			json_array_append(evidence, r.terminal_record);
 			prev_terminal = r.terminal_record;
 		}
-		bool ok = src == OTA_OK && r.terminal == OTA_OCI_ENFORCED_THROUGH_COMPLETION;
+		bool ok = src == OTA_OK && seg_t == OTA_OCI_ENFORCED_THROUGH_COMPLETION;
 		if (src == OTA_OK && r.exit_status != 0 && *exit_status == 0)
 			*exit_status = r.exit_status;
 		ota_oci_result_clear(&r);
