@@ -43,7 +43,11 @@ gives the status an error leads to when a command fails with it (the
 `cli_exit_for` mapping); a few commands say more in their man page:
 `ota run`/`ota up` exit with the task's own status when it ran under
 enforcement and 130 when interrupted, `ota doctor` exits 1 when it found a
-problem (its finding codes are in [doctor.md](doctor.md)), and
+problem (its finding codes are in [doctor.md](doctor.md)), `ota attest`
+exits 3 on `http_transport` and `attestation_response_invalid` (the
+endpoint could not be reached or answered nonsense), `ota-attestd` exits 3
+when it cannot start for `http_transport` (cannot listen),
+`nonce_store_schema` or `nonce_store_busy`, and
 `not_regular_file` (a FIFO, socket or device) is 2, as every input the
 operator named that cannot be used, in every `ota-verify` subcommand and
 in `ota` for a file named on its command line (`-f`, `--overlay`,
