@@ -258,6 +258,22 @@ static const char *target_value_invalid(const char *kind, const char *v)
 	return NULL;
 }
 
+/*
+ * The target grammar a destination constraint's values take: hosts for the
+ * host allowlists (a host name or an address), domains for the recipient
+ * domain allowlist; NULL for the kinds whose values are not host names
+ * (bucket_scope, tenant_scope, sms_destination_allowlist).
+ */
+static const char *constraint_value_kind(const char *ckind)
+{
+	if (strcmp(ckind, "callback_host_allowlist") == 0 ||
+	    strcmp(ckind, "downstream_host_allowlist") == 0)
+		return "host";
+	if (strcmp(ckind, "recipient_domain_allowlist") == 0)
+		return "domain";
+	return NULL;
+}
+
 static ota_err parse_target(const ydoc *d, const ynode *tn, size_t index, otarget *t,
                             ota_error *err)
 {
@@ -310,6 +326,24 @@ static ota_err parse_target(const ydoc *d, const ynode *tn, size_t index, otarge
 	if (t->c_kind == NULL || t->c_posture == NULL || t->c_enforcement == NULL)
 		return ota_error_set(err, OTA_ERR_CONTRACT_MISSING, w,
 		                     "destination_constraint needs kind, values, source_posture and enforcement");
+	/* values that name hosts or domains take the outbound targets' grammar
+	 * (the others, bucket and tenant scopes, SMS destinations, are not
+	 * host names and stay free strings) */
+	const char *vkind = constraint_value_kind(t->c_kind);
+	const ynode *vn = yn_get(cn, "values");
+	for (size_t i = 0; vkind != NULL && vn != NULL && vn->type == YN_SEQ && i < vn->n; i++) {
+		const char *why = vn->items[i]->str[0] != '\0' /* empty: below */
+		                          ? target_value_invalid(vkind, vn->items[i]->str)
+		                          : NULL;
+		if (why != NULL) {
+			char vw[300];
+			yn_where(d, vn->items[i], vw, sizeof vw);
+			return ota_error_set(err, OTA_ERR_POLICY_TARGET_INVALID, vw,
+			                     "outbound_targets[%zu].destination_constraint.values[%zu] "
+			                     "'%.80s' is not a %s (a %s names %ss): %s",
+			                     index, i, vn->items[i]->str, vkind, t->c_kind, vkind, why);
+		}
+	}
 	strv_sort_unique(&t->c_values);
 	if (t->c_values.n == 0)
 		return ota_error_set(err, OTA_ERR_POLICY_DESTINATION, w,

@@ -393,6 +393,111 @@ static void test_outbound_target_values(void **state)
 	ota_overlay_free(o);
 }
 
+/* A contract whose one outbound target carries a destination constraint of
+ * kind ckind with the one value v (line 8); *col is the value's column. */
+static char *constraint_contract(const char *ckind, const char *v, size_t *col)
+{
+	static char y[1024];
+	snprintf(y, sizeof y,
+	         HEAD "tasks:\n  a:\n    run: x\n    runtime_boundary:\n      network:\n"
+	              "        outbound_targets: [{kind: domain, value: a.example, "
+	              "destination_constraint: {kind: %s, values: [ok.example, \"%s\"], "
+	              "source_posture: repo_local_authoritative, "
+	              "enforcement: authoritative_app_enforced}}]\n",
+	         ckind, v);
+	if (col != NULL) {
+		const char *line = strstr(y, "        outbound_targets");
+		*col = (size_t)(strstr(line, ", \"") + 2 - line) + 1;
+	}
+	return y;
+}
+
+/*
+ * Destination-constraint values that name hosts take the outbound targets'
+ * grammar: callback_host_allowlist and downstream_host_allowlist values are
+ * hosts (a name or a canonical address), recipient_domain_allowlist values
+ * domains; wildcards, URLs, ports, ranges and a second spelling are
+ * policy_target_invalid at the value. The other kinds (tenant and bucket
+ * scopes, SMS destinations) are not host names and keep free strings.
+ */
+static void test_constraint_values(void **state)
+{
+	(void)state;
+	static const char *const hostk[2] = {"callback_host_allowlist", "downstream_host_allowlist"};
+	static const char *const ok_host[] = {"hooks.example.com", "localhost", "192.0.2.1",
+	                                      "2001:db8::1", "xn--bcher-kva.example"};
+	static const char *const bad_host[] = {
+		"*", "*.example.com", "0.0.0.0", "::", "10.0.0.0/8", "https://hooks.example.com/cb",
+		"hooks.example.com:443", "[::1]", "Hooks.Example.com", "a.example.", "2001:DB8::1",
+		"01.2.3.4", "a_b.example", "a b", "ex\u00e4mple.com", "a..example"};
+	static const char *const ok_dom[] = {"example.com", "internal.example", "mail.example.org"};
+	static const char *const bad_dom[] = {"*", "*.example.com", "@example.com",
+	                                      "user@example.com", "Example.com", "192.0.2.1",
+	                                      "::1", "mailto:a@example.com", "example.com."};
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < sizeof ok_host / sizeof ok_host[0]; i++) {
+			ota_contract *c = loaded(constraint_contract(hostk[k], ok_host[i], NULL));
+			/* kept as written in the canonical policy */
+			ota_policy *p = compile(c, OTA_LANE_TASK, "a");
+			char *dump = json_dumps(ota_policy_canonical_json(p), JSON_COMPACT);
+			char want[128];
+			snprintf(want, sizeof want, "\"%s\"", ok_host[i]);
+			assert_non_null(strstr(dump, want));
+			free(dump);
+			ota_policy_free(p);
+			ota_contract_free(c);
+		}
+		for (size_t i = 0; i < sizeof bad_host / sizeof bad_host[0]; i++) {
+			size_t col = 0;
+			const char *y = constraint_contract(hostk[k], bad_host[i], &col);
+			char where[32];
+			snprintf(where, sizeof where, "c.yaml:8:%zu", col);
+			REFUSED(y, OTA_ERR_POLICY_TARGET_INVALID, where);
+		}
+		/* an address is a host (not a domain) */
+		ota_contract_free(loaded(constraint_contract(hostk[k], "10.1.2.3", NULL)));
+	}
+	for (size_t i = 0; i < sizeof ok_dom / sizeof ok_dom[0]; i++)
+		ota_contract_free(loaded(constraint_contract("recipient_domain_allowlist", ok_dom[i], NULL)));
+	for (size_t i = 0; i < sizeof bad_dom / sizeof bad_dom[0]; i++) {
+		size_t col = 0;
+		const char *y = constraint_contract("recipient_domain_allowlist", bad_dom[i], &col);
+		char where[32];
+		snprintf(where, sizeof where, "c.yaml:8:%zu", col);
+		REFUSED(y, OTA_ERR_POLICY_TARGET_INVALID, where);
+	}
+	/* the message names the target, the value's index, the kind and why */
+	ota_contract *c = NULL;
+	ota_error e;
+	const char *y = constraint_contract("callback_host_allowlist", "*", NULL);
+	assert_ota(load(y, strlen(y), &c, &e), OTA_ERR_POLICY_TARGET_INVALID);
+	assert_non_null(strstr(e.what, "outbound_targets[0].destination_constraint.values[1] '*'"));
+	assert_non_null(strstr(e.what, "callback_host_allowlist"));
+	assert_non_null(strstr(e.what, "wildcard"));
+	/* the kinds whose values are not host names keep free strings */
+	static const char *const freek[3] = {"tenant_scope", "bucket_scope",
+	                                     "sms_destination_allowlist"};
+	static const char *const freev[3] = {"acct_1", "s3://Bucket/*", "+15550100"};
+	for (int k = 0; k < 3; k++)
+		ota_contract_free(loaded(constraint_contract(freek[k], freev[k], NULL)));
+	/* an empty value is still the constraint's own refusal */
+	REFUSED(constraint_contract("callback_host_allowlist", "", NULL), OTA_ERR_POLICY_DESTINATION,
+	        NULL);
+	/* overlays go through the same reader */
+	const char *ov = "policies: {sandbox: {network: {default: deny, outbound_targets: "
+	                 "[{kind: domain, value: a.example, destination_constraint: {kind: "
+	                 "downstream_host_allowlist, values: [\"*\"], source_posture: "
+	                 "repo_local_authoritative, enforcement: authoritative_app_enforced}}]}}}\n";
+	ota_overlay *o = NULL;
+	ota_error_clear(&e);
+	assert_ota(ota_overlay_load(ota_bytes_make(ov, strlen(ov)), "o", OTA_OVERLAY_FILE, &o, &e),
+	           OTA_ERR_POLICY_TARGET_INVALID);
+	assert_null(o);
+	char ow[32];
+	snprintf(ow, sizeof ow, "o:1:%zu", (size_t)(strstr(ov, "[\"*\"]") - ov) + 2);
+	assert_string_equal(e.where, ow);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_native_mode_not_remoded),
 		cmocka_unit_test(test_services_cycles_strings),
 		cmocka_unit_test(test_outbound_target_values),
+		cmocka_unit_test(test_constraint_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
