@@ -221,6 +221,14 @@ static bool g_widen;
  * both consistent and correctly signed. */
 static bool g_canary_failed, g_canary_missing;
 
+/* --resources MODE (vectors only): the applied record's resources (the limits
+ * read back from the container's cgroups) are not the rendered config's
+ * linux.resources (archive_resources_mismatch): "different" claims pids 8192
+ * where 4096 was rendered, "unrendered" claims a 64 MiB memory limit that was
+ * not rendered, "omitted" renders one and claims none. Without it, runc's
+ * default as oci_local renders and reads it back: pids 4096, no memory limit. */
+static const char *g_resources;
+
 /* The canary results as oci_local records them (provider-oci/run.c
  * gate_args, provider-oci/canary.c): one object per check, in the order
  * the runner asks for them, for a read-only root with one writable
@@ -387,6 +395,22 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 		                           "rbind", g_widen ? "rw" : "rro", "destination", wdest,
 		                           "type", "bind", "options", "bind", "rw",
 		                           "linux", "namespaces", "type", "pid", "type", "network");
+		bool mem_rendered = g_resources != NULL && strcmp(g_resources, "omitted") == 0;
+		json_t *lres = json_pack("{s:{s:i}}", "pids", "limit", 4096);
+		if (mem_rendered)
+			json_object_set_new(lres, "memory", json_pack("{s:I}", "limit", (json_int_t)67108864));
+		json_object_set_new(json_object_get(config, "linux"), "resources", lres);
+		char pcg[160], mcg[160];
+		snprintf(pcg, sizeof pcg, "/sys/fs/cgroup/pids/user.slice/%s", cont);
+		snprintf(mcg, sizeof mcg, "/sys/fs/cgroup/memory/user.slice/%s", cont);
+		json_int_t claim_pids = g_resources != NULL && strcmp(g_resources, "different") == 0
+		                                ? 8192
+		                                : 4096;
+		bool mem_claimed = g_resources != NULL && strcmp(g_resources, "unrendered") == 0;
+		json_t *ares = json_pack("{s:I, s:s, s:o, s:s}", "pids_limit", claim_pids, "pids_cgroup",
+		                         pcg, "memory_limit_bytes",
+		                         mem_claimed ? json_integer(67108864) : json_null(),
+		                         "memory_cgroup", mcg);
 		char cfgid[OTA_ID_LEN + 1];
 		if (ota_jcs_identity(config, cfgid, NULL) != OTA_OK)
 			die("config", OTA_ERR_INTERNAL, NULL);
@@ -399,6 +423,7 @@ static built generate(size_t segs, const ota_key *runner, const ota_key *issuer,
 		                         "container_id", cont, "ok", 1, "mounts", "mounts", "path",
 		                         "/workspace", "ro", !g_widen, "path", wdest, "ro", 0, "network",
 		                         "loopback_only", 1, "canaries", canaries_of(wdest));
+		json_object_set_new(appl, "resources", ares);
 		json_t *init = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "kind",
 		                         "ota.application/v1", "phase", "initial", "provider", "oci_local",
 		                         "txn", g.txn, "segment", sid, "lease", cont, "rendered_policy",
@@ -689,6 +714,10 @@ int main(int argc, char **argv)
 			g_canary_failed = true;
 		else if (strcmp(argv[i], "--canary-missing") == 0)
 			g_canary_missing = true;
+		else if (strcmp(argv[i], "--resources") == 0 && i + 1 < argc &&
+		         (strcmp(argv[i + 1], "different") == 0 ||
+		          strcmp(argv[i + 1], "unrendered") == 0 || strcmp(argv[i + 1], "omitted") == 0))
+			g_resources = argv[++i];
 		else if (strcmp(argv[i], "--write-seed") == 0 && i + 1 < argc)
 			seed = argv[++i];
 		else
@@ -762,7 +791,7 @@ int main(int argc, char **argv)
 				fclose(f);
 			}
 		}
-		if (g_widen || g_canary_failed || g_canary_missing) {
+		if (g_widen || g_canary_failed || g_canary_missing || g_resources != NULL) {
 			/* a forged vector: written, not timed */
 			json_decref(b.msgs);
 			free(b.archive);

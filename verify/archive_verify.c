@@ -1519,6 +1519,91 @@ static bool canaries_held(vctx *v, const char *where, size_t j, const json_t *re
 	return true;
 }
 
+/*
+ * The resource limits of a segment. The applied record's resources are the
+ * limits oci_local read back from the container's cgroups before the start
+ * (provider-oci/cgroup.c: pids_limit, memory_limit_bytes, each with the
+ * cgroup directory it was read from; null when the cgroup holds none); the
+ * rendered config's linux.resources (pids.limit, memory.limit) are the ones
+ * it asked for, covered by the rendered policy identity. They must be the
+ * same: a limit claimed that was not rendered, one rendered and not
+ * claimed, or another value is archive_resources_mismatch. linux.resources
+ * carries only those two limits, in oci_local's ranges (anything else, say
+ * a devices rule, is not what it renders); crun applies none, so a crun
+ * segment renders no linux.resources and claims every member null.
+ */
+static void resources_applied(vctx *v, const char *where, const char *runtime,
+                              const json_t *rend, const json_t *appl)
+{
+	static const char *const kinds[2] = {"pids", "memory"};
+	static const char *const claims[2] = {"pids_limit", "memory_limit_bytes"};
+	static const char *const cgroups[2] = {"pids_cgroup", "memory_cgroup"};
+	const json_t *rr =
+		json_object_get(json_object_get(json_object_get(rend, "config"), "linux"), "resources");
+	const json_t *ar = json_object_get(appl, "resources");
+	if (!json_is_object(ar) || json_object_size(ar) != 4) {
+		fail(v->r, OTA_ERR_ARCHIVE_RESOURCES_MISMATCH, where,
+		     "the applied record's resources are not {pids_limit, pids_cgroup, "
+		     "memory_limit_bytes, memory_cgroup}");
+		return;
+	}
+	if (rr != NULL && (!json_is_object(rr) || json_object_size(rr) == 0)) {
+		fail(v->r, OTA_ERR_ARCHIVE_RESOURCES_MISMATCH, where,
+		     "the rendered linux.resources is not an object of limits");
+		return;
+	}
+	if (rr != NULL && seq(runtime, "crun")) {
+		fail(v->r, OTA_ERR_ARCHIVE_RESOURCES_MISMATCH, where,
+		     "the config renders linux.resources for crun, which applies no limit here");
+		return;
+	}
+	size_t known = 0;
+	for (int k = 0; k < 2; k++) {
+		const json_t *rk = json_object_get(rr, kinds[k]);
+		const json_t *lim = json_object_get(rk, "limit");
+		json_int_t want = 0; /* 0: none rendered */
+		if (rk != NULL) {
+			known++;
+			json_int_t lo = k == 0 ? OTA_OCI_PIDS_LIMIT_MIN : OTA_OCI_MEMORY_LIMIT_MIN;
+			json_int_t hi = k == 0 ? OTA_OCI_PIDS_LIMIT_MAX : OTA_OCI_MEMORY_LIMIT_MAX;
+			if (!json_is_object(rk) || json_object_size(rk) != 1 || !json_is_integer(lim) ||
+			    json_integer_value(lim) < lo || json_integer_value(lim) > hi ||
+			    (k == 1 && json_integer_value(lim) % 4096 != 0)) {
+				fail(v->r, OTA_ERR_ARCHIVE_RESOURCES_MISMATCH, where,
+				     "the rendered linux.resources.%s is not {limit: %lld..%lld}%s",
+				     kinds[k], (long long)lo, (long long)hi,
+				     k == 1 ? " in multiples of 4096" : "");
+				return;
+			}
+			want = json_integer_value(lim);
+		}
+		const json_t *got = json_object_get(ar, claims[k]);
+		const json_t *cg = json_object_get(ar, cgroups[k]);
+		if (got == NULL || cg == NULL || (!json_is_null(got) && !json_is_integer(got)) ||
+		    (!json_is_null(cg) && !json_is_string(cg)) ||
+		    (json_is_integer(got) && (json_integer_value(got) <= 0 || json_is_null(cg) ||
+		                              json_string_length(cg) == 0))) {
+			fail(v->r, OTA_ERR_ARCHIVE_RESOURCES_MISMATCH, where,
+			     "the applied resources' %s is not null or a limit read from a cgroup",
+			     claims[k]);
+			return;
+		}
+		json_int_t have = json_is_integer(got) ? json_integer_value(got) : 0;
+		if (have != want) {
+			char w[32], h[32];
+			snprintf(w, sizeof w, want > 0 ? "%lld" : "none", (long long)want);
+			snprintf(h, sizeof h, have > 0 ? "%lld" : "none", (long long)have);
+			fail(v->r, OTA_ERR_ARCHIVE_RESOURCES_MISMATCH, where,
+			     "the applied %s is %s, the rendered linux.resources.%s.limit %s", claims[k], h,
+			     kinds[k], w);
+			return;
+		}
+	}
+	if (rr != NULL && json_object_size(rr) != known)
+		fail(v->r, OTA_ERR_ARCHIVE_RESOURCES_MISMATCH, where,
+		     "the rendered linux.resources carries more than pids.limit and memory.limit");
+}
+
 /* Returns the segment's derived status ("" when no process). */
 /* A segment's error names its terminal record's; the lane's error is it. */
 static void error_check(vctx *v, walk *w, const char *where, const json_t *seg,
@@ -1821,6 +1906,7 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	else if (rend != NULL) {
 		controls_applied(v, where, j, rend, appl);
 		canaries_ok = canaries_held(v, where, j, rend, appl);
+		resources_applied(v, where, w->runtime, rend, appl);
 	}
 	/* terminal application */
 	att_info *ta = take(v, w, "terminal_application");

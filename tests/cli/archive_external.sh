@@ -227,6 +227,7 @@ for j in 0 1; do
     '{kind: "ota.applied_policy/v1", rendered_policy: $cfg, container_id: $c, ok: true,
       mounts: {mounts: [{path: "/workspace", ro: true}, {path: $wd, ro: false}, {path: $pd, ro: true}]},
       network: {loopback_only: true},
+      resources: {pids_limit: null, pids_cgroup: null, memory_limit_bytes: null, memory_cgroup: null},
       canaries: ([{check: "status", target: "self", ok: true, no_new_privs: "1", seccomp: "2"},
                   {check: "loopback", target: "127.0.0.1", ok: true, errno: ""}]
                  + ([ "mount", "unshare_user", "unshare_mnt", "ptrace", "io_uring_setup", "af_vsock",

@@ -240,6 +240,7 @@ typedef struct walker {
 	size_t budget;  /* leaves left in the current sampled subtree */
 	bool sampling;
 	size_t canaries; /* canary lists walked in full */
+	size_t resources; /* applied resources and rendered linux.resources walked in full */
 } walker;
 
 static inline void count_code(tally *t, ota_err c)
@@ -299,9 +300,22 @@ static inline bool canary_subtree(const walker *w, const path *p)
 	       strcmp(p->s[2].key, "canaries") == 0;
 }
 
+/* So are an applied record's resources (the limits read back from the
+ * cgroups) and a rendered config's linux.resources (the limits asked for). */
+static inline bool resources_subtree(const walker *w, const path *p)
+{
+	if (w->receipt || !w->sampling)
+		return false;
+	if (p->n == 3)
+		return p->s[2].key != NULL && strcmp(p->s[2].key, "resources") == 0;
+	return p->n == 5 && p->s[2].key != NULL && strcmp(p->s[2].key, "config") == 0 &&
+	       p->s[3].key != NULL && strcmp(p->s[3].key, "linux") == 0 && p->s[4].key != NULL &&
+	       strcmp(p->s[4].key, "resources") == 0;
+}
+
 static inline void walk(walker *w, path *p, const json_t *node)
 {
-	bool entered = false, canaries = false;
+	bool entered = false, full = false;
 	if (!w->sampling && sampled_subtree(w, p)) {
 		w->sampling = true;
 		w->budget = 12;
@@ -309,7 +323,11 @@ static inline void walk(walker *w, path *p, const json_t *node)
 	} else if (canary_subtree(w, p)) {
 		w->sampling = false;
 		w->canaries++;
-		canaries = true;
+		full = true;
+	} else if (resources_subtree(w, p)) {
+		w->sampling = false;
+		w->resources++;
+		full = true;
 	}
 	bool leaf = !json_is_object(node) && !json_is_array(node);
 	if (!w->sampling || w->budget > 0 || p->n <= 2 + (w->receipt ? 0u : 1u)) {
@@ -340,7 +358,7 @@ static inline void walk(walker *w, path *p, const json_t *node)
 	}
 	if (entered)
 		w->sampling = false;
-	if (canaries)
+	if (full)
 		w->sampling = true;
 }
 
@@ -369,7 +387,7 @@ static inline size_t generated_suite(bool receipt, const char *label, size_t min
 	tally t;
 	memset(&t, 0, sizeof t);
 	t.codes = json_object();
-	walker w = {receipt, &t, 0, false, 0};
+	walker w = {receipt, &t, 0, false, 0, 0};
 	path p;
 	memset(&p, 0, sizeof p);
 	walk(&w, &p, receipt ? fx.ra : fx.a);
@@ -384,8 +402,12 @@ static inline size_t generated_suite(bool receipt, const char *label, size_t min
 	json_decref(t.codes);
 	assert_true(tried > min);
 	assert_int_equal(rej, tried);
-	if (!receipt)
-		fprintf(stderr, "%s: %zu canary lists mutated in full\n", label, w.canaries);
+	if (!receipt) {
+		fprintf(stderr, "%s: %zu canary lists, %zu resource limit sets mutated in full\n",
+		        label, w.canaries, w.resources);
+		/* every applied record carries its resources */
+		assert_true(w.resources >= w.canaries);
+	}
 	return w.canaries;
 }
 
@@ -394,7 +416,8 @@ static inline void test_generated_archive(void **state)
 	(void)state;
 	if (!have_fixture)
 		skip();
-	/* every applied record's canary results, each member flipped, dropped,
+	/* every applied record's canary results and resources, and every
+	 * rendered config's linux.resources, each member flipped, dropped,
 	 * swapped and reordered, are rejected too */
 	assert_true(generated_suite(false, "archive", 300, true) > 0);
 }

@@ -370,6 +370,37 @@ static void test_named_codes(void **state)
 		free(pin);
 		free(ab);
 	}
+	/* correctly signed, but an applied record's resources (the limits read
+	 * back from the container's cgroups) are not the rendered config's
+	 * linux.resources: another pids value (g), a memory limit claimed that
+	 * was not rendered (h), one rendered and not claimed (i). All verify
+	 * on a verifier that does not compare them. */
+	static const char *const limits[3] = {"g.json", "h.json", "i.json"};
+	static const char *const says[3] = {"pids_limit is 8192, the rendered linux.resources.pids.limit 4096",
+	                                    "memory_limit_bytes is 67108864, the rendered linux.resources.memory.limit none",
+	                                    "memory_limit_bytes is none, the rendered linux.resources.memory.limit 67108864"};
+	for (int i = 0; i < 3; i++) {
+		char pn[32];
+		snprintf(pn, sizeof pn, "%s.root.json", limits[i]);
+		size_t al = 0, pl = 0;
+		uint8_t *ab = read_vec(limits[i], &al);
+		uint8_t *pin = read_vec(pn, &pl);
+		ota_archive_verify_opts o;
+		memset(&o, 0, sizeof o);
+		o.pinned = ota_bytes_make(pin, pl);
+		ota_archive_report *rep = NULL;
+		assert_int_not_equal(ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, NULL), OTA_OK);
+		const char *where = NULL, *what = NULL;
+		assert_int_equal(ota_archive_report_failure(rep, 0, &where, &what),
+		                 OTA_ERR_ARCHIVE_RESOURCES_MISMATCH);
+		assert_non_null(what);
+		if (strstr(what, says[i]) == NULL)
+			fprintf(stderr, "%s: %s\n", limits[i], what);
+		assert_non_null(strstr(what, says[i]));
+		ota_archive_report_free(rep);
+		free(pin);
+		free(ab);
+	}
 	/* the other domain's chain */
 	d = json_deep_copy(fx.a);
 	json_object_set(d, "trust_chain", json_object_get(fx.b, "trust_chain"));

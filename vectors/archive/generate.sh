@@ -22,4 +22,13 @@ done
 # canary results as oci_local records them.
 "$b/bench/bench_archive" 1 --max 9 --canary-failed --write-seed "$d/e.json" >/dev/null
 "$b/bench/bench_archive" 1 --max 9 --canary-missing --write-seed "$d/f.json" >/dev/null
+# g.*, h.*, i.*: correctly signed, but an applied record's resources (the
+# limits read back from the container's cgroups) are not the rendered
+# config's linux.resources (archive_resources_mismatch): g claims pids 8192
+# where 4096 was rendered, h claims a memory limit that was not rendered, i
+# renders a memory limit and claims none. Every other archive renders and
+# claims runc's default, pids 4096 and no memory limit.
+"$b/bench/bench_archive" 1 --max 9 --resources different --write-seed "$d/g.json" >/dev/null
+"$b/bench/bench_archive" 1 --max 9 --resources unrendered --write-seed "$d/h.json" >/dev/null
+"$b/bench/bench_archive" 1 --max 9 --resources omitted --write-seed "$d/i.json" >/dev/null
 echo "vectors/archive regenerated"
