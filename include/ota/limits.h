@@ -17,7 +17,7 @@
 #define OTA_MAX_RSA_BITS          8192u
 
 /* cose */
-#define OTA_MAX_COSE_BYTES        (4u * 1024u * 1024u)  /* a whole COSE_Sign1 message */
+#define OTA_MAX_COSE_BYTES        (16u * 1024u * 1024u) /* a whole COSE_Sign1 message (the largest is a receipt: 4.1 MiB at 10,000 attestations) */
 #define OTA_MAX_COSE_HEADERS      32u                   /* labels per header bucket */
 #define OTA_MAX_COSE_CRIT         8u                    /* entries in crit */
 #define OTA_MAX_COSE_DEPTH        8u                    /* nesting inside header values */

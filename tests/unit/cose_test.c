@@ -216,6 +216,21 @@ static void test_bit_flips_and_size(void **s)
 	ota_error_clear(&err);
 	assert_ota(ota_cose_sign1_decode(ota_bytes_make(huge, big), NULL, &d, &err), OTA_ERR_TOO_LARGE);
 	assert_int_equal(err.code, OTA_ERR_TOO_LARGE);
+	/* a receipt-sized payload (the runner's receipt of 10,000
+	 * attestations is 4.1 MiB; the cap was 4 MiB, so such a run could
+	 * not sign its receipt) signs and verifies; one over the cap is
+	 * refused when signing */
+	size_t rl = 6u * 1024u * 1024u;
+	memset(huge, 'r', rl);
+	assert_ota(ota_cose_sign1_sign(k, ota_bytes_make(huge, rl), &so, &m, &ml, NULL), OTA_OK);
+	assert_ota(ota_cose_sign1_verify(ota_bytes_make(m, ml), k, NULL, &d, NULL), OTA_OK);
+	assert_int_equal(d.payload.len, rl);
+	free(m);
+	m = NULL;
+	assert_ota(ota_cose_sign1_sign(k, ota_bytes_make(huge, OTA_MAX_COSE_BYTES), &so, &m, &ml,
+	                               NULL),
+	           OTA_ERR_TOO_LARGE);
+	assert_null(m);
 	free(huge);
 	ota_key_free(k);
 }
