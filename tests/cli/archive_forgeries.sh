@@ -8,7 +8,10 @@
 # host network namespace joined, a writable root filesystem), a terminal
 # record whose own facts deny the enforced status it claims (no inspection,
 # protected_unchanged null, interrupted, container running, a protected path
-# changed, an unknown state, exit status 2^32 / "137" / null), records of
+# changed, an unknown state, exit status 2^32 / "137" / null), resource
+# limits read back that are not the rendered linux.resources (one not
+# rendered, a devices rule beside them, out of range, from no cgroup, no
+# resources, a string), records of
 # another provider or runtime or timed backwards, a lane cut
 # short with no segment that stopped it, one nonce answering two challenge
 # records, and a receipt signed after --at; without the key, the receipt

@@ -205,7 +205,8 @@ def att_of(a, rec):
     return next(i for i in range(len(a["attestations"])) if claims_of(a, i)[CLAIM_BODY] == want)
 
 
-def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None, rend_edit=None):
+def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None, rend_edit=None,
+                 appl_edit=None):
     """Edits the last segment's records and re-signs them and the receipt."""
     r = receipt_of(a)
     ev = a["evidence"]
@@ -221,6 +222,8 @@ def last_segment(a, cfg=None, appl_mounts=None, term=None, seg=None, rend_edit=N
     appl["rendered_policy"] = rend["config_identity"]
     if appl_mounts is not None:
         appl_mounts(appl["mounts"]["mounts"])
+    if appl_edit is not None:
+        appl_edit(appl)
     init["rendered_policy"], init["applied_policy"] = jid(rend), jid(appl)
     ci = claims_of(a, ai_init)
     ci[CLAIM_BODY] = jid(init)
@@ -373,6 +376,33 @@ CASES = [
     ("a writable root filesystem", lambda a: last_segment(
         a, cfg=lambda c: c.__setitem__("root", {"readonly": False})), [],
      {"archive_control_mismatch"}),
+    # resource limits: the applied record's resources (read back from the
+    # cgroups) are exactly the rendered linux.resources
+    ("control: no limit rendered or read back (runc, --pids-limit 0)", lambda a: last_segment(
+        a, cfg=lambda c: c["linux"].pop("resources"),
+        appl_edit=lambda p: p["resources"].__setitem__("pids_limit", None)), [], None),
+    ("control: pids 8192 rendered and read back", lambda a: last_segment(
+        a, cfg=lambda c: c["linux"]["resources"]["pids"].__setitem__("limit", 8192),
+        appl_edit=lambda p: p["resources"].__setitem__("pids_limit", 8192)), [], None),
+    ("a pids limit read back that was not rendered", lambda a: last_segment(
+        a, cfg=lambda c: c["linux"].pop("resources")), [], {"archive_resources_mismatch"}),
+    ("a devices rule beside the rendered limits", lambda a: last_segment(
+        a, cfg=lambda c: c["linux"]["resources"].__setitem__(
+            "devices", [{"allow": True, "access": "rwm"}])), [],
+     {"archive_resources_mismatch"}),
+    ("a pids limit below oci_local's range, rendered and read back", lambda a: last_segment(
+        a, cfg=lambda c: c["linux"]["resources"]["pids"].__setitem__("limit", 8),
+        appl_edit=lambda p: p["resources"].__setitem__("pids_limit", 8)), [],
+     {"archive_resources_mismatch"}),
+    ("a limit read back from no cgroup", lambda a: last_segment(
+        a, appl_edit=lambda p: p["resources"].__setitem__("pids_cgroup", None)), [],
+     {"archive_resources_mismatch"}),
+    ("the applied record without resources", lambda a: last_segment(
+        a, appl_edit=lambda p: p.pop("resources")), [], {"archive_resources_mismatch"}),
+    ("a memory limit as a string", lambda a: last_segment(
+        a, cfg=lambda c: c["linux"]["resources"].__setitem__("memory", {"limit": 67108864}),
+        appl_edit=lambda p: p["resources"].__setitem__("memory_limit_bytes", "67108864")), [],
+     {"archive_resources_mismatch"}),
     ("no terminal inspection", lambda a: last_segment(
         a, term=lambda t: t.pop("terminal_inspection")), [], {"archive_status_mismatch"}),
     ("protected_unchanged null", lambda a: last_segment(
