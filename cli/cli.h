@@ -46,8 +46,14 @@ void cli_set_named(int argc, char **argv);
 int cli_error_exit(const ota_error *e);
 /* Prints "ota: <code>: <where>: <what>" to stderr; returns cli_error_exit(e). */
 int cli_fail(const char *prog, const ota_error *e);
-/* Prints "prog: usage: msg" to stderr and returns CLI_USAGE. */
+/* Prints "prog: usage: msg" to stderr and returns CLI_USAGE; when help was
+ * asked for (cli_help_asked), prints "usage: msg" to stdout and returns
+ * CLI_OK instead. */
 int cli_usage(const char *prog, const char *msg);
+/* Help was asked for: the command line's last argument (after the command,
+ * set by cli_set_named) is --help or -h. Every command then prints its
+ * usage on stdout and exits 0 (ota(1) EXIT STATUS), whatever came before. */
+bool cli_help_asked(void);
 /* JSON error object {"valid":false?...} is up to callers; this prints v + "\n" to stdout, pretty. */
 void cli_print_json(const json_t *v);
 /* {"ok": false, "code": name, "where": .., "message": ..}: common error JSON. */

@@ -73,8 +73,20 @@ int cli_fail(const char *prog, const ota_error *e)
 	return cli_error_exit(e);
 }
 
+bool cli_help_asked(void)
+{
+	if (g_named_argc < 2)
+		return false;
+	const char *last = g_named_argv[g_named_argc - 1];
+	return strcmp(last, "--help") == 0 || strcmp(last, "-h") == 0;
+}
+
 int cli_usage(const char *prog, const char *msg)
 {
+	if (cli_help_asked()) {
+		printf("usage: %s\n", msg);
+		return CLI_OK;
+	}
 	fprintf(stderr, "%s: usage: %s\n", prog, msg);
 	return CLI_USAGE;
 }

@@ -360,6 +360,8 @@ out:
 
 int cmd_archive(int argc, char **argv)
 {
+	if (cli_help_asked())
+		return usage();
 	if (argc >= 2 && strcmp(argv[1], "build") == 0)
 		return build(argc - 1, argv + 1);
 	return usage();

@@ -386,6 +386,10 @@ int cmd_attest(int argc, char **argv)
 		fputs(usage_text, argc < 2 ? stderr : stdout);
 		return argc < 2 ? CLI_USAGE : CLI_OK;
 	}
+	if (cli_help_asked()) {
+		fputs(usage_text, stdout);
+		return CLI_OK;
+	}
 	const char *sub = argv[1];
 	static const struct option lo[] = {
 		{"url", required_argument, NULL, 'u'},

@@ -73,6 +73,8 @@ static ota_err sign_report(json_t *rep, const ota_key *key, ota_nonce_store *non
 
 int cmd_cleanup(int argc, char **argv)
 {
+	if (cli_help_asked())
+		return cli_usage("ota", cleanup_usage);
 	ota_oci_run_opts o;
 	memset(&o, 0, sizeof o);
 	const char *env_db = getenv("OTA_LEASE_DB");

@@ -35,6 +35,8 @@ static int fail_json(bool json, const ota_error *e)
 
 int cmd_image(int argc, char **argv)
 {
+	if (cli_help_asked())
+		return cli_usage("ota", image_usage);
 	if (argc < 2)
 		return cli_usage("ota", image_usage);
 	const char *sub = argv[1];

@@ -109,6 +109,8 @@ static bool runner_value_option(const char *a)
 /* returns -1 on success, else an exit code */
 static int parse_opts(int argc, char **argv, int start, opts *o, const char *cmd)
 {
+	if (cli_help_asked())
+		return cli_usage("ota", usage_text(cmd));
 	unsigned ok = allowed_for(cmd);
 	memset(o, 0, sizeof *o);
 	o->file = "ota.yaml";
@@ -405,6 +407,8 @@ int cmd_workflows(int argc, char **argv)
 
 int cmd_policy(int argc, char **argv)
 {
+	if (cli_help_asked())
+		return cli_usage("ota", usage_text("policy"));
 	if (argc < 2 || strcmp(argv[1], "show") != 0)
 		return usage_fail(argc, argv, "policy", argc < 2 ? "policy" : argv[1],
 		                  "the only policy command is show");

@@ -233,6 +233,8 @@ static ota_err load_overlay(const char *path, ota_overlay_source src, ota_overla
 
 static int run_lane(int argc, char **argv, bool workflow)
 {
+	if (cli_help_asked())
+		return usage_of(workflow);
 	run_opts o;
 	memset(&o, 0, sizeof o);
 	o.file = "ota.yaml";

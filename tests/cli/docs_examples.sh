@@ -115,6 +115,30 @@ done
 for c in $({ "$OTA_VERIFY" --help; } | awk '/^commands:/ { on = 1; next } on && NF { print $1 }'); do
   [ -n "$(synopsis ota-verify.1 "ota-verify $c")" ] || fail "ota-verify.1 SYNOPSIS has no 'ota-verify $c'"
 done
+# every command (and the two-word ones) answers --help and -h with its usage
+# on stdout, exit 0, nothing on stderr (run, up, cleanup, attest submit,
+# tasks, validate, workflows, policy, archive and image exited 2 with the
+# usage on stderr)
+help_ok() {
+  local out err rc
+  out=$("$@" 2>"$tmp/help.err"); rc=$?
+  err=$(cat "$tmp/help.err")
+  [ "$rc" -eq 0 ] && grep -q 'usage' <<<"$out" && [ -z "$err" ] ||
+    fail "$*: exit $rc, stdout '${out:0:60}', stderr '${err:0:60}'"
+}
+for c in $({ "$OTA" --help; } | awk '/^commands:/ { on = 1; next } on && NF { print $1 }'); do
+  [ "$c" = version ] && continue
+  help_ok "$OTA" "$c" --help
+  help_ok "$OTA" "$c" -h
+done
+for c in "run build" "attest submit" "attest challenge" "archive build" "policy show" "trust init" "cose sign" "image import" "run build --json"; do
+  # shellcheck disable=SC2086
+  help_ok "$OTA" $c --help
+done
+for c in $({ "$OTA_VERIFY" --help; } | awk '/^commands:/ { on = 1; next } on && NF { print $1 }'); do
+  help_ok "$OTA_VERIFY" "$c" --help
+done
+help_ok "$OTA_ATTESTD" --help
 
 # ---- 2. the EXAMPLES, as written ----
 cd "$tmp"
