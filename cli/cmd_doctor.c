@@ -58,6 +58,7 @@ typedef struct doctor {
 	size_t problems, warnings;
 	/* machine */
 	bool root, runtime_ok, ns_ok, netns_lo_only, seccomp, rro_kernel;
+	bool pids_controller; /* a pids cgroup controller runc can limit with */
 	bool target_available;
 	char runtime_version[128];
 	char ns_detail[160];
@@ -188,6 +189,49 @@ static void probe_kernel(doctor *d)
 				d->seccomp = true;
 		fclose(f);
 	}
+}
+
+/*
+ * A pids cgroup controller this process's cgroups can reach, as runc's
+ * will: a cgroup v1 hierarchy listing "pids" in /proc/self/cgroup, or the
+ * unified hierarchy (the "0::" line) whose /sys/fs/cgroup/cgroup.controllers
+ * lists it. Without one runc cannot hold the default process-count limit,
+ * and every runc run is refused (oci_limit_not_applied).
+ */
+static void probe_pids(doctor *d)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (f == NULL)
+		return;
+	char line[1024];
+	bool unified = false;
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *c1 = strchr(line, ':');
+		char *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+		if (c2 == NULL)
+			continue;
+		*c2 = '\0';
+		if (strncmp(line, "0:", 2) == 0 && c1[1] == '\0') {
+			unified = true;
+			continue;
+		}
+		for (char *t = strtok(c1 + 1, ","); t != NULL; t = strtok(NULL, ","))
+			if (strcmp(t, "pids") == 0)
+				d->pids_controller = true;
+	}
+	fclose(f);
+	if (d->pids_controller || !unified)
+		return;
+	f = fopen("/sys/fs/cgroup/cgroup.controllers", "re");
+	if (f == NULL)
+		return;
+	char buf[512];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (char *t = strtok(buf, " \n"); t != NULL; t = strtok(NULL, " \n"))
+		if (strcmp(t, "pids") == 0)
+			d->pids_controller = true;
 }
 
 /* The process start time (field 22 of /proc/PID/stat, as the lease records
@@ -749,6 +793,7 @@ int cmd_doctor(int argc, char **argv)
 	d.runtime_ok = d.runtime_version[0] != '\0';
 	probe_namespaces(&d);
 	probe_kernel(&d);
+	probe_pids(&d);
 	d.target_available = d.runtime_ok && d.root && d.ns_ok;
 	if (!d.runtime_ok)
 		finding(&d, "problem", "runtime_missing", NULL, json_pack("{s:s}", "binary", bin),
@@ -766,6 +811,14 @@ int cmd_doctor(int argc, char **argv)
 	if (!d.rro_kernel)
 		finding(&d, "warning", "rro_unavailable", NULL, NULL,
 		        "kernel older than 5.12: recursive read-only binds are unavailable");
+	if (kind == OTA_OCI_RUNC && d.runtime_ok && !d.pids_controller)
+		finding(&d, "problem", "pids_controller_missing", NULL, NULL,
+		        "no pids cgroup controller: runc cannot hold the default process-count limit, "
+		        "so every run is refused (oci_limit_not_applied); --pids-limit 0 runs without one");
+	else if (kind == OTA_OCI_CRUN)
+		finding(&d, "info", "resource_limits_unavailable", NULL, NULL,
+		        "crun runs without cgroups here (--cgroup-manager=disabled): no process-count or "
+		        "memory limit can be applied");
 	apply_machine(&d);
 
 	json_t *live = ota_capability_descriptor_json(&d.live);
@@ -817,13 +870,14 @@ int cmd_doctor(int argc, char **argv)
 	bool ready = d.problems == 0;
 	json_t *rep = json_pack(
 		"{s:s, s:s, s:b, s:I, s:I, s:{s:b, s:I, s:{s:s, s:s, s:b, s:s}, s:{s:b, s:b, s:s}, "
-		"s:b, s:b, s:b}, s:o, s:o, s:o, s:o}",
+		"s:b, s:b, s:b, s:b}, s:o, s:o, s:o, s:o}",
 		"kind", "ota.doctor_report/v1", "ota_version", ota_version(), "ready", ready, "problems",
 		(json_int_t)d.problems, "warnings", (json_int_t)d.warnings, "machine", "root", d.root,
 		"euid", (json_int_t)geteuid(), "runtime", "kind", rtname, "binary", bin, "available",
 		d.runtime_ok, "version", d.runtime_version, "namespaces", "ok", d.ns_ok,
 		"netns_loopback_only", d.netns_lo_only, "detail", d.ns_detail, "seccomp", d.seccomp,
-		"recursive_read_only", d.rro_kernel, "enforcing_target_available", d.target_available,
+		"recursive_read_only", d.rro_kernel, "pids_controller", d.pids_controller,
+		"enforcing_target_available", d.target_available,
 		"descriptor", desc, "leases", leases, "lanes", lanes, "findings", d.findings);
 	if (rep == NULL) {
 		fprintf(stderr, "ota: out_of_memory\n");

@@ -43,6 +43,21 @@ jq -e '.kind == "ota.doctor_report/v1" and .ready and .problems == 0
 jq -e '.kind == "ota.capability_descriptor/v1" and .target == "oci_local"' "$tmp/desc.json" >/dev/null ||
   fail "recorded descriptor"
 [ "$(jq -r .ota_version "$tmp/out")" = "$("$OTA" version | awk '{print $2}')" ] || fail "ota_version"
+# the pids controller runc needs for the default process-count limit, as
+# this machine has it (judged here from the same files, independently)
+if grep -qE '^[0-9]+:([^:]*,)?pids(,[^:]*)?:' /proc/self/cgroup ||
+   { grep -q '^0::' /proc/self/cgroup && grep -qw pids /sys/fs/cgroup/cgroup.controllers 2>/dev/null; }; then
+  want_pids=true
+else
+  want_pids=false
+fi
+jq -e --argjson w "$want_pids" '.machine.pids_controller == $w
+  and (([.findings[].code] | index("pids_controller_missing") != null) == ($w | not))' "$tmp/out" >/dev/null ||
+  fail "pids controller: want $want_pids: $(jq -c '[.machine.pids_controller, [.findings[].code]]' "$tmp/out")"
+# under crun (no cgroups here) no limit can be applied: said, not a problem
+OTA_OCI_RUNTIME=crun "$OTA" doctor --json >"$tmp/crun.json" 2>/dev/null || true
+jq -e '[.findings[] | select(.code == "resource_limits_unavailable") | .severity] == ["info"]' "$tmp/crun.json" >/dev/null ||
+  fail "crun limits finding: $(jq -c '[.findings[].code]' "$tmp/crun.json")"
 
 # ---- a contract ----
 w=$tmp/repo
