@@ -1068,17 +1068,20 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 			                       (json_int_t)(o->oci.clock.now != NULL
 			                                            ? ota_clock_now(&o->oci.clock)
 			                                            : ota_clock_now(NULL)));
-			json_array_append(evidence, tr);
-			json_array_append_new(transitions, id_of(tr));
 			sg.segment = sid;
 			char tid[OTA_ID_LEN + 1];
 			ota_err trc = sign_record(&sg, "transition", tr, lane_boundary, sg.lane_prior, tid, &e);
-			json_decref(tr);
 			if (trc != OTA_OK) {
+				/* not listed: the receipt names only transitions that
+				 * were signed (or, without a key, made) */
+				json_decref(tr);
 				rc = trc;
 				json_decref(srec);
 				break;
 			}
+			json_array_append(evidence, tr);
+			json_array_append_new(transitions, id_of(tr));
+			json_decref(tr);
 			if (tid[0] != '\0')
 				memcpy(sg.lane_prior, tid, sizeof tid);
 		}

@@ -198,6 +198,12 @@ static json_t *run_locked_after(long long after, ota_err *rc_out, ota_error *e)
 	return receipt;
 }
 
+static bool seq_phase(const json_t *rec, const char *phase)
+{
+	const char *p = json_string_value(json_object_get(rec, "phase"));
+	return p != NULL && strcmp(p, phase) == 0;
+}
+
 /* What every such receipt says: the lane (status lane) and its first
  * segment (status seg0) are not both enforced, not every segment ran, the
  * error is the store's, and no control is claimed enforced. */
@@ -242,6 +248,13 @@ static void test_transition_unsigned(void **state)
 	                                   0);
 	assert_null(json_object_get(seg, "error"));
 	assert_non_null(sget(seg, "terminal_attestation_identity"));
+	/* the transition nothing signed is not listed, nor is its record */
+	assert_int_equal(json_array_size(json_object_get(
+				 json_object_get(receipt, "sandbox_policy"), "transition_identities")),
+	                 0);
+	const json_t *ev = json_object_get(receipt, "evidence");
+	for (size_t i = 0; i < json_array_size(ev); i++)
+		assert_false(seq_phase(json_array_get(ev, i), "transition"));
 	json_decref(receipt);
 }
 
