@@ -42,35 +42,6 @@ static char *contract_text(const char *net_default)
 	return buf;
 }
 
-static ota_policy *compile(const char *yaml, json_t **adm)
-{
-	ota_contract *c = NULL;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_contract_load(ota_bytes_make(yaml, strlen(yaml)), "ota.yaml", &c, &e);
-	if (rc != OTA_OK)
-		fail_msg("contract: %s: %s: %s", ota_err_name(rc), e.where, e.what);
-	ota_policy_options po;
-	memset(&po, 0, sizeof po);
-	ota_platform_host(&po.native_platform);
-	ota_policy *p = NULL;
-	rc = ota_policy_compile(c, OTA_LANE_TASK, "t", &po, NULL, 0, &p, &e);
-	if (rc != OTA_OK)
-		fail_msg("compile: %s: %s", ota_err_name(rc), e.what);
-	ota_capability_descriptor d;
-	const char *txt = ota_policy_builtin_descriptor("oci_local");
-	assert_non_null(txt);
-	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)),
-	                                           &po.native_platform, &d, NULL),
-	           OTA_OK);
-	ota_admission_request req = {true, NULL, &d, 1};
-	bool admitted = false;
-	*adm = NULL;
-	assert_ota(ota_policy_admit(p, &req, adm, &admitted, NULL), OTA_OK);
-	ota_contract_free(c);
-	return p;
-}
-
 static void test_signed_run(void **state)
 {
 	(void)state;
@@ -92,8 +63,10 @@ static void test_signed_run(void **state)
 	assert_int_equal(system(cmd), 0);
 	char *yaml = contract_text("deny");
 	json_t *adm = NULL;
-	ota_policy *p = compile(yaml, &adm);
+	bool admitted = false;
+	ota_policy *p = test_policy_admit_host(yaml, OTA_LANE_TASK, "t", &adm, &admitted);
 	free(yaml);
+	assert_true(admitted);
 	ota_key *key = NULL;
 	assert_ota(ota_key_generate(OTA_ALG_ES256, &key), OTA_OK);
 	ota_nonce_opts no;
@@ -212,7 +185,8 @@ static void test_plan_refusals(void **state)
 	/* network allow cannot be applied exactly: refused before anything runs */
 	char *yaml = contract_text("allow");
 	json_t *adm = NULL;
-	ota_policy *p = compile(yaml, &adm);
+	bool admitted = false;
+	ota_policy *p = test_policy_admit_host(yaml, OTA_LANE_TASK, "t", &adm, &admitted);
 	free(yaml);
 	const json_t *cs = json_array_get(json_object_get(ota_policy_canonical_json(p), "segments"), 0);
 	const json_t *es = json_array_get(json_object_get(ota_policy_effective_json(p), "segments"), 0);

@@ -65,32 +65,10 @@ static char *contract_text(void)
 static ota_policy *compile(json_t **adm)
 {
 	char *yaml = contract_text();
-	ota_contract *c = NULL;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_contract_load(ota_bytes_make(yaml, strlen(yaml)), "ota.yaml", &c, &e);
-	free(yaml);
-	if (rc != OTA_OK)
-		fail_msg("contract: %s: %s: %s", ota_err_name(rc), e.where, e.what);
-	ota_policy_options po;
-	memset(&po, 0, sizeof po);
-	ota_platform_host(&po.native_platform);
-	ota_policy *p = NULL;
-	rc = ota_policy_compile(c, OTA_LANE_WORKFLOW, "ci", &po, NULL, 0, &p, &e);
-	if (rc != OTA_OK)
-		fail_msg("compile: %s: %s", ota_err_name(rc), e.what);
-	ota_capability_descriptor d;
-	const char *txt = ota_policy_builtin_descriptor("oci_local");
-	assert_non_null(txt);
-	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)),
-	                                           &po.native_platform, &d, NULL),
-	           OTA_OK);
-	ota_admission_request req = {true, NULL, &d, 1};
 	bool admitted = false;
-	*adm = NULL;
-	assert_ota(ota_policy_admit(p, &req, adm, &admitted, NULL), OTA_OK);
+	ota_policy *p = test_policy_admit_host(yaml, OTA_LANE_WORKFLOW, "ci", adm, &admitted);
+	free(yaml);
 	assert_true(admitted);
-	ota_contract_free(c);
 	assert_int_equal(ota_policy_segment_count(p), 2);
 	return p;
 }

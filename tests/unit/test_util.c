@@ -317,6 +317,33 @@ ota_policy *test_policy_compile(const ota_contract *c, ota_lane_kind k, const ch
 	return p;
 }
 
+ota_policy *test_policy_admit_host(const char *yaml, ota_lane_kind k, const char *lane,
+                                   json_t **adm, bool *admitted)
+{
+	ota_contract *c = test_contract_load(yaml, "ota.yaml");
+	ota_policy_options po;
+	memset(&po, 0, sizeof po);
+	ota_platform_host(&po.native_platform);
+	ota_policy *p = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_policy_compile(c, k, lane, &po, NULL, 0, &p, &e);
+	if (rc != OTA_OK)
+		fail_msg("compile %s: %s %s %s", lane, ota_err_name(rc), e.where, e.what);
+	ota_capability_descriptor d;
+	const char *txt = ota_policy_builtin_descriptor("oci_local");
+	assert_non_null(txt);
+	assert_ota(ota_capability_descriptor_parse(ota_bytes_make(txt, strlen(txt)),
+	                                           &po.native_platform, &d, NULL),
+	           OTA_OK);
+	ota_admission_request req = {true, NULL, &d, 1};
+	*admitted = false;
+	*adm = NULL;
+	assert_ota(ota_policy_admit(p, &req, adm, admitted, NULL), OTA_OK);
+	ota_contract_free(c);
+	return p;
+}
+
 ota_capability_descriptor test_policy_oci_descriptor(void)
 {
 	ota_capability_descriptor d;

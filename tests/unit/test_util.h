@@ -133,6 +133,12 @@ ota_contract *test_contract_load(const char *y, const char *name);
  * test_policy_amd64: the policy, or the test fails (new). */
 ota_policy *test_policy_compile(const ota_contract *c, ota_lane_kind k, const char *lane,
                                 const ota_overlay *const *ovs, size_t n);
+/* The contract yaml's lane of kind k compiled for this host's platform and
+ * admitted for oci_local with the builtin descriptor (agent run): the
+ * policy, *adm the admission (new) and *admitted its decision, or the test
+ * fails. For real runs. */
+ota_policy *test_policy_admit_host(const char *yaml, ota_lane_kind k, const char *lane,
+                                   json_t **adm, bool *admitted);
 /* The builtin oci_local descriptor parsed for linux/amd64. */
 ota_capability_descriptor test_policy_oci_descriptor(void);
 /* Whether admission output a has a refusal of control. */
