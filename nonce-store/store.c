@@ -45,11 +45,9 @@ enum {
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
-	ST_SAVEPOINT,
-	ST_RELEASE,
-	ST_ROLLBACK_TO,
 	ST_ISSUE,
 	ST_CONSUME,
+	ST_CONSUME_ROW,
 	ST_GET,
 	ST_HEAD_GET,
 	ST_HEAD_INSERT,
@@ -65,9 +63,6 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_SAVEPOINT] = "SAVEPOINT op",
-	[ST_RELEASE] = "RELEASE op",
-	[ST_ROLLBACK_TO] = "ROLLBACK TO op",
 	[ST_ISSUE] = "INSERT INTO challenges(nonce, epoch, txn, issuer, scope, issued_at, expires_at)"
 		     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* The one decision: a live, unexpired, current-epoch row flips to
@@ -80,7 +75,13 @@ static const char *const stmt_sql[ST_COUNT_] = {
 		       " WHERE nonce = ?2 AND consumed_at IS NULL AND expires_at > ?1 AND issued_at <= ?7"
 		       " AND epoch >= ?3 AND (?4 IS NULL OR txn = ?4)"
 		       " AND (?5 IS NULL OR issuer = ?5) AND (?6 IS NULL OR scope = ?6)",
-	[ST_GET] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at"
+	/* The same decision for an admission, on the row its read found (by
+	 * rowid: no second walk of the nonce index). Every condition is still
+	 * in the WHERE, the read before it only explains a refusal. */
+	[ST_CONSUME_ROW] = "UPDATE challenges SET consumed_at = ?7"
+			   " WHERE id = ?8 AND nonce = ?2 AND consumed_at IS NULL AND expires_at > ?1"
+			   " AND issued_at <= ?7 AND epoch >= ?3 AND txn = ?4 AND issuer = ?5 AND scope = ?6",
+	[ST_GET] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at, id"
 		   " FROM challenges WHERE nonce = ?1",
 	[ST_HEAD_GET] = "SELECT head, issuer FROM heads WHERE txn = ?1 AND boundary = ?2",
 	[ST_HEAD_INSERT] = "INSERT INTO heads(txn, boundary, head, issuer) VALUES(?1, ?2, ?3, ?4)",
@@ -677,15 +678,18 @@ static ota_err judge(ota_nonce_store *s, const ota_challenge *rec, const ota_non
 	return OTA_OK;
 }
 
+/* The challenge row of nonce into rec (its rowid into *id, may be NULL). */
 static ota_err do_get(ota_nonce_store *s, sqlite3_stmt *st, ota_bytes nonce, ota_challenge *rec,
-                      ota_error *err)
+                      int64_t *id, ota_error *err)
 {
 	sqlite3_bind_blob(st, 1, nonce.ptr, (int)nonce.len, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	ota_err e = OTA_OK;
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		fill_challenge(st, nonce, rec);
-	else if (rc == SQLITE_DONE)
+		if (id != NULL)
+			*id = sqlite3_column_int64(st, 7);
+	} else if (rc == SQLITE_DONE)
 		e = ota_error_set(err, OTA_ERR_NONCE_UNKNOWN, "eat_nonce",
 		                  "no challenge with this nonce");
 	else
@@ -733,7 +737,7 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 	/* The row as it stands in this same transaction: the record just
 	 * consumed, or why it could not be (this read decides nothing). */
 	ota_challenge rec;
-	if ((e = do_get(s, s->st[ST_GET], nonce, &rec, err)) != OTA_OK)
+	if ((e = do_get(s, s->st[ST_GET], nonce, &rec, NULL, err)) != OTA_OK)
 		return won && e == OTA_ERR_NONCE_UNKNOWN
 			       ? ota_error_set(err, OTA_ERR_INTERNAL, s->where, "consumed row not found")
 			       : e;
@@ -775,6 +779,19 @@ static ota_err head_get(ota_nonce_store *s, sqlite3_stmt *st, const char *txn,
 	return e;
 }
 
+/*
+ * An admission without a savepoint of its own: every refusal is decided by
+ * reads before its first write (lane owner, the challenge as it stands,
+ * the prior), and the first write, the stored acceptance, changes nothing
+ * when it is refused (attestation_duplicate: one row, one UNIQUE index,
+ * checked before anything is written). The writes after it cannot be
+ * refused: this transaction holds the write lock and has just read the
+ * rows they change. Should one not change exactly its row, that is
+ * internal_error, fatal to the whole batch (rolled back), never a refusal
+ * that would leave the acceptance stored. Refusals keep their order:
+ * lane owner, then the challenge (as a consume judges it), then prior,
+ * then duplicate.
+ */
 static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_error *err)
 {
 	ota_err e;
@@ -790,7 +807,10 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	    op->attestation.len > INT32_MAX || op->acceptance.len > INT32_MAX ||
 	    op->accepted_at < 0)
 		return ota_error_set(err, OTA_ERR_USAGE, s->where, "admit: bad boundary, ids or records");
-	const char *txn = op->expect->txn;
+	if ((e = check_nonce_len(op->nonce, err)) != OTA_OK)
+		return e;
+	const ota_nonce_binding *b = op->expect;
+	const char *txn = b->txn;
 	const char *prior = op->prior != NULL ? op->prior : "";
 	char head[OTA_MAX_RECORD_ID_BYTES + 1], owner[OTA_MAX_ISSUER_BYTES + 1];
 	bool found;
@@ -800,57 +820,43 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	if ((e = head_get(s, s->st[ST_HEAD_GET], txn, op->boundary, head, sizeof head, owner,
 	                  sizeof owner, &found, err)) != OTA_OK)
 		return e;
-	if (found && strcmp(owner, op->expect->issuer) != 0)
+	if (found && strcmp(owner, b->issuer) != 0)
 		return ota_error_set(err, OTA_ERR_ATT_LANE_ISSUER, "iss",
 		                     "txn \"%.64s\", boundary \"%.64s\" belongs to %.128s", txn,
 		                     op->boundary, owner);
+	/* the challenge, judged as the consuming UPDATE below will judge it:
+	 * unexpired at both now and at, issued at or before at */
 	int64_t at = op->accepted_at != 0 ? op->accepted_at : now;
-	if ((e = do_consume(s, op->nonce, op->expect, now, at, &op->challenge, err)) != OTA_OK)
+	if (at > now)
+		now = at;
+	ota_challenge rec;
+	int64_t row = 0;
+	if ((e = do_get(s, s->st[ST_GET], op->nonce, &rec, &row, err)) != OTA_OK ||
+	    (e = judge(s, &rec, b, now, at, err)) != OTA_OK)
 		return e;
-	int rc;
-	if (!found) {
-		if (prior[0] != '\0')
-			return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
-			                     "no record accepted yet for this txn and boundary");
-		sqlite3_stmt *st = s->st[ST_HEAD_INSERT];
-		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, op->expect->issuer, -1, SQLITE_STATIC);
-		rc = step_done(st);
-		sqlite3_clear_bindings(st);
-	} else {
-		if (prior[0] == '\0')
-			return ota_error_set(err, OTA_ERR_ATT_PRIOR_MISSING, "prior",
-			                     "a record was already accepted for this boundary");
-		if (strcmp(prior, head) != 0) {
-			sqlite3_stmt *q = s->st[ST_ACC_EXISTS];
-			sqlite3_bind_text(q, 1, prior, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 2, txn, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 3, op->boundary, -1, SQLITE_STATIC);
-			int qrc = sqlite3_step(q);
-			sqlite3_reset(q);
-			sqlite3_clear_bindings(q);
-			if (qrc == SQLITE_ROW)
-				return ota_error_set(err, OTA_ERR_ATT_PRIOR_FORK, "prior",
-				                     "prior is not the current head");
-			if (qrc != SQLITE_DONE)
-				return db_err(s, qrc, err, "prior lookup");
-			return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
-			                     "prior names no accepted record");
-		}
-		sqlite3_stmt *st = s->st[ST_HEAD_CAS];
-		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, prior, -1, SQLITE_STATIC);
-		rc = step_done(st);
-		sqlite3_clear_bindings(st);
-		if (rc == SQLITE_OK && sqlite3_changes(s->db) != 1)
-			return ota_error_set(err, OTA_ERR_ATT_PRIOR_FORK, "prior", "head moved");
+	if (!found && prior[0] != '\0')
+		return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
+		                     "no record accepted yet for this txn and boundary");
+	if (found && prior[0] == '\0')
+		return ota_error_set(err, OTA_ERR_ATT_PRIOR_MISSING, "prior",
+		                     "a record was already accepted for this boundary");
+	if (found && strcmp(prior, head) != 0) {
+		sqlite3_stmt *q = s->st[ST_ACC_EXISTS];
+		sqlite3_bind_text(q, 1, prior, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 3, op->boundary, -1, SQLITE_STATIC);
+		int qrc = sqlite3_step(q);
+		sqlite3_reset(q);
+		sqlite3_clear_bindings(q);
+		if (qrc == SQLITE_ROW)
+			return ota_error_set(err, OTA_ERR_ATT_PRIOR_FORK, "prior",
+			                     "prior is not the current head");
+		if (qrc != SQLITE_DONE)
+			return db_err(s, qrc, err, "prior lookup");
+		return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
+		                     "prior names no accepted record");
 	}
-	if (rc != SQLITE_OK)
-		return db_err(s, rc, err, "head advance");
+	/* the first write: refused (duplicate) it has written nothing */
 	sqlite3_stmt *st = s->st[ST_ACC_INSERT];
 	sqlite3_bind_text(st, 1, op->record_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, txn, -1, SQLITE_STATIC);
@@ -860,12 +866,50 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	sqlite3_bind_int64(st, 6, at);
 	sqlite3_bind_blob(st, 7, op->attestation.ptr, (int)op->attestation.len, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 8, op->acceptance.ptr, (int)op->acceptance.len, SQLITE_STATIC);
-	rc = step_done(st);
+	int rc = step_done(st);
 	sqlite3_clear_bindings(st);
-	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+	if (rc == SQLITE_CONSTRAINT_UNIQUE)
 		return ota_error_set(err, OTA_ERR_ATT_DUPLICATE, "record_id", "already accepted");
 	if (rc != SQLITE_OK)
 		return db_err(s, rc, err, "store acceptance");
+	/* the one decision, on the row read above */
+	st = s->st[ST_CONSUME_ROW];
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_blob(st, 2, op->nonce.ptr, (int)op->nonce.len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, s->min_epoch);
+	sqlite3_bind_text(st, 4, txn, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, b->issuer, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, b->scope, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, at);
+	sqlite3_bind_int64(st, 8, row);
+	rc = step_done(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, "consume");
+	if (sqlite3_changes(s->db) != 1) /* cannot happen: the row was just judged live */
+		return ota_error_set(err, OTA_ERR_INTERNAL, s->where,
+		                     "consume did not match the row judged live");
+	rec.consumed_at = at;
+	if (!found) {
+		st = s->st[ST_HEAD_INSERT];
+		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, b->issuer, -1, SQLITE_STATIC);
+	} else {
+		st = s->st[ST_HEAD_CAS];
+		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, prior, -1, SQLITE_STATIC);
+	}
+	rc = step_done(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, "head advance");
+	if (sqlite3_changes(s->db) != 1) /* cannot happen: the head was just read */
+		return ota_error_set(err, OTA_ERR_INTERNAL, s->where, "head moved");
+	op->challenge = rec;
 	return OTA_OK;
 }
 
@@ -904,13 +948,10 @@ static ota_err commit_locked(ota_nonce_store *s, ota_nonce_op *ops, size_t n, in
 		ota_error local;
 		ota_error *oe = errs != NULL ? &errs[i] : &local;
 		ota_error_clear(oe);
-		/* A refused ISSUE or CONSUME changed nothing (one statement that
-		 * matched no row, or failed); only ADMIT needs a savepoint. */
-		bool sp = n > 1 && ops[i].kind == OTA_NONCE_OP_ADMIT;
-		if (sp && (rc = step_done(s->st[ST_SAVEPOINT])) != SQLITE_OK) {
-			e = db_err(s, rc, err, "savepoint");
-			goto out_rollback;
-		}
+		/* No savepoints: a refused operation has written nothing (ISSUE
+		 * and CONSUME are one statement that matched no row or failed;
+		 * ADMIT decides every refusal before its first write, see
+		 * do_admit), and a fatal error rolls the whole batch back. */
 		ops[i].result = run_op(s, &ops[i], now, oe);
 		if (ops[i].result != OTA_OK && ops[i].kind != OTA_NONCE_OP_ISSUE)
 			memset(&ops[i].challenge, 0, sizeof ops[i].challenge);
@@ -919,17 +960,7 @@ static ota_err commit_locked(ota_nonce_store *s, ota_nonce_op *ops, size_t n, in
 			ota_error_set(err, e, oe->where, "%s", oe->what);
 			goto out_rollback;
 		}
-		if (sp) {
-			if (ops[i].result != OTA_OK &&
-			    (rc = step_done(s->st[ST_ROLLBACK_TO])) != SQLITE_OK) {
-				e = db_err(s, rc, err, "rollback to");
-				goto out_rollback;
-			}
-			if ((rc = step_done(s->st[ST_RELEASE])) != SQLITE_OK) {
-				e = db_err(s, rc, err, "release");
-				goto out_rollback;
-			}
-		} else if (n == 1 && ops[i].result != OTA_OK) {
+		if (n == 1 && ops[i].result != OTA_OK) {
 			/* single refused op: nothing to keep */
 			step_done(s->st[ST_ROLLBACK]);
 			return OTA_OK;
@@ -1037,7 +1068,7 @@ ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now, o
 	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
 		return e;
 	reader *rd = reader_lock(s);
-	e = do_get(s, rd->st[ST_GET], nonce, &rec, err);
+	e = do_get(s, rd->st[ST_GET], nonce, &rec, NULL, err);
 	reader_unlock(rd);
 	if (e != OTA_OK)
 		return e;

@@ -131,8 +131,9 @@ typedef enum ota_nonce_op_kind {
 
 /*
  * One operation of a batch. Inputs are borrowed for the duration of the
- * call. Each operation runs under its own savepoint, so a refusal rolls back
- * only that operation; the batch then commits once. `result` and
+ * call. A refused operation writes nothing (an admission decides every
+ * refusal before its first write), so a refusal touches only that
+ * operation's result; the batch then commits once. `result` and
  * `challenge` are outputs.
  *
  * ADMIT: the lane (expect->txn, boundary) belongs to the issuer of its first

@@ -323,6 +323,91 @@ static void test_admit_heads(void **state)
 	assert_int_equal(acc_n, 4);
 }
 
+static void set_admit(ota_nonce_op *op, const ota_challenge *c, const ota_nonce_binding *b,
+                      const char *boundary, const char *prior, const char *id)
+{
+	memset(op, 0, sizeof *op);
+	op->kind = OTA_NONCE_OP_ADMIT;
+	op->nonce = nb(c);
+	op->expect = b;
+	op->boundary = boundary;
+	op->prior = prior;
+	op->record_id = id;
+	op->attestation = ota_bytes_make(id, strlen(id));
+	op->acceptance = ota_bytes_make("acc", 3);
+}
+
+/*
+ * Admissions refused inside a batch of many (no savepoint each: every
+ * refusal is decided before the admission's first write) leave nothing
+ * behind: the challenge stays live, the head does not move, no acceptance
+ * is stored; the admissions around them commit, and a refusal may name a
+ * record accepted earlier in the same batch.
+ */
+static void test_admit_refusals_in_batch(void **state)
+{
+	fixture *f = *state;
+	static const ota_nonce_binding bind_b = {"txn-a", "issuer:other", "oci_local"};
+	ota_challenge c[16], cb;
+	for (int i = 0; i < 16; i++)
+		assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c[i], NULL), OTA_OK);
+	assert_ota(ota_nonce_store_issue(f->s, &bind_b, 0, 0, 1000, &cb, NULL), OTA_OK);
+	ota_nonce_op ops[12];
+	int k = 0;
+	set_admit(&ops[k++], &c[0], &bind_a, "b1", NULL, "r1");     /* ok */
+	set_admit(&ops[k++], &c[1], &bind_a, "b1", "r1", "r2");     /* ok: r1 of this batch */
+	set_admit(&ops[k++], &c[2], &bind_a, "b1", "r1", "r2x");    /* fork: r1 is no longer head */
+	set_admit(&ops[k++], &c[3], &bind_a, "b1", "r9", "r3x");    /* prior unknown */
+	set_admit(&ops[k++], &c[4], &bind_a, "b1", NULL, "r3y");    /* prior missing */
+	set_admit(&ops[k++], &c[5], &bind_a, "b2", "r1", "s1x");    /* prior on an empty lane */
+	set_admit(&ops[k++], &c[6], &bind_a, "b2", NULL, "r1");     /* duplicate of this batch's r1 */
+	set_admit(&ops[k++], &c[0], &bind_a, "b3", NULL, "t1x");    /* nonce consumed in this batch */
+	set_admit(&ops[k++], &cb, &bind_b, "b1", "r2", "r3z");      /* b1 belongs to issuer:acme */
+	set_admit(&ops[k++], &c[7], &bind_b, "b3", NULL, "t1y");    /* c[7] is bound to issuer:acme */
+	set_admit(&ops[k++], &c[8], &bind_a, "b1", "r2", "r3");     /* ok */
+	set_admit(&ops[k++], &c[9], &bind_a, "b2", NULL, "s1");     /* ok */
+	static const ota_err want[12] = {
+		OTA_OK, OTA_OK, OTA_ERR_ATT_PRIOR_FORK, OTA_ERR_ATT_PRIOR_UNKNOWN,
+		OTA_ERR_ATT_PRIOR_MISSING, OTA_ERR_ATT_PRIOR_UNKNOWN, OTA_ERR_ATT_DUPLICATE,
+		OTA_ERR_NONCE_REPLAYED, OTA_ERR_ATT_LANE_ISSUER, OTA_ERR_NONCE_ISSUER_MISMATCH,
+		OTA_OK, OTA_OK};
+	assert_ota(ota_nonce_store_commit_batch(f->s, ops, (size_t)k, 1001, NULL), OTA_OK);
+	for (int i = 0; i < k; i++) {
+		assert_ota(ops[i].result, want[i]);
+		if (want[i] == OTA_OK)
+			assert_int_equal(ops[i].challenge.consumed_at, 1001);
+		else
+			assert_int_equal(ops[i].challenge.consumed_at, 0);
+	}
+	char head[OTA_MAX_RECORD_ID_BYTES + 1];
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b1", head, sizeof head, NULL), OTA_OK);
+	assert_string_equal(head, "r3");
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b2", head, sizeof head, NULL), OTA_OK);
+	assert_string_equal(head, "s1");
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b3", head, sizeof head, NULL), OTA_OK);
+	assert_string_equal(head, "");
+	uint64_t acc_n = 0, consumed = 0;
+	assert_ota(ota_nonce_store_counts(f->s, NULL, &consumed, &acc_n, NULL), OTA_OK);
+	assert_int_equal(acc_n, 4);
+	assert_int_equal(consumed, 4);
+	/* r1 is stored once, with the first admission's bytes */
+	uint8_t *att = NULL;
+	size_t al = 0;
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "r1", &att, &al, NULL, NULL, NULL), OTA_OK);
+	assert_int_equal(al, 2);
+	free(att);
+	static const char *const gone[] = {"r2x", "r3x", "r3y", "s1x", "t1x", "r3z", "t1y"};
+	for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+		assert_ota(ota_nonce_store_acceptance_get(f->s, gone[i], NULL, NULL, NULL, NULL, NULL),
+		           OTA_ERR_NOT_FOUND);
+	/* every refused admission's challenge is still live */
+	static const int live[] = {2, 3, 4, 5, 6, 7};
+	for (size_t i = 0; i < sizeof live / sizeof live[0]; i++)
+		assert_ota(ota_nonce_store_consume(f->s, nb(&c[live[i]]), &bind_a, 1002, NULL, NULL),
+		           OTA_OK);
+	assert_ota(ota_nonce_store_consume(f->s, nb(&cb), &bind_b, 1002, NULL, NULL), OTA_OK);
+}
+
 /* ---- group commit from many threads over the same challenges ---- */
 
 enum { GC_THREADS = 8, GC_N = 400 };
@@ -516,6 +601,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_normal_epoch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_admit_heads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admit_refusals_in_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
 		cmocka_unit_test(test_challenge_jcs_direct),
 		cmocka_unit_test(test_null_handles),
