@@ -11,4 +11,13 @@
  * is missing, not text, or does not fit.
  */
 bool nonce_acceptance_issuer(ota_bytes acceptance, char *out, size_t cap);
+
+/*
+ * The VFS (walbuf.c) over sqlite's default one that writes a transaction's
+ * WAL frames in one call, by the time sqlite syncs the WAL or the commit
+ * frame is complete. Registered (not as the default) on the first call;
+ * an SQLITE_ code. Only for a connection that runs synchronous=FULL.
+ */
+#define NONCE_WALBUF_VFS "ota-walbuf"
+int nonce_walbuf_register(void);
 #endif

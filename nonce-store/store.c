@@ -418,9 +418,15 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 	 * may write (or a symlink) is refused before sqlite opens it */
 	if ((e = ota_private_file_check(path, OTA_PRIVATE_CREATE, err)) != OTA_OK)
 		goto out_close;
+	/* In synchronous=FULL (sqlite syncs the WAL before each COMMIT
+	 * returns) the writer gathers each transaction's WAL frames into one
+	 * write (walbuf.c): two system calls per page otherwise. */
+	const char *vfs = NULL;
+	if (s->opts.sync == OTA_NONCE_SYNC_FULL && nonce_walbuf_register() == SQLITE_OK)
+		vfs = NONCE_WALBUF_VFS;
 	int rc = sqlite3_open_v2(path, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-	                         NULL);
+	                         vfs);
 	if (rc != SQLITE_OK) {
 		e = db_err(s, rc, err, "open");
 		goto out_close;
