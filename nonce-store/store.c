@@ -49,6 +49,7 @@ enum {
 	ST_CONSUME,
 	ST_CONSUME_ROW,
 	ST_GET,
+	ST_GET_ROW,
 	ST_HEAD_GET,
 	ST_HEAD_INSERT,
 	ST_HEAD_CAS,
@@ -83,6 +84,9 @@ static const char *const stmt_sql[ST_COUNT_] = {
 			   " AND issued_at <= ?7 AND epoch >= ?3 AND txn = ?4 AND issuer = ?5 AND scope = ?6",
 	[ST_GET] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at, id"
 		   " FROM challenges WHERE nonce = ?1",
+	/* the same row by the rowid a read reported (its nonce is compared) */
+	[ST_GET_ROW] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at, id, nonce"
+		       " FROM challenges WHERE id = ?1",
 	[ST_HEAD_GET] = "SELECT head, issuer FROM heads WHERE txn = ?1 AND boundary = ?2",
 	[ST_HEAD_INSERT] = "INSERT INTO heads(txn, boundary, head, issuer) VALUES(?1, ?2, ?3, ?4)",
 	[ST_HEAD_CAS] = "UPDATE heads SET head = ?3 WHERE txn = ?1 AND boundary = ?2 AND head = ?4",
@@ -571,7 +575,7 @@ static void copy_text(char *dst, size_t cap, const unsigned char *src)
 	dst[n] = '\0';
 }
 
-/* Row columns: epoch, txn, issuer, scope, issued_at, expires_at, consumed_at. */
+/* Row columns: epoch, txn, issuer, scope, issued_at, expires_at, consumed_at, id. */
 static void fill_challenge(sqlite3_stmt *st, ota_bytes nonce, ota_challenge *c)
 {
 	memset(c, 0, sizeof *c);
@@ -584,6 +588,7 @@ static void fill_challenge(sqlite3_stmt *st, ota_bytes nonce, ota_challenge *c)
 	c->issued_at = sqlite3_column_int64(st, 4);
 	c->expires_at = sqlite3_column_int64(st, 5);
 	c->consumed_at = sqlite3_column_type(st, 6) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 6);
+	c->row = sqlite3_column_int64(st, 7);
 }
 
 static ota_err fill_random(ota_nonce_store *s, uint8_t *p, size_t n, ota_error *err)
@@ -637,6 +642,7 @@ static ota_err do_issue(ota_nonce_store *s, const ota_nonce_binding *b, size_t n
 		if (rc != SQLITE_OK)
 			return db_err(s, rc, err, "issue");
 		out->nonce_len = nonce_len;
+		out->row = sqlite3_last_insert_rowid(s->db);
 		out->epoch = s->epoch;
 		out->issued_at = now;
 		out->expires_at = now + ttl;
@@ -684,18 +690,16 @@ static ota_err judge(ota_nonce_store *s, const ota_challenge *rec, const ota_non
 	return OTA_OK;
 }
 
-/* The challenge row of nonce into rec (its rowid into *id, may be NULL). */
+/* The challenge row of nonce into rec. */
 static ota_err do_get(ota_nonce_store *s, sqlite3_stmt *st, ota_bytes nonce, ota_challenge *rec,
-                      int64_t *id, ota_error *err)
+                      ota_error *err)
 {
 	sqlite3_bind_blob(st, 1, nonce.ptr, (int)nonce.len, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	ota_err e = OTA_OK;
-	if (rc == SQLITE_ROW) {
+	if (rc == SQLITE_ROW)
 		fill_challenge(st, nonce, rec);
-		if (id != NULL)
-			*id = sqlite3_column_int64(st, 7);
-	} else if (rc == SQLITE_DONE)
+	else if (rc == SQLITE_DONE)
 		e = ota_error_set(err, OTA_ERR_NONCE_UNKNOWN, "eat_nonce",
 		                  "no challenge with this nonce");
 	else
@@ -743,7 +747,7 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 	/* The row as it stands in this same transaction: the record just
 	 * consumed, or why it could not be (this read decides nothing). */
 	ota_challenge rec;
-	if ((e = do_get(s, s->st[ST_GET], nonce, &rec, NULL, err)) != OTA_OK)
+	if ((e = do_get(s, s->st[ST_GET], nonce, &rec, err)) != OTA_OK)
 		return won && e == OTA_ERR_NONCE_UNKNOWN
 			       ? ota_error_set(err, OTA_ERR_INTERNAL, s->where, "consumed row not found")
 			       : e;
@@ -779,6 +783,31 @@ static ota_err head_get(ota_nonce_store *s, sqlite3_stmt *st, const char *txn,
 			copy_text(owner, owner_cap, sqlite3_column_text(st, 1));
 	} else if (rc != SQLITE_DONE) {
 		e = db_err(s, rc, err, "head");
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return e;
+}
+
+/* The challenge at rowid row into rec when that row holds nonce (*found);
+ * nothing found otherwise (a hint only: the caller then looks the nonce up). */
+static ota_err get_row(ota_nonce_store *s, int64_t row, ota_bytes nonce, ota_challenge *rec,
+                       bool *found, ota_error *err)
+{
+	sqlite3_stmt *st = s->st[ST_GET_ROW];
+	*found = false;
+	sqlite3_bind_int64(st, 1, row);
+	int rc = sqlite3_step(st);
+	ota_err e = OTA_OK;
+	if (rc == SQLITE_ROW) {
+		const void *n = sqlite3_column_blob(st, 8);
+		if (n != NULL && (size_t)sqlite3_column_bytes(st, 8) == nonce.len &&
+		    memcmp(n, nonce.ptr, nonce.len) == 0) {
+			fill_challenge(st, nonce, rec);
+			*found = true;
+		}
+	} else if (rc != SQLITE_DONE) {
+		e = db_err(s, rc, err, "lookup");
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -836,8 +865,11 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	if (at > now)
 		now = at;
 	ota_challenge rec;
-	int64_t row = 0;
-	if ((e = do_get(s, s->st[ST_GET], op->nonce, &rec, &row, err)) != OTA_OK ||
+	bool have = false;
+	if (op->challenge_row > 0 &&
+	    (e = get_row(s, op->challenge_row, op->nonce, &rec, &have, err)) != OTA_OK)
+		return e;
+	if ((!have && (e = do_get(s, s->st[ST_GET], op->nonce, &rec, err)) != OTA_OK) ||
 	    (e = judge(s, &rec, b, now, at, err)) != OTA_OK)
 		return e;
 	if (!found && prior[0] != '\0')
@@ -887,7 +919,7 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	sqlite3_bind_text(st, 5, b->issuer, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, b->scope, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 7, at);
-	sqlite3_bind_int64(st, 8, row);
+	sqlite3_bind_int64(st, 8, rec.row);
 	rc = step_done(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_OK)
@@ -1074,7 +1106,7 @@ ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now, o
 	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
 		return e;
 	reader *rd = reader_lock(s);
-	e = do_get(s, rd->st[ST_GET], nonce, &rec, NULL, err);
+	e = do_get(s, rd->st[ST_GET], nonce, &rec, err);
 	reader_unlock(rd);
 	if (e != OTA_OK)
 		return e;

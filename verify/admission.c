@@ -221,6 +221,9 @@ void ota_admission_op(ota_admission *a, ota_bytes acceptance, ota_nonce_op *op)
 	/* the store records the time the acceptance signs (its iat), not the
 	 * clock of the later commit */
 	op->accepted_at = a->judged_at;
+	/* where the peek found the challenge: the commit reads that row
+	 * rather than searching the nonce index again (checked by nonce) */
+	op->challenge_row = a->challenge.row;
 }
 
 ota_err ota_admission_admit(const ota_admission_ctx *ctx, ota_bytes cose, ota_bytes expect_nonce,

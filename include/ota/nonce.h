@@ -65,6 +65,9 @@ typedef struct ota_challenge {
 	char txn[OTA_MAX_TXN_BYTES + 1];
 	char issuer[OTA_MAX_ISSUER_BYTES + 1];
 	char scope[OTA_MAX_SCOPE_BYTES + 1];
+	int64_t row;         /* where the store keeps it (its rowid; 0: unknown): a
+	                        lookup hint for ota_nonce_op.challenge_row, no part
+	                        of the challenge or its identity */
 } ota_challenge;
 
 typedef struct ota_nonce_store ota_nonce_store;
@@ -168,6 +171,10 @@ typedef struct ota_nonce_op {
 	                            the challenge's consumed_at and the acceptance's
 	                            accepted_at; 0: the batch's now. The challenge must
 	                            be unexpired at both. */
+	int64_t challenge_row;   /* optional: the challenge's row as a read reported it
+	                            (ota_challenge.row), so the store need not look the
+	                            nonce up in its index; a row that does not hold
+	                            this nonce is ignored. 0: none. */
 	/* outputs */
 	ota_err result;
 	ota_challenge challenge;

@@ -248,6 +248,9 @@ static ota_err commit_batch_at(world *w, prepared *ps, size_t n, int64_t commit_
 		ps[i].acc = accs[i];
 		ps[i].acc_len = lens[i];
 		ota_admission_op(&ps[i].adm, ota_bytes_make(accs[i], lens[i]), &ops[i]);
+		/* the commit reads the row the peek found (a hint, checked by nonce) */
+		assert_true(ops[i].challenge_row > 0);
+		assert_int_equal(ops[i].challenge_row, ps[i].adm.challenge.row);
 	}
 	return ota_nonce_store_commit_batch(w->base.store, ops, n, commit_now, &e);
 }

@@ -410,6 +410,46 @@ static void test_admit_refusals_in_batch(void **state)
 	assert_ota(ota_nonce_store_consume(f->s, nb(&cb), &bind_b, 1002, NULL, NULL), OTA_OK);
 }
 
+/*
+ * ADMIT's challenge_row (the rowid a read reported, ota_challenge.row) is a
+ * hint only: the row must hold the admission's nonce, or the nonce is
+ * looked up as without it. A hint naming another live challenge neither
+ * consumes that one nor stops this one; a row that does not exist is
+ * ignored; the right row refuses a replay as the lookup would.
+ */
+static void test_admit_row_hint(void **state)
+{
+	fixture *f = *state;
+	ota_challenge c[4], peeked;
+	for (int i = 0; i < 4; i++) {
+		assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c[i], NULL), OTA_OK);
+		assert_true(c[i].row > 0);
+	}
+	assert_true(c[0].row != c[1].row);
+	assert_ota(ota_nonce_store_peek(f->s, nb(&c[2]), 1000, &peeked, NULL), OTA_OK);
+	assert_int_equal(peeked.row, c[2].row);
+	ota_nonce_op ops[4];
+	set_admit(&ops[0], &c[0], &bind_a, "h1", NULL, "h-r1");
+	ops[0].challenge_row = c[1].row; /* another challenge's row */
+	set_admit(&ops[1], &c[2], &bind_a, "h2", NULL, "h-r2");
+	ops[1].challenge_row = c[3].row + 1000; /* no such row */
+	set_admit(&ops[2], &c[3], &bind_a, "h3", NULL, "h-r3");
+	ops[2].challenge_row = c[3].row;
+	set_admit(&ops[3], &c[3], &bind_a, "h4", NULL, "h-r4");
+	ops[3].challenge_row = c[3].row; /* the right row, consumed just before */
+	assert_ota(ota_nonce_store_commit_batch(f->s, ops, 4, 1001, NULL), OTA_OK);
+	assert_ota(ops[0].result, OTA_OK);
+	assert_memory_equal(ops[0].challenge.nonce, c[0].nonce, c[0].nonce_len);
+	assert_int_equal(ops[0].challenge.row, c[0].row);
+	assert_ota(ops[1].result, OTA_OK);
+	assert_ota(ops[2].result, OTA_OK);
+	assert_ota(ops[3].result, OTA_ERR_NONCE_REPLAYED);
+	/* c[1] was only named: still live */
+	assert_ota(ota_nonce_store_peek(f->s, nb(&c[1]), 1002, NULL, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_peek(f->s, nb(&c[0]), 1002, NULL, NULL), OTA_ERR_NONCE_REPLAYED);
+	assert_ota(ota_nonce_store_peek(f->s, nb(&c[2]), 1002, NULL, NULL), OTA_ERR_NONCE_REPLAYED);
+}
+
 /* acceptances in the file, read by a connection of sqlite's own (default
  * VFS), not the store's */
 static int64_t plain_count(const char *path, const char *sql)
@@ -758,6 +798,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_admit_heads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_admit_refusals_in_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admit_row_hint, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_gathered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill_after_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
