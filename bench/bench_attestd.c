@@ -18,12 +18,15 @@
  *     the 201 JSON answer;
  *   - the clients: LOAD_THREADS threads driving CONNS keep-alive TCP
  *     connections with epoll, one request in flight each, real HTTP/1.1
- *     POSTs (head written per request); each answer is read whole and
- *     counted only if it is a 201 carrying "result":"accepted" and an
- *     acceptance.
+ *     POSTs (head and body written with one send); each answer is read
+ *     whole (recv until its head and Content-Length bytes of body are in,
+ *     no read past it) and counted only if it is a 201 carrying
+ *     "result":"accepted" and an acceptance.
  * Not timed: the attestations are signed and their challenges issued (in
- * the endpoint's store) before the clock starts, and the connections are
- * opened before it. The run lasts SECONDS (or until N_ATT are used).
+ * the endpoint's store) before the clock starts, each request (head and
+ * COSE body) is rendered then, as a load generator such as wrk renders its
+ * request once, and the connections are opened before it. The run lasts
+ * SECONDS (or until N_ATT are used).
  *
  * Prints one JSON object (DESIGN.md section 9); on stderr the CPU time per
  * accepted attestation (endpoint + clients, getrusage), split by thread
@@ -146,8 +149,13 @@ static void thread_cpu(double out[T_N])
 	closedir(dir);
 }
 
+/* One attestation: its COSE bytes, then (once the endpoint's port is
+ * known, before the clock) its whole request, the POST head and the COSE
+ * body in one buffer. */
 typedef struct att {
 	uint8_t *msg;
+	size_t msg_len;
+	char *req;
 	size_t len;
 } att;
 
@@ -167,10 +175,12 @@ typedef struct shared {
 /* One keep-alive connection of a load thread: one request in flight. */
 typedef struct conn {
 	int fd;
-	char *out;          /* the request being sent: head + COSE body */
-	size_t out_len, out_off, out_cap;
+	const char *out;    /* the request being sent (an att's, or the GET) */
+	size_t out_len, out_off;
 	char in[8192];      /* the answer being read */
 	size_t in_len;
+	size_t head;        /* the answer's head length once its end is in, else 0 */
+	size_t body;        /* its Content-Length */
 } conn;
 
 static int dial(uint16_t port)
@@ -193,47 +203,28 @@ static int dial(uint16_t port)
 	return fd;
 }
 
-/* Writes the next request (a real HTTP/1.1 POST) into k; false when the
- * run is over. */
+static const char get_healthz[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+/* Points k at the next request (a real HTTP/1.1 POST, or the GET of the
+ * floor); false when the run is over. */
 static bool next_request(shared *s, conn *k)
 {
 	if (now_s() > s->deadline)
 		return false;
 	if (s->health) {
-		static const char get[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-		if (k->out_cap < sizeof get) {
-			free(k->out);
-			k->out = malloc(sizeof get);
-			k->out_cap = sizeof get;
-			if (k->out == NULL)
-				abort();
-		}
-		memcpy(k->out, get, sizeof get - 1);
-		k->out_len = sizeof get - 1;
-		k->out_off = 0;
-		k->in_len = 0;
-		return true;
+		k->out = get_healthz;
+		k->out_len = sizeof get_healthz - 1;
+	} else {
+		int i = atomic_fetch_add(&s->next, 1);
+		if (i >= s->n)
+			return false;
+		k->out = s->atts[i].req;
+		k->out_len = s->atts[i].len;
 	}
-	int i = atomic_fetch_add(&s->next, 1);
-	if (i >= s->n)
-		return false;
-	const att *a = &s->atts[i];
-	size_t need = a->len + 160;
-	if (k->out_cap < need) {
-		free(k->out);
-		k->out = malloc(need);
-		k->out_cap = need;
-		if (k->out == NULL)
-			abort();
-	}
-	int h = snprintf(k->out, k->out_cap,
-	                 "POST /v1/attestations HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
-	                 "Content-Type: application/cose\r\nContent-Length: %zu\r\n\r\n",
-	                 (unsigned)s->port, a->len);
-	memcpy(k->out + h, a->msg, a->len);
-	k->out_len = (size_t)h + a->len;
 	k->out_off = 0;
 	k->in_len = 0;
+	k->head = 0;
+	k->body = 0;
 	return true;
 }
 
@@ -249,10 +240,41 @@ static int pump_out(conn *k)
 	return 1;
 }
 
+/* The value of the head's Content-Length field (head: from the status
+ * line to the blank line); -1 when it has none, or two, or a malformed one. */
+static long long content_length(const char *h, size_t n)
+{
+	static const char name[] = "content-length:";
+	long long v = -1;
+	for (const char *p = memchr(h, '\n', n); p != NULL && (size_t)(p + 1 - h) < n;
+	     p = memchr(p + 1, '\n', n - (size_t)(p + 1 - h))) {
+		const char *f = p + 1;
+		if ((size_t)(h + n - f) < sizeof name - 1 || strncasecmp(f, name, sizeof name - 1) != 0)
+			continue;
+		if (v >= 0)
+			return -1;
+		f += sizeof name - 1;
+		while (*f == ' ' || *f == '\t')
+			f++;
+		if (*f < '0' || *f > '9')
+			return -1;
+		char *end = NULL;
+		v = strtoll(f, &end, 10);
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (*end != '\r' || v < 0)
+			return -1;
+	}
+	return v;
+}
+
 /*
  * Reads k's answer; 0 while incomplete, 1 for a 201 whose body is an
  * acceptance answer ("result":"accepted" and an "acceptance"), -1 for
- * anything else.
+ * anything else. Reads only until the head and its Content-Length bytes of
+ * body are in (no extra recv to see EAGAIN: one request is in flight, so
+ * any byte beyond the answer comes with it, or is read as the next
+ * answer's start and fails that one).
  */
 static int pump_in(const shared *s, conn *k)
 {
@@ -262,33 +284,37 @@ static int pump_in(const shared *s, conn *k)
 		ssize_t r = recv(k->fd, k->in + k->in_len, sizeof k->in - 1 - k->in_len, 0);
 		if (r == 0)
 			return -1;
-		if (r < 0) {
-			if (errno == EAGAIN)
-				break;
-			return -1;
-		}
+		if (r < 0)
+			return errno == EAGAIN ? 0 : -1;
+		size_t from = k->in_len >= 3 ? k->in_len - 3 : 0; /* a CRLFCRLF split across reads */
 		k->in_len += (size_t)r;
+		k->in[k->in_len] = '\0';
+		if (k->head == 0) {
+			const char *eoh = strstr(k->in + from, "\r\n\r\n");
+			if (eoh == NULL)
+				continue;
+			k->head = (size_t)(eoh + 4 - k->in);
+			long long cl = content_length(k->in, k->head - 2);
+			if (cl < 0)
+				return -1;
+			k->body = (size_t)cl;
+		}
+		if (k->in_len < k->head + k->body)
+			continue;
+		break;
 	}
-	k->in[k->in_len] = '\0';
-	char *eoh = strstr(k->in, "\r\n\r\n");
-	if (eoh == NULL)
-		return 0;
-	size_t head = (size_t)(eoh + 4 - k->in);
-	const char *cl = strcasestr(k->in, "\r\ncontent-length:");
-	if (cl == NULL || cl > eoh)
-		return -1;
-	size_t body = (size_t)strtoul(cl + 17, NULL, 10);
-	if (k->in_len < head + body)
-		return 0;
-	if (k->in_len != head + body)
+	if (k->in_len != k->head + k->body)
 		return -1; /* one request in flight: nothing may follow */
+	const char *body = k->in + k->head;
 	if (s->health)
-		return strncmp(k->in, "HTTP/1.1 200 ", 13) == 0 && strstr(eoh, "\"ok\":true") != NULL
-		               ? 1
-		               : -1;
+		return strncmp(k->in, "HTTP/1.1 200 ", 13) == 0 &&
+		               memmem(body, k->body, "\"ok\":true", 9) != NULL
+		           ? 1
+		           : -1;
+	static const char accepted[] = "\"result\":\"accepted\"", acceptance[] = "\"acceptance\":\"";
 	bool good = strncmp(k->in, "HTTP/1.1 201 ", 13) == 0 &&
-	            strstr(eoh, "\"result\":\"accepted\"") != NULL &&
-	            strstr(eoh, "\"acceptance\":\"") != NULL;
+	            memmem(body, k->body, accepted, sizeof accepted - 1) != NULL &&
+	            memmem(body, k->body, acceptance, sizeof acceptance - 1) != NULL;
 	return good ? 1 : -1;
 }
 
@@ -373,8 +399,6 @@ static void *client(void *p)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	atomic_fetch_add(&s->client_cpu_ns, (long long)(c1.tv_sec - c0.tv_sec) * 1000000000LL +
 	                                        (c1.tv_nsec - c0.tv_nsec));
-	for (int i = 0; i < n; i++)
-		free(ks[i].out);
 	free(ks);
 	close(ep);
 	return NULL;
@@ -417,6 +441,25 @@ static void run_phase(shared *s, double seconds, double *cpu, double *dt, double
 	       (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
 	pthread_barrier_destroy(&s->ready);
 	pthread_barrier_destroy(&s->go);
+}
+
+/* a's request: POST /v1/attestations with its COSE bytes as the body, head
+ * and body in one buffer (sent with one send); the COSE copy is freed. */
+static void render_post(att *a, uint16_t port)
+{
+	char head[160];
+	int h = snprintf(head, sizeof head,
+	                 "POST /v1/attestations HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+	                 "Content-Type: application/cose\r\nContent-Length: %zu\r\n\r\n",
+	                 (unsigned)port, a->msg_len);
+	a->req = malloc((size_t)h + a->msg_len);
+	if (a->req == NULL)
+		abort();
+	memcpy(a->req, head, (size_t)h);
+	memcpy(a->req + h, a->msg, a->msg_len);
+	a->len = (size_t)h + a->msg_len;
+	free(a->msg);
+	a->msg = NULL;
 }
 
 static int die(const char *what, const ota_error *e)
@@ -510,7 +553,7 @@ int main(void)
 			size_t plen = 0;
 			if (ota_attestation_encode(&a, &p, &plen) != OTA_OK ||
 			    ota_cose_sign1_sign(issuer, ota_bytes_make(p, plen), &so, &atts[k + i].msg,
-			                        &atts[k + i].len, &e) != OTA_OK)
+			                        &atts[k + i].msg_len, &e) != OTA_OK)
 				return die("sign", &e);
 			free(p);
 		}
@@ -535,6 +578,8 @@ int main(void)
 	s.port = ota_attestd_port(srv);
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)s.port);
+	for (int i = 0; i < N_ATT; i++)
+		render_post(&atts[i], s.port);
 	s.atts = atts;
 	s.n = N_ATT;
 	s.conns_per_thread = CONNS / LOAD_THREADS;
@@ -601,8 +646,10 @@ int main(void)
 	       accepted > 0 ? cpu * 1e6 / (double)accepted : 0.0, http_us, verify_us,
 	       http_us + verify_us > 0 ? verify_us / (http_us + verify_us) : 0.0, per_att(split[T_LOOPS]),
 	       per_att(split[T_COMMIT]), per_att(split[T_CLIENTS]), batches > 0 ? (double)batch_ops / (double)batches : 0.0);
-	for (int i = 0; i < N_ATT; i++)
+	for (int i = 0; i < N_ATT; i++) {
 		free(atts[i].msg);
+		free(atts[i].req);
+	}
 	free(atts);
 	ota_trust_root_free(root);
 	ota_key_free(rootk);
