@@ -40,6 +40,9 @@
 #include "ota/key.h"
 #include "ota/trust.h"
 
+/* the largest body buffer a connection keeps between its requests */
+#define SPARE_BUF_BYTES (16u * 1024u)
+
 /* An answer: status, content type and a malloc'ed body (owned). */
 typedef struct answer {
 	unsigned status;
@@ -74,6 +77,11 @@ typedef struct conn_watch {
 	bool paused;           /* suspended for the group commit */
 	bool killed;           /* shut down by the watchdog */
 	struct conn_watch *prev, *next;
+	/* the connection's last request, kept for its next one (a req is
+	 * several KiB: malloc and free of it, and of its body buffer, on every
+	 * request cost more than keeping one per connection); its pool
+	 * thread's only, never the watchdog's */
+	struct req *spare;
 } conn_watch;
 
 typedef struct req {
@@ -286,6 +294,47 @@ static void sb_str(sbuf *b, const char *s)
 	b->len = (size_t)(w - b->p);
 }
 
+
+/* A JSON string holding the base64 of in (RFC 4648 section 4, padded) or,
+ * url, its base64url (section 5, unpadded): the characters
+ * ota_base64_encode and ota_base64url_encode write, encoded straight into
+ * the answer (no copy, no strlen). */
+static void sb_b64(sbuf *b, const uint8_t *in, size_t n, bool url)
+{
+	static const char std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	sb_reserve(b, (n + 2) / 3 * 4 + 3);
+	if (b->oom)
+		return;
+	const char *t = url ? safe : std;
+	char *w = b->p + b->len;
+	*w++ = '"';
+	size_t i = 0;
+	for (; i + 3 <= n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		w[0] = t[v >> 18];
+		w[1] = t[v >> 12 & 63];
+		w[2] = t[v >> 6 & 63];
+		w[3] = t[v & 63];
+		w += 4;
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)in[i] << 16;
+		if (n - i == 2)
+			v |= (uint32_t)in[i + 1] << 8;
+		*w++ = t[v >> 18];
+		*w++ = t[v >> 12 & 63];
+		if (n - i == 2)
+			*w++ = t[v >> 6 & 63];
+		else if (!url)
+			*w++ = '=';
+		if (!url)
+			*w++ = '=';
+	}
+	*w++ = '"';
+	*w = '\0';
+	b->len = (size_t)(w - b->p);
+}
 
 static void sb_int(sbuf *b, long long v)
 {
@@ -766,19 +815,15 @@ static void finish_admit(ota_attestd *d, req *r)
 		answer_error(d, a, method, url, &e);
 		return;
 	}
-	char *b64 = NULL, *nonce = NULL;
 	const ota_challenge *ch = &ad->challenge;
-	if (ota_base64_encode(ota_bytes_make(r->acc, r->acc_len), &b64) != OTA_OK ||
-	    ota_base64url_encode(ota_bytes_make(ch->nonce, ch->nonce_len), &nonce) != OTA_OK) {
-		free(b64);
-		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "acceptance", "encoding");
-		return;
-	}
 	atomic_fetch_add(&d->accepted, 1);
+	/* one allocation: the acceptance's base64 and the rest (each text
+	 * member is at most OTA_ATT_TEXT_MAX bytes; sb_str grows the buffer
+	 * for one that must be escaped) */
 	sbuf b = {NULL, 0, 0, false};
-	sb_reserve(&b, strlen(b64) + 2048);
+	sb_reserve(&b, (r->acc_len + 2) / 3 * 4 + 2048);
 	sb_lit(&b, "{\"acceptance\":");
-	sb_plain(&b, b64);
+	sb_b64(&b, r->acc, r->acc_len, false);
 	sb_lit(&b, ",\"accepted_at\":");
 	sb_int(&b, (long long)r->now);
 	sb_lit(&b, ",\"attestation\":");
@@ -800,7 +845,7 @@ static void finish_admit(ota_attestd *d, req *r)
 	sb_lit(&b, ",\"issuer\":");
 	sb_str(&b, ch->issuer);
 	sb_lit(&b, ",\"kind\":\"ota.challenge/v1\",\"nonce\":");
-	sb_plain(&b, nonce);
+	sb_b64(&b, ch->nonce, ch->nonce_len, true);
 	sb_lit(&b, ",\"scope\":");
 	sb_str(&b, ch->scope);
 	sb_lit(&b, ",\"txn\":");
@@ -816,8 +861,6 @@ static void finish_admit(ota_attestd *d, req *r)
 	sb_lit(&b, ",\"result\":\"accepted\",\"txn\":");
 	sb_str(&b, ad->claims.txn);
 	sb_lit(&b, "}\n");
-	free(b64);
-	free(nonce);
 	if (d->opts.log_requests)
 		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:s}", "level", "info", "event", "accepted",
 		                      "attestation", ad->record_id, "txn", ad->claims.txn, "issuer",
@@ -1006,31 +1049,6 @@ static void answer_method(ota_attestd *d, answer *a, const char *method, const c
 	a->allow = allow;
 }
 
-typedef struct header_count {
-	const char *name;
-	unsigned n;
-} header_count;
-
-static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
-{
-	header_count *h = cls;
-	(void)kind;
-	(void)value;
-	if (key != NULL && strcasecmp(key, h->name) == 0)
-		h->n++;
-	return MHD_YES;
-}
-
-/* How many times the request carries header name (MHD keeps each one;
- * its lookup answers the first only). */
-static unsigned header_count_of(struct MHD_Connection *c, const char *name)
-{
-	header_count h = {name, 0};
-	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
-	return h.n;
-}
-
 /* RFC 9110 section 5.6.2: a field name is a token. */
 static bool is_token(const char *s, size_t n)
 {
@@ -1045,15 +1063,42 @@ static bool is_token(const char *s, size_t n)
 	return true;
 }
 
-static enum MHD_Result scan_name(void *cls, enum MHD_ValueKind kind, const char *key,
-                                 size_t key_size, const char *value, size_t value_size)
+/* What the handler judges of a request's header fields, in one walk: a
+ * name that is not a token, and how many times each singleton field comes
+ * (MHD keeps each one; its lookup answers the first only). */
+typedef struct header_scan {
+	bool bad_name;
+	unsigned host, content_length, content_type, transfer_encoding;
+} header_scan;
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
 {
-	bool *bad = cls;
+	header_scan *h = cls;
 	(void)kind;
 	(void)value;
 	(void)value_size;
-	if (key == NULL || !is_token(key, key_size))
-		*bad = true;
+	if (key == NULL || !is_token(key, key_size)) {
+		h->bad_name = true;
+		return MHD_YES;
+	}
+	/* MHD's names are NUL-terminated; the length picks the candidate */
+	switch (key_size) {
+	case sizeof MHD_HTTP_HEADER_HOST - 1:
+		h->host += strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0;
+		break;
+	case sizeof MHD_HTTP_HEADER_CONTENT_LENGTH - 1:
+		h->content_length += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
+		break;
+	case sizeof MHD_HTTP_HEADER_CONTENT_TYPE - 1:
+		h->content_type += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_TYPE) == 0;
+		break;
+	case sizeof MHD_HTTP_HEADER_TRANSFER_ENCODING - 1:
+		h->transfer_encoding += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+		break;
+	default:
+		break;
+	}
 	return MHD_YES;
 }
 
@@ -1149,11 +1194,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	ota_attestd *d = cls;
 	req *r = *con_cls;
 	if (r == NULL) {
-		/* adm (most of the struct) is cleared by ota_admission_prepare */
-		r = malloc(sizeof *r);
-		if (r == NULL)
+		/* the connection's spare, its body buffer kept; adm (most of the
+		 * struct) is cleared by ota_admission_prepare */
+		conn_watch *w = watch_of(c);
+		uint8_t *buf = NULL;
+		size_t cap = 0;
+		if (w != NULL && w->spare != NULL) {
+			r = w->spare;
+			w->spare = NULL;
+			buf = r->buf;
+			cap = r->cap;
+		} else if ((r = malloc(sizeof *r)) == NULL) {
 			return MHD_NO;
+		}
 		memset(r, 0, offsetof(req, adm));
+		r->buf = buf;
+		r->cap = cap;
 		r->method = method;
 		r->url = url;
 		*con_cls = r;
@@ -1162,41 +1218,42 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		/* a field name with whitespace before its colon ("Content-Length :
 		 * 5") is not the field to MHD but may be to a proxy that trims it:
 		 * the request would be framed twice (RFC 9112 section 5.1: 400) */
-		bool bad_name = false;
-		MHD_get_connection_values_n(c, MHD_HEADER_KIND, scan_name, &bad_name);
-		if (bad_name)
+		header_scan h = {false, 0, 0, 0, 0};
+		MHD_get_connection_values_n(c, MHD_HEADER_KIND, scan_header, &h);
+		if (h.bad_name)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "header",
 			                    "a field name that is not a token");
 		/* RFC 9112 section 3.2: an HTTP/1.1 request without Host, or any
 		 * with two, is 400 (a proxy or cache in front may key on either) */
-		unsigned hosts = header_count_of(c, MHD_HTTP_HEADER_HOST);
-		if (hosts > 1 || (hosts == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
+		if (h.host > 1 || (h.host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "host",
-			                    hosts > 1 ? "more than one Host header"
-			                              : "an HTTP/1.1 request without Host");
-		if (header_count_of(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 1)
+			                    h.host > 1 ? "more than one Host header"
+			                               : "an HTTP/1.1 request without Host");
+		if (h.content_length > 1)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "content-length",
 			                    "more than one Content-Length header");
-		if (header_count_of(c, MHD_HTTP_HEADER_CONTENT_TYPE) > 1)
+		if (h.content_type > 1)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
 			                    "more than one Content-Type header");
 		/* a body framed twice (chunked and a length) is how requests are
 		 * smuggled past a proxy that reads the other framing: refused */
-		if (header_count_of(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 1 ||
-		    (header_count_of(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 0 &&
-		     header_count_of(c, MHD_HTTP_HEADER_CONTENT_LENGTH) > 0))
+		if (h.transfer_encoding > 1 || (h.transfer_encoding > 0 && h.content_length > 0))
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "transfer-encoding",
 			                    "Transfer-Encoding with Content-Length, or twice");
 		/* MHD reads a body as chunked only when the coding is exactly
 		 * "chunked"; any other (identity, "gzip, chunked") left it waiting
 		 * for the peer's close with no length: RFC 9112 section 6.1 says 400 */
-		const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-		                                             MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		const char *te = h.transfer_encoding == 0
+		                     ? NULL
+		                     : MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		                                                   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 		if (te != NULL && strcasecmp(te, "chunked") != 0)
 			return refuse_early(d, c, r, OTA_ERR_HTTP_BAD_REQUEST, "transfer-encoding",
 			                    "a transfer coding other than chunked");
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *cl = h.content_length == 0
+		                     ? NULL
+		                     : MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		                                                   MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL) {
 			char *end = NULL;
 			unsigned long long v = strtoull(cl, &end, 10);
@@ -1271,6 +1328,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	ota_attestd *d = cls;
 	(void)toe;
 	req *r = *con_cls;
+	conn_watch *w = c != NULL ? watch_of(c) : NULL;
 	if (c != NULL)
 		(void)watch_restart(d, c, false); /* the next request's deadline */
 	if (r != NULL) {
@@ -1279,9 +1337,32 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		free(r->ans.body);
 		json_decref(r->json);
 		free(r->acc);
-		free(r->buf);
-		free(r);
+		r->ans.body = NULL;
+		r->json = NULL;
+		r->acc = NULL;
+		/* kept for the connection's next request, with a body buffer of
+		 * at most SPARE_BUF_BYTES (a larger one is given back) */
+		if (r->cap > SPARE_BUF_BYTES) {
+			free(r->buf);
+			r->buf = NULL;
+			r->cap = 0;
+		}
+		if (w != NULL && w->spare == NULL) {
+			w->spare = r;
+		} else {
+			free(r->buf);
+			free(r);
+		}
 		*con_cls = NULL;
+	}
+}
+
+static void spare_free(conn_watch *w)
+{
+	if (w->spare != NULL) {
+		free(w->spare->buf);
+		free(w->spare);
+		w->spare = NULL;
 	}
 }
 
@@ -1303,6 +1384,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		if (w->next != NULL)
 			w->next->prev = w->prev;
 		pthread_mutex_unlock(&d->wmu);
+		spare_free(w);
 		free(w);
 		*socket_context = NULL;
 		return;

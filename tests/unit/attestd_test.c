@@ -192,6 +192,186 @@ static void test_routes(void **state)
 	free(ans);
 }
 
+/*
+ * The 201 answer's bytes. The endpoint writes it with its own renderer
+ * (server.c finish_admit: base64 encoded straight into the answer, no
+ * jansson); it must be exactly what jansson writes for the same object
+ * (compact, sorted keys) and a newline, its acceptance the base64 of the
+ * stored acceptance (as GET /v1/acceptances/<id> encodes it with
+ * ota_base64_encode), and its challenge record's nonce the challenge's
+ * nonce in base64url as the challenge answer gave it. Nonces of 16, 17, 18,
+ * 32 and 64 bytes cover the three remainders of base64's 3-byte groups.
+ */
+static void test_answer_bytes(void **state)
+{
+	fx *f = *state;
+	static const size_t lens[] = {16, 17, 18, 32, 64};
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		ota_nonce_binding b = {"txn-answer", "issuer:acme", "oci_remote"};
+		char boundary[32];
+		snprintf(boundary, sizeof boundary, "b-answer-%zu", lens[k]);
+		ota_attestation a;
+		test_attestation_claims(&a, f->w.root, "issuer:acme", b.txn, boundary, NULL);
+		char *cans = NULL, *ans = NULL;
+		ota_error e = {0};
+		assert_ota(ota_attest_client_challenge(f->url, &b, lens[k], 0, &cans, &e), OTA_OK);
+		json_t *co = json_loads(cans, 0, NULL);
+		free(cans);
+		assert_non_null(co);
+		const char *n64 = json_string_value(json_object_get(co, "nonce"));
+		assert_non_null(n64);
+		uint8_t *raw = NULL;
+		size_t nl = 0;
+		assert_ota(ota_base64_decode(n64, strlen(n64), &raw, &nl), OTA_OK);
+		assert_int_equal(nl, lens[k]);
+		memcpy(a.nonce, raw, nl);
+		a.nonce_len = nl;
+		char *url64 = NULL;
+		assert_ota(ota_base64url_encode(ota_bytes_make(raw, nl), &url64), OTA_OK);
+		free(raw);
+		a.iat = (int64_t)time(NULL);
+		a.exp = a.iat + 120;
+		size_t len = 0;
+		uint8_t *msg = test_attestation_sign(&a, f->w.issuer_key, true, &len);
+		assert_ota(ota_attest_client_submit(f->url, ota_bytes_make(msg, len), &ans, &e), OTA_OK);
+		free(msg);
+		json_t *o = json_loads(ans, 0, NULL);
+		assert_non_null(o);
+		char *canon = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+		assert_non_null(canon);
+		size_t cl = strlen(canon);
+		if (strlen(ans) != cl + 1 || memcmp(ans, canon, cl) != 0 || ans[cl] != '\n')
+			fail_msg("nonce of %zu bytes: the answer\n%s\nis not jansson's\n%s\n", lens[k], ans,
+			         canon);
+		free(canon);
+		const char *cn = json_string_value(
+			json_object_get(json_object_get(o, "challenge_record"), "nonce"));
+		assert_non_null(cn);
+		assert_string_equal(cn, url64);
+		assert_string_equal(cn, n64);
+		free(url64);
+		char path[128];
+		snprintf(path, sizeof path, "/v1/acceptances/%s",
+		         json_string_value(json_object_get(o, "attestation")));
+		char *gans = NULL;
+		size_t gn = 0;
+		long st = 0;
+		assert_ota(ota_attest_client_get(f->url, path, &gans, &gn, &st, &e), OTA_OK);
+		assert_int_equal(st, 200);
+		json_t *go = json_loads(gans, 0, NULL);
+		free(gans);
+		assert_non_null(go);
+		assert_string_equal(json_string_value(json_object_get(o, "acceptance")),
+		                    json_string_value(json_object_get(go, "acceptance")));
+		json_decref(go);
+		json_decref(o);
+		json_decref(co);
+		free(ans);
+	}
+}
+
+/* One answer on a keep-alive connection: sends head + body, reads the
+ * answer's head and its Content-Length bytes of body; the status, the body
+ * in *json (new, NULL when not JSON). */
+static int keepalive_ask(int fd, const char *head, const void *body, size_t len, json_t **json)
+{
+	char h[512];
+	int hn = snprintf(h, sizeof h, "%sContent-Length: %zu\r\n\r\n", head, len);
+	assert_true(hn > 0 && (size_t)hn < sizeof h);
+	test_http_send_all(fd, h, (size_t)hn);
+	if (len > 0)
+		test_http_send_all(fd, body, len);
+	static char in[65536];
+	size_t n = 0, want = 0;
+	char *eoh = NULL;
+	for (;;) {
+		assert_true(n < sizeof in - 1);
+		ssize_t r = recv(fd, in + n, sizeof in - 1 - n, 0);
+		assert_true(r > 0);
+		n += (size_t)r;
+		in[n] = '\0';
+		if (eoh == NULL && (eoh = strstr(in, "\r\n\r\n")) != NULL) {
+			const char *cl = strcasestr(in, "\r\ncontent-length:");
+			assert_non_null(cl);
+			want = (size_t)(eoh + 4 - in) + strtoul(cl + 17, NULL, 10);
+		}
+		if (eoh != NULL && n >= want)
+			break;
+	}
+	assert_int_equal(n, want); /* one request in flight: nothing follows its answer */
+	*json = json_loads(eoh + 4, 0, NULL);
+	return atoi(in + 9);
+}
+
+/*
+ * Several requests on one keep-alive connection: each request's state (its
+ * body buffer, its job, too_large, its answer) is the connection's kept
+ * request of the one before (server.c completed: conn_watch.spare), so
+ * nothing of a request may leak into the next: a challenge, then the
+ * attestation for it (201), the same bytes again (409 nonce_replayed, not a
+ * second acceptance), a body of garbage (403, the COSE error, not the
+ * earlier job), a JSON body on the COSE route (415), a 20 KiB body (the
+ * kept buffer grows past SPARE_BUF_BYTES and is given back) and the
+ * /healthz GET. Under ASan this walks every path of the kept request.
+ */
+static void test_keepalive_reuse(void **state)
+{
+	fx *f = *state;
+	uint16_t port = ota_attestd_port(f->d);
+	int fd = test_http_dial(port, 10);
+#define J "POST /v1/challenges HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+#define C "POST /v1/attestations HTTP/1.1\r\nHost: x\r\nContent-Type: application/cose\r\n"
+	json_t *o = NULL;
+	static const char ask[] = "{\"txn\":\"txn-keepalive\",\"issuer\":\"issuer:acme\","
+	                          "\"scope\":\"oci_remote\"}";
+	assert_int_equal(keepalive_ask(fd, J, ask, strlen(ask), &o), 201);
+	const char *n64 = json_string_value(json_object_get(o, "nonce"));
+	assert_non_null(n64);
+	ota_attestation a;
+	test_attestation_claims(&a, f->w.root, "issuer:acme", "txn-keepalive", "b-keepalive", NULL);
+	uint8_t *raw_nonce = NULL;
+	size_t nl = 0;
+	assert_ota(ota_base64_decode(n64, strlen(n64), &raw_nonce, &nl), OTA_OK);
+	memcpy(a.nonce, raw_nonce, nl);
+	a.nonce_len = nl;
+	free(raw_nonce);
+	json_decref(o);
+	a.iat = (int64_t)time(NULL);
+	a.exp = a.iat + 120;
+	size_t len = 0;
+	uint8_t *msg = test_attestation_sign(&a, f->w.issuer_key, true, &len);
+	assert_int_equal(keepalive_ask(fd, C, msg, len, &o), 201);
+	assert_string_equal(json_string_value(json_object_get(o, "result")), "accepted");
+	json_decref(o);
+	assert_int_equal(keepalive_ask(fd, C, msg, len, &o), 409);
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "nonce_replayed");
+	json_decref(o);
+	free(msg);
+	static uint8_t junk[20 * 1024];
+	memset(junk, 0xa5, sizeof junk);
+	assert_int_equal(keepalive_ask(fd, C, junk, 100, &o), 403);
+	assert_non_null(json_object_get(o, "code"));
+	assert_string_not_equal(json_string_value(json_object_get(o, "code")), "nonce_replayed");
+	json_decref(o);
+	assert_int_equal(keepalive_ask(fd, C "X-Pad: 1\r\n", ask, strlen(ask), &o), 403);
+	json_decref(o);
+	assert_int_equal(keepalive_ask(fd,
+	                               "POST /v1/attestations HTTP/1.1\r\nHost: x\r\nContent-Type: "
+	                               "application/json\r\n",
+	                               ask, strlen(ask), &o),
+	                 415);
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "http_content_type");
+	json_decref(o);
+	assert_int_equal(keepalive_ask(fd, C, junk, sizeof junk, &o), 403);
+	json_decref(o);
+	assert_int_equal(keepalive_ask(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n", NULL, 0, &o), 200);
+	assert_true(json_is_true(json_object_get(o, "ok")));
+	json_decref(o);
+	close(fd);
+#undef J
+#undef C
+}
+
 /* ---- raw HTTP: garbage, truncated and oversized bodies ---- */
 
 /* Sends raw bytes, reads the answer's status line (0 when none). */
@@ -507,6 +687,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kill9_loop), /* first: no threads in this process when it forks */
 		cmocka_unit_test_setup_teardown(test_routes, start, stop),
+		cmocka_unit_test_setup_teardown(test_answer_bytes, start, stop),
+		cmocka_unit_test_setup_teardown(test_keepalive_reuse, start, stop),
 		cmocka_unit_test_setup_teardown(test_garbage_memory, start, stop),
 	};
 	(void)g;
