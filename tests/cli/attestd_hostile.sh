@@ -111,6 +111,9 @@ elif mode == "framing":
         ("version-none", b"GET /healthz\r\n\r\n"),
         ("headers-many", b"GET /healthz HTTP/1.1\r\n" + H + b"".join(b"X-%d: a\r\n" % i for i in range(3000)) + b"\r\n"),
         ("header-huge", b"GET /healthz HTTP/1.1\r\n" + H + b"X-a: " + b"a" * 100000 + b"\r\n\r\n"),
+        # the 8 KiB pool: a head of 7,000 bytes is served, one of 9,000 is not
+        ("head-7000", b"GET /healthz HTTP/1.1\r\n" + H + b"X-a: " + b"a" * 6959 + b"\r\n\r\n"),
+        ("head-9000", b"GET /healthz HTTP/1.1\r\n" + H + b"X-a: " + b"a" * 8959 + b"\r\n\r\n"),
     ]
     for name, data in cases:
         s = socket.create_connection(("127.0.0.1", port), timeout=3)
@@ -231,8 +234,10 @@ expect chunk-size-huge "413 - - -" "libmicrohttpd: over 64 bits"
 expect url-huge "414 - - -" "libmicrohttpd"
 expect version-2 "505 - - -" "libmicrohttpd"
 expect version-none "400 - - -" "libmicrohttpd: HTTP/0.9"
-expect headers-many "431 - - -" "16 KiB connection memory pool"
-expect header-huge "431 - - -" "16 KiB connection memory pool"
+expect headers-many "431 - - -" "8 KiB connection memory pool"
+expect header-huge "431 - - -" "8 KiB connection memory pool"
+expect head-7000 "200 - - -" "a 7,000-byte head within the 8 KiB pool"
+expect head-9000 "431 - - -" "a 9,000-byte head over the 8 KiB pool"
 expect cl-over-cap "413 http_body_too_large body -" "before reading"
 # no 100 Continue: the body is refused before the client sends it
 expect expect-over-cap "413 http_body_too_large body -" "no 100 Continue"
