@@ -20,4 +20,37 @@ bool nonce_acceptance_issuer(ota_bytes acceptance, char *out, size_t cap);
  */
 #define NONCE_WALBUF_VFS "ota-walbuf"
 int nonce_walbuf_register(void);
+
+/*
+ * The peek cache (peek_cache.c): the challenges this store handle issued,
+ * so that ota_nonce_store_peek answers them without sqlite. Written by
+ * store.c only after a COMMIT, under the writer mutex; read by peeks from
+ * any thread. Bounded: NONCE_PEEK_CACHE_ENTRIES records and
+ * NONCE_PEEK_CACHE_BYTES of them (a record is a 56-byte header plus the
+ * nonce and the three binding strings at their own lengths, about 150
+ * bytes for a 32-byte nonce and short bindings); a challenge that does not
+ * fit is not cached.
+ */
+#define NONCE_PEEK_CACHE_ENTRIES ((size_t)1 << 17)
+#define NONCE_PEEK_CACHE_BYTES ((size_t)64 << 20)
+typedef struct nonce_cache nonce_cache;
+/* NULL when out of memory (the store then peeks through sqlite). */
+nonce_cache *nonce_cache_new(size_t max_entries, size_t max_bytes);
+void nonce_cache_free(nonce_cache *c);
+/* rec: a committed challenge; now: the clock of its transaction (a full
+ * shard sweeps entries expired at now, at most once per second of it). */
+void nonce_cache_put(nonce_cache *c, const ota_challenge *rec, int64_t now);
+/* a committed consumption of nonce, if cached */
+void nonce_cache_consumed(nonce_cache *c, const uint8_t *nonce, size_t len, int64_t consumed_at);
+/* the record of nonce into out (cleared by the caller) when cached */
+bool nonce_cache_get(nonce_cache *c, ota_bytes nonce, ota_challenge *out);
+/* drops every entry with expires_at <= cutoff (a committed purge) */
+void nonce_cache_purge(nonce_cache *c, int64_t cutoff);
+void nonce_cache_stats(nonce_cache *c, uint64_t *hits, uint64_t *entries);
+
+/* For tests only: peeks the cache of s answered, and its entries. */
+void nonce_store_peek_cache_stats(ota_nonce_store *s, uint64_t *hits, uint64_t *entries);
+/* For tests only: replaces the (empty) cache of s by one of these caps;
+ * max_entries 0: no cache at all. Call before any other thread uses s. */
+void nonce_store_peek_cache_reset(ota_nonce_store *s, size_t max_entries, size_t max_bytes);
 #endif

@@ -120,6 +120,8 @@ struct ota_nonce_store {
 	pthread_mutex_t mu;
 	reader rd[READERS];
 	atomic_uint next_reader;
+	/* the challenges this handle issued (peek_cache.c); NULL: none */
+	nonce_cache *cache;
 	ota_nonce_opts opts;
 	int64_t epoch;
 	int64_t min_epoch;
@@ -417,6 +419,8 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 		return ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
 	}
 	s->mu_ok = true;
+	/* without it (out of memory) every peek reads sqlite */
+	s->cache = nonce_cache_new(NONCE_PEEK_CACHE_ENTRIES, NONCE_PEEK_CACHE_BYTES);
 	for (int i = 0; i < READERS; i++) {
 		if (pthread_mutex_init(&s->rd[i].mu, NULL) != 0) {
 			e = ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
@@ -512,7 +516,19 @@ void ota_nonce_store_close(ota_nonce_store *s)
 	sqlite3_close(s->db);
 	if (s->mu_ok)
 		pthread_mutex_destroy(&s->mu);
+	nonce_cache_free(s->cache);
 	free(s);
+}
+
+void nonce_store_peek_cache_stats(ota_nonce_store *s, uint64_t *hits, uint64_t *entries)
+{
+	nonce_cache_stats(s->cache, hits, entries);
+}
+
+void nonce_store_peek_cache_reset(ota_nonce_store *s, size_t max_entries, size_t max_bytes)
+{
+	nonce_cache_free(s->cache);
+	s->cache = max_entries > 0 ? nonce_cache_new(max_entries, max_bytes) : NULL;
 }
 
 int64_t ota_nonce_store_epoch(const ota_nonce_store *s)
@@ -1016,6 +1032,20 @@ static ota_err commit_locked(ota_nonce_store *s, ota_nonce_op *ops, size_t n, in
 		e = db_err(s, rc, err, "commit");
 		goto out_rollback;
 	}
+	/* Committed: the peek cache learns what this transaction did, still
+	 * under mu, so that it sees the handle's commits in their order (a
+	 * consume can never reach the cache before its challenge's issue). A
+	 * refused operation changed nothing. */
+	for (size_t i = 0; i < n; i++) {
+		const ota_nonce_op *op = &ops[i];
+		if (op->result != OTA_OK)
+			continue;
+		if (op->kind == OTA_NONCE_OP_ISSUE)
+			nonce_cache_put(s->cache, &op->challenge, now);
+		else /* CONSUME, ADMIT */
+			nonce_cache_consumed(s->cache, op->challenge.nonce, op->challenge.nonce_len,
+			                     op->challenge.consumed_at);
+	}
 	return OTA_OK;
 out_rollback:
 	if (!sqlite3_get_autocommit(s->db))
@@ -1112,11 +1142,19 @@ ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now, o
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store");
 	if ((e = check_nonce_len(nonce, err)) != OTA_OK)
 		return e;
-	reader *rd = reader_lock(s);
-	e = do_get(s, rd->st[ST_GET], nonce, &rec, err);
-	reader_unlock(rd);
-	if (e != OTA_OK)
-		return e;
+	/* A challenge this handle issued is answered from memory: no read
+	 * transaction, whose start after every group commit costs sqlite its
+	 * page cache (pread64 and fcntl locks). What other processes did to it
+	 * the cache does not see; a stale "live" only moves the refusal to the
+	 * consuming transaction, whose UPDATE re-checks every condition. */
+	memset(&rec, 0, sizeof rec);
+	if (!nonce_cache_get(s->cache, nonce, &rec)) {
+		reader *rd = reader_lock(s);
+		e = do_get(s, rd->st[ST_GET], nonce, &rec, err);
+		reader_unlock(rd);
+		if (e != OTA_OK)
+			return e;
+	}
 	if ((e = judge(s, &rec, NULL, now, now, err)) != OTA_OK)
 		return e;
 	if (out != NULL)
@@ -1137,10 +1175,16 @@ ota_err ota_nonce_store_purge(ota_nonce_store *s, int64_t now, uint64_t *deleted
 	int rc = step_done(st);
 	sqlite3_clear_bindings(st);
 	ota_err e = OTA_OK;
-	if (rc != SQLITE_OK)
+	if (rc != SQLITE_OK) {
 		e = db_err(s, rc, err, "purge");
-	else if (deleted != NULL)
-		*deleted = (uint64_t)sqlite3_changes64(s->db);
+	} else {
+		/* the rows just deleted (autocommit: committed) leave the peek
+		 * cache too, under mu like every change to it */
+		int64_t cutoff = now >= INT64_MIN + s->opts.skew ? now - s->opts.skew : INT64_MIN;
+		nonce_cache_purge(s->cache, cutoff);
+		if (deleted != NULL)
+			*deleted = (uint64_t)sqlite3_changes64(s->db);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return e;
 }

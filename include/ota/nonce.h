@@ -119,7 +119,10 @@ OTA_API OTA_NODISCARD ota_err ota_nonce_store_consume(ota_nonce_store *s, ota_by
  * acceptance before the consuming transaction). Never a decision: only a
  * consume decides. Returns the same codes a consume would (nonce_unknown,
  * nonce_replayed, nonce_expired, nonce_stale_epoch, nonce_not_yet_issued)
- * or OTA_OK with *out.
+ * or OTA_OK with *out. A challenge issued through s is answered from s's
+ * memory (docs/nonce-store.md, "The peek cache"), exactly as the file would
+ * answer for what was done through s; another process's consume or purge
+ * of it is seen only by the consume, which re-checks everything.
  */
 OTA_API OTA_NODISCARD ota_err ota_nonce_store_peek(ota_nonce_store *s, ota_bytes nonce, int64_t now,
                                                    ota_challenge *out, ota_error *err);
