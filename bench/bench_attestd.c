@@ -22,8 +22,10 @@
  *     whole (recv until its head and Content-Length bytes of body are in,
  *     no read past it) and counted only if it is a 201 carrying
  *     "result":"accepted" and an acceptance.
- * Not timed: the attestations are signed and their challenges issued (in
- * the endpoint's store) before the clock starts, each request (head and
+ * Not timed: the challenges are issued by the endpoint (POST
+ * /v1/challenges through libcurl, as providers ask for them, so they are in
+ * the endpoint's own store handle and its peek cache) and the attestations
+ * signed before the clock starts, each request (head and
  * COSE body) is rendered then, as a load generator such as wrk renders its
  * request once, and the connections are opened before it. The run lasts
  * SECONDS (or until N_ATT are used).
@@ -63,6 +65,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "ota/admission.h"
 #include "ota/attestd.h"
@@ -161,6 +165,7 @@ static void thread_cpu(double out[T_N])
  * known, before the clock) its whole request, the POST head and the COSE
  * body in one buffer. */
 typedef struct att {
+	uint8_t nonce[32]; /* the challenge the endpoint issued for it */
 	uint8_t *msg;
 	size_t msg_len;
 	char *req;
@@ -451,6 +456,58 @@ static void run_phase(shared *s, double seconds, double *cpu, double *dt, double
 	pthread_barrier_destroy(&s->go);
 }
 
+/* Challenges for every attestation, asked of the endpoint by
+ * ISSUE_THREADS libcurl clients (before the clock). */
+#define ISSUE_THREADS 16
+typedef struct issuing {
+	const char *url;
+	const ota_nonce_binding *b;
+	att *atts;
+	atomic_int next;
+	atomic_int failed;
+} issuing;
+
+/* the 32-byte nonce of a challenge answer (base64url, no padding) */
+static bool answer_nonce(const char *text, uint8_t out[32])
+{
+	json_t *j = json_loads(text, 0, NULL);
+	const char *n = json_string_value(json_object_get(j, "nonce"));
+	char b64[64];
+	size_t l = n != NULL ? strlen(n) : 0;
+	bool ok = l == 43;
+	for (size_t i = 0; ok && i < l; i++)
+		b64[i] = n[i] == '-' ? '+' : n[i] == '_' ? '/' : n[i];
+	uint8_t *raw = NULL;
+	size_t rl = 0;
+	if (ok) {
+		b64[l] = '=';
+		ok = ota_base64_decode(b64, l + 1, &raw, &rl) == OTA_OK && rl == 32;
+	}
+	if (ok)
+		memcpy(out, raw, 32);
+	free(raw);
+	json_decref(j);
+	return ok;
+}
+
+static void *issue_main(void *arg)
+{
+	issuing *c = arg;
+	for (int k; (k = atomic_fetch_add(&c->next, 1)) < N_ATT;) {
+		char *out = NULL;
+		ota_error e;
+		ota_error_clear(&e);
+		bool ok = ota_attest_client_challenge(c->url, c->b, 32, 600, &out, &e) == OTA_OK &&
+		          answer_nonce(out, c->atts[k].nonce);
+		free(out);
+		if (!ok) {
+			atomic_fetch_add(&c->failed, 1);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
 /* a's request: POST /v1/attestations with its COSE bytes as the body, head
  * and body in one buffer (sent with one send); the COSE copy is freed. */
 static void render_post(att *a, uint16_t port)
@@ -523,52 +580,6 @@ int main(void)
 	ota_wipe(pem, pl);
 	free(pem);
 
-	/* challenges issued ahead (in the endpoint's store) and attestations
-	 * signed ahead: the timed part is admission only */
-	ota_nonce_store *st = NULL;
-	if (ota_nonce_store_open(db_path, NULL, &st, &e) != OTA_OK)
-		return die("store", &e);
-	att *atts = calloc(N_ATT, sizeof *atts);
-	ota_nonce_op *ops = calloc(1000, sizeof *ops);
-	if (atts == NULL || ops == NULL)
-		return 3;
-	const ota_nonce_binding b = {"txn-bench", "issuer:bench", "oci_remote"};
-	ota_cose_sign_opts so;
-	memset(&so, 0, sizeof so);
-	so.include_kid = true;
-	for (int k = 0; k < N_ATT; k += 1000) {
-		memset(ops, 0, 1000 * sizeof *ops);
-		for (int i = 0; i < 1000; i++) {
-			ops[i].kind = OTA_NONCE_OP_ISSUE;
-			ops[i].binding = &b;
-		}
-		if (ota_nonce_store_commit_batch(st, ops, 1000, now, &e) != OTA_OK)
-			return die("issue", &e);
-		for (int i = 0; i < 1000; i++) {
-			ota_attestation a;
-			memset(&a, 0, sizeof a);
-			snprintf(a.iss, sizeof a.iss, "issuer:bench");
-			a.iat = now;
-			a.exp = now + 600;
-			memcpy(a.nonce, ops[i].challenge.nonce, ops[i].challenge.nonce_len);
-			a.nonce_len = ops[i].challenge.nonce_len;
-			snprintf(a.kind, sizeof a.kind, "initial_application");
-			snprintf(a.txn, sizeof a.txn, "txn-bench");
-			snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(root));
-			snprintf(a.provider, sizeof a.provider, "oci_remote");
-			snprintf(a.boundary, sizeof a.boundary, "boundary-%d", k + i);
-			uint8_t *p = NULL;
-			size_t plen = 0;
-			if (ota_attestation_encode(&a, &p, &plen) != OTA_OK ||
-			    ota_cose_sign1_sign(issuer, ota_bytes_make(p, plen), &so, &atts[k + i].msg,
-			                        &atts[k + i].msg_len, &e) != OTA_OK)
-				return die("sign", &e);
-			free(p);
-		}
-	}
-	ota_nonce_store_close(st);
-	free(ops);
-
 	ota_attestd_opts o;
 	ota_attestd_opts_init(&o);
 	o.port = 0;
@@ -586,6 +597,48 @@ int main(void)
 	s.port = ota_attestd_port(srv);
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)s.port);
+	/* challenges issued by the endpoint (POST /v1/challenges, its group
+	 * committer and its store handle, as providers get them), and the
+	 * attestations answering them signed, all before the clock: the timed
+	 * part is admission only */
+	att *atts = calloc(N_ATT, sizeof *atts);
+	if (atts == NULL)
+		return 3;
+	const ota_nonce_binding b = {"txn-bench", "issuer:bench", "oci_remote"};
+	issuing is = {.url = url, .b = &b, .atts = atts};
+	pthread_t ith[ISSUE_THREADS];
+	for (int i = 0; i < ISSUE_THREADS; i++)
+		if (pthread_create(&ith[i], NULL, issue_main, &is) != 0)
+			return die("issue thread", NULL);
+	for (int i = 0; i < ISSUE_THREADS; i++)
+		pthread_join(ith[i], NULL);
+	if (atomic_load(&is.failed) != 0)
+		return die("issue through the endpoint", NULL);
+	ota_cose_sign_opts so;
+	memset(&so, 0, sizeof so);
+	so.include_kid = true;
+	now = (int64_t)time(NULL);
+	for (int k = 0; k < N_ATT; k++) {
+		ota_attestation a;
+		memset(&a, 0, sizeof a);
+		snprintf(a.iss, sizeof a.iss, "issuer:bench");
+		a.iat = now;
+		a.exp = now + 600;
+		memcpy(a.nonce, atts[k].nonce, sizeof atts[k].nonce);
+		a.nonce_len = sizeof atts[k].nonce;
+		snprintf(a.kind, sizeof a.kind, "initial_application");
+		snprintf(a.txn, sizeof a.txn, "txn-bench");
+		snprintf(a.trust_root, sizeof a.trust_root, "%s", ota_trust_root_identity(root));
+		snprintf(a.provider, sizeof a.provider, "oci_remote");
+		snprintf(a.boundary, sizeof a.boundary, "boundary-%d", k);
+		uint8_t *p = NULL;
+		size_t plen = 0;
+		if (ota_attestation_encode(&a, &p, &plen) != OTA_OK ||
+		    ota_cose_sign1_sign(issuer, ota_bytes_make(p, plen), &so, &atts[k].msg,
+		                        &atts[k].msg_len, &e) != OTA_OK)
+			return die("sign", &e);
+		free(p);
+	}
 	for (int i = 0; i < N_ATT; i++)
 		render_post(&atts[i], s.port);
 	s.atts = atts;
