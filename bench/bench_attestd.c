@@ -472,17 +472,9 @@ static bool answer_nonce(const char *text, uint8_t out[32])
 {
 	json_t *j = json_loads(text, 0, NULL);
 	const char *n = json_string_value(json_object_get(j, "nonce"));
-	char b64[64];
-	size_t l = n != NULL ? strlen(n) : 0;
-	bool ok = l == 43;
-	for (size_t i = 0; ok && i < l; i++)
-		b64[i] = n[i] == '-' ? '+' : n[i] == '_' ? '/' : n[i];
 	uint8_t *raw = NULL;
 	size_t rl = 0;
-	if (ok) {
-		b64[l] = '=';
-		ok = ota_base64_decode(b64, l + 1, &raw, &rl) == OTA_OK && rl == 32;
-	}
+	bool ok = n != NULL && ota_base64_decode(n, strlen(n), &raw, &rl) == OTA_OK && rl == 32;
 	if (ok)
 		memcpy(out, raw, 32);
 	free(raw);
