@@ -326,6 +326,26 @@ static void test_inverse(void **state)
 		checked++;
 	}
 	assert_true(checked > 2900);
+	/* every power of two, and n minus each: the divsteps' longest and
+	 * shortest runs of zero bits */
+	for (int k = 0; k < 256; k++) {
+		for (int minus = 0; minus < 2; minus++) {
+			BN_zero(s);
+			BN_set_bit(s, k);
+			if (minus) {
+				BIGNUM *t = BN_dup(n);
+				assert_non_null(t);
+				assert_int_equal(BN_sub(t, t, s), 1);
+				BN_copy(s, t);
+				BN_free(t);
+			}
+			put(s, sb);
+			assert_true(ota_ec_fast_inverse(sb, got));
+			assert_non_null(BN_mod_inverse(w, s, n, ctx));
+			put(w, want);
+			assert_memory_equal(got, want, 32);
+		}
+	}
 	/* 0 and n have no inverse here */
 	memset(sb, 0, 32);
 	assert_false(ota_ec_fast_inverse(sb, got));
