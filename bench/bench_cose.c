@@ -2,10 +2,19 @@
  * bench_cose: COSE_Sign1 verification rate (ota_cose_sign1_verify: strict
  * decode + Sig_structure + signature check) against OpenSSL's raw
  * EVP_DigestVerify on the same key, the same to-be-signed bytes and the same
- * signature (pre-converted to what OpenSSL takes), for ES256 and EdDSA with a
- * 1 KiB payload.
+ * signatures (pre-converted to what OpenSSL takes), for ES256 and EdDSA with
+ * a 1 KiB payload.
  *
- * Baselines, on the same key, bytes and signature, in the same process:
+ * The signatures are distinct: per algorithm, NSIG messages with distinct
+ * payloads (the first four bytes are the message's index), each signed once
+ * by the same key, and every side verifies them in turn, in the same order.
+ * Verifying one message over and over would let the CPU's branch predictor
+ * learn the data-dependent branches of a verification (ours: the inverse of
+ * s in common/ec_fast.c; OpenSSL's have their own), which flatters branchy
+ * code on every side; an endpoint or an archive verifier sees a new
+ * signature every time.
+ *
+ * Baselines, on the same key, bytes and signatures, in the same process:
  *   openssl_evp_verify_<alg>: EVP_DigestVerifyInit + EVP_DigestVerify per
  *     message, the plain one-shot use of the EVP API;
  *   openssl_evp_verify_<alg>_prepared: what a tuned caller does, with the
@@ -32,6 +41,7 @@
 #include "ota/key.h"
 
 #define PAYLOAD_BYTES 1024u
+#define NSIG 64 /* distinct messages (and signatures) per algorithm */
 
 /*
  * This thread's CPU time: time spent descheduled while other processes run
@@ -51,16 +61,21 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* One signed message and what the baselines take for it. */
 typedef struct {
-	ota_alg alg;
-	const char *name;      /* "es256" */
-	ota_key *key;
 	uint8_t *msg;          /* COSE_Sign1 */
 	size_t msg_len;
 	uint8_t tbs[PAYLOAD_BYTES + 64]; /* Sig_structure */
 	size_t tbs_len;
 	uint8_t sig[160];      /* as OpenSSL takes it: DER for ECDSA */
 	size_t sig_len;
+} signed_msg;
+
+typedef struct {
+	ota_alg alg;
+	const char *name;      /* "es256" */
+	ota_key *key;
+	signed_msg *m;         /* NSIG messages, distinct payloads, one key */
 	const EVP_MD *md;      /* NULL for EdDSA */
 	EVP_PKEY *pkey;        /* borrowed from key */
 } fixture;
@@ -84,6 +99,67 @@ static size_t put_head(uint8_t *w, unsigned mt, size_t n)
 	return 3;
 }
 
+/* Signs message idx (a payload of its own) and precomputes what the
+ * baselines take; dies unless our verifier accepts it. */
+static void sign_one(const fixture *f, size_t idx, signed_msg *sm)
+{
+	uint8_t payload[PAYLOAD_BYTES];
+	for (size_t i = 0; i < sizeof payload; i++)
+		payload[i] = (uint8_t)(i * 131u + 7u);
+	for (size_t i = 0; i < 4; i++) /* distinct per message */
+		payload[i] = (uint8_t)(idx >> (8 * i));
+	ota_cose_sign_opts so;
+	memset(&so, 0, sizeof so);
+	so.alg = f->alg;
+	so.include_kid = true;
+	ota_error err;
+	if (ota_cose_sign1_sign(f->key, ota_bytes_make(payload, sizeof payload), &so, &sm->msg,
+	                        &sm->msg_len, &err) != OTA_OK)
+		die("signing failed");
+
+	ota_cose_sign1 m;
+	if (ota_cose_sign1_verify(ota_bytes_make(sm->msg, sm->msg_len), f->key, NULL, &m, &err) !=
+	    OTA_OK)
+		die("our own message does not verify");
+
+	/* Sig_structure = ["Signature1", protected, h'', payload], built here
+	 * independently of verify/ */
+	size_t n = 0;
+	sm->tbs[n++] = 0x84;
+	sm->tbs[n++] = 0x6a;
+	memcpy(sm->tbs + n, "Signature1", 10);
+	n += 10;
+	n += put_head(sm->tbs + n, 2, m.protected_bytes.len);
+	memcpy(sm->tbs + n, m.protected_bytes.ptr, m.protected_bytes.len);
+	n += m.protected_bytes.len;
+	sm->tbs[n++] = 0x40;
+	n += put_head(sm->tbs + n, 2, m.payload.len);
+	memcpy(sm->tbs + n, m.payload.ptr, m.payload.len);
+	n += m.payload.len;
+	sm->tbs_len = n;
+
+	if (f->alg == OTA_ALG_EDDSA) {
+		if (m.signature.len > sizeof sm->sig)
+			die("EdDSA signature too long");
+		memcpy(sm->sig, m.signature.ptr, m.signature.len);
+		sm->sig_len = m.signature.len;
+	} else {
+		/* raw r||s -> DER once, outside the timed loop (favours the baseline) */
+		size_t half = m.signature.len / 2;
+		ECDSA_SIG *es = ECDSA_SIG_new();
+		BIGNUM *r = BN_bin2bn(m.signature.ptr, (int)half, NULL);
+		BIGNUM *s = BN_bin2bn(m.signature.ptr + half, (int)half, NULL);
+		if (es == NULL || r == NULL || s == NULL || ECDSA_SIG_set0(es, r, s) != 1)
+			die("ECDSA_SIG");
+		unsigned char *p = sm->sig;
+		int dl = i2d_ECDSA_SIG(es, &p);
+		ECDSA_SIG_free(es);
+		if (dl <= 0 || (size_t)dl > sizeof sm->sig)
+			die("i2d_ECDSA_SIG");
+		sm->sig_len = (size_t)dl;
+	}
+}
+
 static void setup(fixture *f, ota_alg alg, const char *name)
 {
 	memset(f, 0, sizeof *f);
@@ -93,67 +169,33 @@ static void setup(fixture *f, ota_alg alg, const char *name)
 		die("key generation failed");
 	f->pkey = ota_key_evp(f->key);
 	f->md = alg == OTA_ALG_EDDSA ? NULL : EVP_sha256();
-
-	uint8_t payload[PAYLOAD_BYTES];
-	for (size_t i = 0; i < sizeof payload; i++)
-		payload[i] = (uint8_t)(i * 131u + 7u);
-	ota_cose_sign_opts so;
-	memset(&so, 0, sizeof so);
-	so.alg = alg;
-	so.include_kid = true;
-	ota_error err;
-	if (ota_cose_sign1_sign(f->key, ota_bytes_make(payload, sizeof payload), &so, &f->msg,
-	                        &f->msg_len, &err) != OTA_OK)
-		die("signing failed");
-
-	ota_cose_sign1 m;
-	if (ota_cose_sign1_verify(ota_bytes_make(f->msg, f->msg_len), f->key, NULL, &m, &err) !=
-	    OTA_OK)
-		die("our own message does not verify");
-
-	/* Sig_structure = ["Signature1", protected, h'', payload], built here
-	 * independently of verify/ */
-	size_t n = 0;
-	f->tbs[n++] = 0x84;
-	f->tbs[n++] = 0x6a;
-	memcpy(f->tbs + n, "Signature1", 10);
-	n += 10;
-	n += put_head(f->tbs + n, 2, m.protected_bytes.len);
-	memcpy(f->tbs + n, m.protected_bytes.ptr, m.protected_bytes.len);
-	n += m.protected_bytes.len;
-	f->tbs[n++] = 0x40;
-	n += put_head(f->tbs + n, 2, m.payload.len);
-	memcpy(f->tbs + n, m.payload.ptr, m.payload.len);
-	n += m.payload.len;
-	f->tbs_len = n;
-
-	if (alg == OTA_ALG_EDDSA) {
-		memcpy(f->sig, m.signature.ptr, m.signature.len);
-		f->sig_len = m.signature.len;
-	} else {
-		/* raw r||s -> DER once, outside the timed loop (favours the baseline) */
-		size_t half = m.signature.len / 2;
-		ECDSA_SIG *es = ECDSA_SIG_new();
-		BIGNUM *r = BN_bin2bn(m.signature.ptr, (int)half, NULL);
-		BIGNUM *s = BN_bin2bn(m.signature.ptr + half, (int)half, NULL);
-		if (es == NULL || r == NULL || s == NULL || ECDSA_SIG_set0(es, r, s) != 1)
-			die("ECDSA_SIG");
-		unsigned char *p = f->sig;
-		int dl = i2d_ECDSA_SIG(es, &p);
-		ECDSA_SIG_free(es);
-		if (dl <= 0 || (size_t)dl > sizeof f->sig)
-			die("i2d_ECDSA_SIG");
-		f->sig_len = (size_t)dl;
+	f->m = calloc(NSIG, sizeof *f->m);
+	if (f->m == NULL)
+		die("out of memory");
+	for (size_t i = 0; i < NSIG; i++) {
+		sign_one(f, i, &f->m[i]);
+		for (size_t j = 0; j < i; j++)
+			if (f->m[j].sig_len == f->m[i].sig_len &&
+			    memcmp(f->m[j].sig, f->m[i].sig, f->m[i].sig_len) == 0)
+				die("two messages have the same signature");
 	}
 }
 
-static int openssl_verify_once(const fixture *f)
+static void teardown(fixture *f)
+{
+	for (size_t i = 0; i < NSIG; i++)
+		free(f->m[i].msg);
+	free(f->m);
+	ota_key_free(f->key);
+}
+
+static int openssl_verify_once(const fixture *f, const signed_msg *m)
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	if (ctx == NULL)
 		return 0;
 	int ok = EVP_DigestVerifyInit(ctx, NULL, f->md, NULL, f->pkey) == 1 &&
-	         EVP_DigestVerify(ctx, f->sig, f->sig_len, f->tbs, f->tbs_len) == 1;
+	         EVP_DigestVerify(ctx, m->sig, m->sig_len, m->tbs, m->tbs_len) == 1;
 	EVP_MD_CTX_free(ctx);
 	return ok;
 }
@@ -188,7 +230,7 @@ static void unprepare(void)
 	prep_md = NULL;
 }
 
-static int openssl_prepared_once(const fixture *f)
+static int openssl_prepared_once(const fixture *f, const signed_msg *m)
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	if (ctx == NULL)
@@ -196,39 +238,44 @@ static int openssl_prepared_once(const fixture *f)
 	int ok;
 	if (f->alg == OTA_ALG_EDDSA) {
 		ok = EVP_MD_CTX_copy_ex(ctx, prep_edctx) == 1 &&
-		     EVP_DigestVerify(ctx, f->sig, f->sig_len, f->tbs, f->tbs_len) == 1;
+		     EVP_DigestVerify(ctx, m->sig, m->sig_len, m->tbs, m->tbs_len) == 1;
 	} else {
 		uint8_t dig[EVP_MAX_MD_SIZE];
 		unsigned dl = 0;
 		EVP_PKEY_CTX *pc = NULL;
 		ok = EVP_DigestInit_ex(ctx, prep_md, NULL) == 1 &&
-		     EVP_DigestUpdate(ctx, f->tbs, f->tbs_len) == 1 &&
+		     EVP_DigestUpdate(ctx, m->tbs, m->tbs_len) == 1 &&
 		     EVP_DigestFinal_ex(ctx, dig, &dl) == 1 &&
 		     (pc = EVP_PKEY_CTX_dup(prep_vctx)) != NULL &&
-		     EVP_PKEY_verify(pc, f->sig, f->sig_len, dig, dl) == 1;
+		     EVP_PKEY_verify(pc, m->sig, m->sig_len, dig, dl) == 1;
 		EVP_PKEY_CTX_free(pc);
 	}
 	EVP_MD_CTX_free(ctx);
 	return ok;
 }
 
-static int ours_verify_once(const fixture *f)
+static int ours_verify_once(const fixture *f, const signed_msg *m)
 {
-	return ota_cose_sign1_verify(ota_bytes_make(f->msg, f->msg_len), f->key, NULL, NULL, NULL) ==
+	return ota_cose_sign1_verify(ota_bytes_make(m->msg, m->msg_len), f->key, NULL, NULL, NULL) ==
 	       OTA_OK;
 }
 
 #define SIDES 3
 #define BATCH 16
-static int (*const side_fn[SIDES])(const fixture *) = {ours_verify_once, openssl_verify_once,
-                                                       openssl_prepared_once};
+typedef int (*verify_fn)(const fixture *, const signed_msg *);
+static const verify_fn side_fn[SIDES] = {ours_verify_once, openssl_verify_once,
+                                         openssl_prepared_once};
 
-/* Seconds taken by BATCH calls of fn; dies if any verification fails. */
-static double time_batch(int (*fn)(const fixture *), const fixture *f)
+/*
+ * Seconds taken by BATCH calls of fn, on the messages *next, *next + 1, ...
+ * (mod NSIG); *next is the side's own counter, so every side goes through
+ * the same messages in the same order. Dies if any verification fails.
+ */
+static double time_batch(verify_fn fn, const fixture *f, unsigned long *next)
 {
 	double t0 = now_s();
 	for (int i = 0; i < BATCH; i++)
-		if (!fn(f))
+		if (!fn(f, &f->m[(*next)++ % NSIG]))
 			die("a verification failed during the benchmark");
 	return now_s() - t0;
 }
@@ -254,15 +301,16 @@ static void run(const fixture *f, long rounds, double secs)
 		if (rate[s] == NULL || ratio[s] == NULL)
 			die("out of memory");
 	}
+	unsigned long next[SIDES] = {0}; /* per side: the next message, mod NSIG */
 	for (int s = 0; s < SIDES; s++) /* warm-up */
-		(void)time_batch(side_fn[s], f);
+		(void)time_batch(side_fn[s], f, &next[s]);
 	for (long r = 0; r < rounds; r++) {
 		double t[SIDES] = {0};
 		unsigned long batches = 0;
 		do {
 			for (int k = 0; k < SIDES; k++) {
 				int s = (int)((batches + (unsigned long)k) % SIDES);
-				t[s] += time_batch(side_fn[s], f);
+				t[s] += time_batch(side_fn[s], f, &next[s]);
 			}
 			batches++;
 		} while (t[0] + t[1] + t[2] < SIDES * secs);
@@ -313,12 +361,12 @@ int main(int argc, char **argv)
 		fixture f;
 		setup(&f, cases[i].alg, cases[i].name);
 		prepare(&f);
-		if (!openssl_verify_once(&f) || !openssl_prepared_once(&f))
-			die("OpenSSL does not verify the same bytes: Sig_structure mismatch");
+		for (size_t k = 0; k < NSIG; k++)
+			if (!openssl_verify_once(&f, &f.m[k]) || !openssl_prepared_once(&f, &f.m[k]))
+				die("OpenSSL does not verify the same bytes: Sig_structure mismatch");
 		run(&f, rounds, secs);
 		unprepare();
-		free(f.msg);
-		ota_key_free(f.key);
+		teardown(&f);
 	}
 	return 0;
 }
