@@ -15,7 +15,9 @@
 #include <sqlite3.h>
 
 #include "cli.h"
+#include "ota/admission.h"
 #include "ota/archive.h"
+#include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/trust.h"
 
@@ -165,6 +167,22 @@ static int usage(void)
  * runner-owned record has none; `ota-verify archive` refuses an issuer's
  * record without one: archive_acceptance_missing).
  */
+/* The claims of a receipt attestation's COSE bytes (base64), unverified:
+ * false when they cannot be read. */
+static bool attestation_lane(const json_t *cose_b64, ota_attestation *claims)
+{
+	const char *b64 = json_string_value(cose_b64);
+	uint8_t *cose = NULL;
+	size_t n = 0;
+	if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &cose, &n) != OTA_OK)
+		return false;
+	ota_cose_sign1 m;
+	bool ok = ota_cose_sign1_decode(ota_bytes_make(cose, n), NULL, &m, NULL) == OTA_OK &&
+	          ota_attestation_parse(m.payload, claims, NULL) == OTA_OK;
+	free(cose);
+	return ok;
+}
+
 static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes *accs,
                                   size_t *naccs, ota_error *e)
 {
@@ -177,8 +195,10 @@ static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes 
 	ota_err rc = OTA_OK;
 	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
 	    sqlite3_busy_timeout(h, 10000) != SQLITE_OK ||
-	    sqlite3_prepare_v2(h, "SELECT acceptance FROM acceptances WHERE record_id = ?1", -1, &q,
-	                       NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(h,
+	                       "SELECT acceptance FROM acceptances"
+	                       " WHERE txn = ?2 AND boundary = ?3 AND record_id = ?1",
+	                       -1, &q, NULL) != SQLITE_OK) {
 		rc = ota_error_set(e, OTA_ERR_DB, db, "not an ota-attestd database: %s",
 		                   h != NULL ? sqlite3_errmsg(h) : "cannot open");
 		goto out;
@@ -191,7 +211,22 @@ static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes 
 			rc = ota_error_set(e, OTA_ERR_TOO_LARGE, db, "more than %d acceptances", MAX_ACC);
 			break;
 		}
+		/* the store finds an acceptance by its lane: the attestation's own
+		 * txn and boundary claims (its signature is ota-verify's to judge) */
+		ota_attestation *claims = calloc(1, sizeof *claims);
+		if (claims == NULL) {
+			rc = ota_error_set(e, OTA_ERR_NOMEM, db, "attestation");
+			break;
+		}
+		if (!attestation_lane(json_object_get(json_array_get(atts, i), "cose_sign1"), claims)) {
+			fprintf(stderr, "ota: archive: attestations[%zu] %s: no txn and boundary claims"
+			                " to find its acceptance by\n", i, id);
+			free(claims);
+			continue;
+		}
 		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 2, claims->txn, -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 3, claims->boundary, -1, SQLITE_STATIC);
 		int r = sqlite3_step(q);
 		if (r == SQLITE_ROW) {
 			size_t n = (size_t)sqlite3_column_bytes(q, 0);
@@ -211,6 +246,7 @@ static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes 
 		}
 		sqlite3_reset(q);
 		sqlite3_clear_bindings(q);
+		free(claims);
 	}
 out:
 	sqlite3_finalize(q);

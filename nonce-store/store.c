@@ -17,9 +17,11 @@
 #include "nonce_internal.h"
 
 /* 1: heads without an owner; 2: each (txn, boundary) lane bound to the
- * issuer of its first accepted record (heads.issuer). A version 1 file is
- * migrated when opened (migrate_v1). */
-#define SCHEMA_VERSION 2
+ * issuer of its first accepted record (heads.issuer); 3: acceptances found
+ * by lane and record id (UNIQUE(txn, boundary, record_id)), no longer by a
+ * record id index over all of them. Older files are migrated when opened
+ * (migrate_v1, migrate_v2). */
+#define SCHEMA_VERSION 3
 
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS ota_meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
@@ -34,12 +36,19 @@ static const char schema_sql[] =
 	/* issuer: the lane's owner, the issuer of its first accepted record */
 	"CREATE TABLE IF NOT EXISTS heads(txn TEXT NOT NULL, boundary TEXT NOT NULL,"
 	" head TEXT NOT NULL, issuer TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
-	/* Acceptances too are appended in commit order behind an index. */
+	/* Acceptances too are appended in commit order, found by their lane
+	 * and record id: a new record's index entry lands beside its lane's
+	 * earlier ones (the pages its heads row and its lane's recent records
+	 * are on), where an index of record ids alone (hashes) put every new
+	 * entry on a page of its own across the whole history. A record id
+	 * covers the COSE bytes, which carry the txn and boundary claims, so
+	 * it names one lane. */
 	"CREATE TABLE IF NOT EXISTS acceptances(seq INTEGER PRIMARY KEY,"
-	" record_id TEXT NOT NULL UNIQUE,"
+	" record_id TEXT NOT NULL,"
 	" txn TEXT NOT NULL, boundary TEXT NOT NULL, prior TEXT NOT NULL,"
 	" nonce BLOB NOT NULL, accepted_at INTEGER NOT NULL,"
-	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL);";
+	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL,"
+	" UNIQUE(txn, boundary, record_id));";
 
 enum {
 	ST_BEGIN,
@@ -93,7 +102,8 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	[ST_ACC_EXISTS] = "SELECT 1 FROM acceptances WHERE record_id = ?1 AND txn = ?2 AND boundary = ?3",
 	[ST_ACC_INSERT] = "INSERT INTO acceptances(record_id, txn, boundary, prior, nonce, accepted_at,"
 			  " attestation, acceptance) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-	[ST_ACC_GET] = "SELECT attestation, acceptance FROM acceptances WHERE record_id = ?1",
+	[ST_ACC_GET] = "SELECT attestation, acceptance FROM acceptances"
+		       " WHERE txn = ?2 AND boundary = ?3 AND record_id = ?1",
 	[ST_PURGE] = "DELETE FROM challenges WHERE expires_at <= ?1 - ?2",
 };
 
@@ -333,6 +343,43 @@ out:
 	return e;
 }
 
+/*
+ * Schema 2 -> 3, inside open_epoch's transaction: acceptances is rebuilt
+ * without the index of record ids alone (sqlite cannot drop the index of a
+ * UNIQUE column), its rows in the same order with the same seq. A table
+ * already in today's layout (a schema 1 store rebuilt by relayout_v1) is
+ * left as it is.
+ */
+static ota_err migrate_v2(ota_nonce_store *s, ota_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+	                            "SELECT 1 FROM pragma_index_list('acceptances') AS il"
+	                            " WHERE il.\"unique\" = 1"
+	                            " AND (SELECT count(*) FROM pragma_index_info(il.name)) = 1"
+	                            " AND (SELECT name FROM pragma_index_info(il.name)) = 'record_id'",
+	                            -1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, "migrate schema 2");
+	rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	if (rc == SQLITE_DONE)
+		return OTA_OK; /* no index of record ids alone: today's layout */
+	if (rc != SQLITE_ROW)
+		return db_err(s, rc, err, "migrate schema 2");
+	ota_err e;
+	if ((e = exec_sql(s, "ALTER TABLE acceptances RENAME TO acceptances_v2;", err)) != OTA_OK ||
+	    (e = exec_sql(s, schema_sql, err)) != OTA_OK)
+		return e;
+	return exec_sql(s,
+	                "INSERT INTO acceptances(seq, record_id, txn, boundary, prior, nonce,"
+	                " accepted_at, attestation, acceptance) SELECT seq, record_id, txn, boundary,"
+	                " prior, nonce, accepted_at, attestation, acceptance FROM acceptances_v2"
+	                " ORDER BY seq;"
+	                "DROP TABLE acceptances_v2;",
+	                err);
+}
+
 /* Creates the schema and durably bumps the epoch (synchronous=FULL). */
 static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 {
@@ -346,7 +393,7 @@ static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 	 * A 16 MiB page cache, not 64: at every COMMIT sqlite walks the
 	 * whole hash of its page cache once a B-tree split in the transaction
 	 * has renumbered pages through the pending-byte page (balance_nonroot;
-	 * random record_id keys split often), so the walk grows with the
+	 * schema 2's random record_id keys split often), so the walk grows with the
 	 * cache, and a larger cache also costs the writer fresh memory for
 	 * acceptance rows it never reads again. Store-only admissions, 150,000
 	 * and 600,000 of them: 24.2 -> 22.1 and 28.9 -> 27.6 us of CPU each. */
@@ -359,8 +406,9 @@ static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 	if ((e = exec_sql(s, schema_sql, err)) != OTA_OK)
 		goto out_rollback;
 	int64_t ver = meta_get(s, "schema", 0);
-	if (ver == 1) {
-		if ((e = migrate_v1(s, err)) != OTA_OK)
+	if (ver == 1 || ver == 2) {
+		if ((ver == 1 && (e = migrate_v1(s, err)) != OTA_OK) ||
+		    (e = migrate_v2(s, err)) != OTA_OK)
 			goto out_rollback;
 	} else if (ver != 0 && ver != SCHEMA_VERSION) {
 		e = ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where, "schema version %lld",
@@ -1189,9 +1237,10 @@ ota_err ota_nonce_store_purge(ota_nonce_store *s, int64_t now, uint64_t *deleted
 	return e;
 }
 
-ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *record_id,
-                                       uint8_t **attestation, size_t *att_len, uint8_t **acceptance,
-                                       size_t *acc_len, ota_error *err)
+ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *txn, const char *boundary,
+                                       const char *record_id, uint8_t **attestation,
+                                       size_t *att_len, uint8_t **acceptance, size_t *acc_len,
+                                       ota_error *err)
 {
 	if (attestation != NULL)
 		*attestation = NULL;
@@ -1201,11 +1250,13 @@ ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *record_id
 		*att_len = 0;
 	if (acc_len != NULL)
 		*acc_len = 0;
-	if (s == NULL || record_id == NULL)
-		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store or id");
+	if (s == NULL || txn == NULL || boundary == NULL || record_id == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "no store, lane or id");
 	reader *rd = reader_lock(s);
 	sqlite3_stmt *st = rd->st[ST_ACC_GET];
 	sqlite3_bind_text(st, 1, record_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, txn, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, boundary, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	ota_err e = OTA_OK;
 	if (rc == SQLITE_ROW) {

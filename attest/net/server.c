@@ -895,22 +895,57 @@ static void finish_job(ota_attestd *d, req *r)
 	r->json = NULL;
 }
 
-static void route_acceptance(ota_attestd *d, answer *a, const char *method, const char *url,
-                             const char *id)
+/* The lane of GET /v1/acceptances/<id>?txn=T&boundary=B: each exactly
+ * once, nothing else, 1..OTA_ATT_TEXT_MAX bytes without NUL (what an
+ * attestation's txn and boundary claims may hold). */
+typedef struct {
+	const char *txn, *boundary;
+	int ntxn, nboundary, other;
+} lane_query;
+
+static enum MHD_Result lane_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                size_t key_len, const char *value, size_t value_len)
 {
+	(void)kind;
+	lane_query *q = cls;
+	bool ok = value != NULL && value_len > 0 && value_len <= OTA_ATT_TEXT_MAX &&
+	          strlen(value) == value_len && strlen(key) == key_len;
+	if (ok && strcmp(key, "txn") == 0) {
+		q->txn = value;
+		q->ntxn++;
+	} else if (ok && strcmp(key, "boundary") == 0) {
+		q->boundary = value;
+		q->nboundary++;
+	} else {
+		q->other++;
+	}
+	return MHD_YES;
+}
+
+static void route_acceptance(ota_attestd *d, struct MHD_Connection *c, answer *a,
+                             const char *method, const char *url, const char *id)
+{
+	ota_error e;
+	ota_error_clear(&e);
+	lane_query q = {0};
+	(void)MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, lane_arg, &q);
+	/* a malformed request: 400 (403 is for refused attestations) */
 	if (!ota_id_is_valid(id)) {
-		/* a malformed request path: 400 (403 is for refused attestations) */
-		ota_error e;
-		ota_error_clear(&e);
 		ota_error_set(&e, OTA_ERR_ID_MALFORMED, "id", "want sha256:<64 hex>");
 		answer_error_status(d, a, method, url, &e, MHD_HTTP_BAD_REQUEST);
 		return;
 	}
-	ota_error e;
-	ota_error_clear(&e);
+	if (q.ntxn != 1 || q.nboundary != 1 || q.other != 0) {
+		ota_error_set(&e, OTA_ERR_HTTP_BAD_REQUEST, "query",
+		              "want ?txn=T&boundary=B, each once, 1..%u bytes, nothing else",
+		              (unsigned)OTA_ATT_TEXT_MAX);
+		answer_error_status(d, a, method, url, &e, MHD_HTTP_BAD_REQUEST);
+		return;
+	}
 	uint8_t *acc = NULL;
 	size_t acc_len = 0;
-	if (ota_nonce_store_acceptance_get(d->store, id, NULL, NULL, &acc, &acc_len, &e) != OTA_OK) {
+	if (ota_nonce_store_acceptance_get(d->store, q.txn, q.boundary, id, NULL, NULL, &acc,
+	                                   &acc_len, &e) != OTA_OK) {
 		answer_error(d, a, method, url, &e);
 		return;
 	}
@@ -1044,7 +1079,7 @@ static bool dispatch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a
 		if (!get)
 			answer_method(d, a, method, url, "GET, HEAD");
 		else
-			route_acceptance(d, a, method, url, url + 16);
+			route_acceptance(d, c, a, method, url, url + 16);
 		return false;
 	}
 	answer_fail(d, a, method, url, OTA_ERR_HTTP_NOT_FOUND, url, "no such route");

@@ -4,7 +4,8 @@
  * links. docs/attestation.md documents the HTTP API and its JSON shapes.
  *
  * Routes: POST /v1/challenges (JSON), POST /v1/attestations
- * (application/cose), GET /v1/acceptances/<sha256:...>, GET /v1/trust-root,
+ * (application/cose), GET /v1/acceptances/<sha256:...>?txn=T&boundary=B,
+ * GET /v1/trust-root,
  * GET /healthz, GET /metrics (Prometheus text). Every error answer is JSON
  * {"ok": false, "code": <stable error name>, "where": ..., "message": ...}.
  *

@@ -208,14 +208,15 @@ OTA_API OTA_NODISCARD ota_err ota_nonce_store_purge(ota_nonce_store *s, int64_t 
 /* ---- stored acceptances and heads ---- */
 
 /*
- * Looks up the stored acceptance of record_id. *attestation and *acceptance
- * (either may be NULL) are new (free()). not_found when absent.
+ * Looks up the stored acceptance of record_id on the lane (txn, boundary)
+ * its attestation names (acceptances are indexed by lane and record id:
+ * docs/nonce-store.md). *attestation and *acceptance (either may be NULL)
+ * are new (free()). not_found when absent.
  */
-OTA_API OTA_NODISCARD ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s,
-                                                             const char *record_id,
-                                                             uint8_t **attestation, size_t *att_len,
-                                                             uint8_t **acceptance, size_t *acc_len,
-                                                             ota_error *err);
+OTA_API OTA_NODISCARD ota_err ota_nonce_store_acceptance_get(
+	ota_nonce_store *s, const char *txn, const char *boundary, const char *record_id,
+	uint8_t **attestation, size_t *att_len, uint8_t **acceptance, size_t *acc_len,
+	ota_error *err);
 /* Current head of (txn, boundary) into out (OTA_ID_LEN+1 bytes, or larger
  * ids up to 256); "" when none. */
 OTA_API OTA_NODISCARD ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn,

@@ -191,7 +191,11 @@ head -c 300 /dev/urandom >"$work/junk"
 st=$(code -X POST -H 'Content-Type: application/cose' --data-binary @"$work/junk" "$U/v1/attestations")
 [ "$st" -ge 400 ] && [ "$st" -lt 500 ] && pass "garbage COSE refused ($st $(jq -r .code "$work/body"))" || bad "garbage COSE $st"
 [ "$(code "$U/v1/trust-root")" = 200 ] && cmp -s "$work/body" "$T/root.json" && pass "trust root served" || bad "trust root"
-[ "$(code "$U/v1/acceptances/$R1")" = 200 ] && pass "stored acceptance" || bad "acceptance lookup"
+[ "$(code "$U/v1/acceptances/$R1?txn=txn-1&boundary=b1")" = 200 ] && pass "stored acceptance" || bad "acceptance lookup"
+[ "$(code "$U/v1/acceptances/$R1?txn=txn-1&boundary=b9")" = 404 ] && [ "$(jq -r .code "$work/body")" = not_found ] \
+  && pass "acceptance found by its lane only" || bad "acceptance of another lane"
+[ "$(code "$U/v1/acceptances/$R1")" = 400 ] && [ "$(jq -r .code "$work/body")" = http_bad_request ] \
+  && pass "acceptance lookup without a lane: 400" || bad "acceptance lookup without a lane"
 code "$U/metrics" >/dev/null
 grep -q '^ota_attestd_attestations_accepted_total 4$' "$work/body" && pass "metrics count 4 acceptances (c1, c2p, c5, c6)" || { bad "metrics"; cat "$work/body"; }
 

@@ -352,7 +352,7 @@ static void test_migrate_v1(void **state)
 	assert_false(heads_has_issuer(w->base.db));
 	reopen(w); /* migrates */
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
-	                 2);
+	                 3);
 	char *owner = lane_owner(w->base.db, "txn-m", "b1");
 	assert_string_equal(owner, "issuer:acme");
 	free(owner);
@@ -377,7 +377,94 @@ static void test_migrate_v1(void **state)
 	/* a second open does not migrate again */
 	reopen(w);
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
-	                 2);
+	                 3);
+}
+
+/* Unique indexes of acceptances over record_id alone (schema 1 and 2). */
+static const char record_id_alone_sql[] =
+	"SELECT count(*) FROM pragma_index_list('acceptances') AS il WHERE il.\"unique\" = 1"
+	" AND (SELECT count(*) FROM pragma_index_info(il.name)) = 1"
+	" AND (SELECT name FROM pragma_index_info(il.name)) = 'record_id'";
+
+/* ---- schema 2 -> 3 ---- */
+
+/* Schema 2's acceptances: a UNIQUE record_id, no lane index. */
+static const char v2_layout_sql[] =
+	"BEGIN;"
+	"CREATE TABLE a2(seq INTEGER PRIMARY KEY, record_id TEXT NOT NULL UNIQUE,"
+	" txn TEXT NOT NULL, boundary TEXT NOT NULL, prior TEXT NOT NULL,"
+	" nonce BLOB NOT NULL, accepted_at INTEGER NOT NULL,"
+	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL);"
+	"INSERT INTO a2 SELECT seq, record_id, txn, boundary, prior, nonce, accepted_at,"
+	" attestation, acceptance FROM acceptances ORDER BY seq;"
+	"DROP TABLE acceptances; ALTER TABLE a2 RENAME TO acceptances;"
+	"UPDATE ota_meta SET v = 2 WHERE k = 'schema';"
+	"COMMIT;";
+
+static void test_migrate_v2(void **state)
+{
+	world *w = *state;
+	char a1[OTA_ID_LEN + 1], a2[OTA_ID_LEN + 1], b1[OTA_ID_LEN + 1];
+	size_t len = 0, len2 = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-v2", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, a1), OTA_OK);
+	free(m);
+	m = attest(w, "issuer:acme", w->acme_key, "txn-v2", "b1", a1, NULL, &len);
+	assert_ota(admit(w, m, len, a2), OTA_OK);
+	free(m);
+	m = attest(w, "issuer:other", w->other_key, "txn-v2", "b2", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, b1), OTA_OK);
+	free(m);
+	/* signed before the migration, submitted after it */
+	uint8_t *fork = attest(w, "issuer:acme", w->acme_key, "txn-v2", "b1", a1, NULL, &len);
+	uint8_t *next = attest(w, "issuer:acme", w->acme_key, "txn-v2", "b1", a2, NULL, &len2);
+	int64_t seqs = query_int(w->base.db, "SELECT sum(seq * length(acceptance)) FROM acceptances",
+	                         NULL);
+	ota_nonce_store_close(w->base.store);
+	w->base.store = NULL;
+	sqlite3 *h = NULL;
+	char *msg = NULL;
+	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
+	if (sqlite3_exec(h, v2_layout_sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("v2 layout: %s", msg);
+	sqlite3_close(h);
+	assert_int_equal(query_int(w->base.db, record_id_alone_sql, NULL), 1);
+	reopen(w); /* rebuilds acceptances */
+	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
+	                 3);
+	assert_int_equal(query_int(w->base.db, record_id_alone_sql, NULL), 0);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT count(*) FROM pragma_index_list('acceptances') AS il"
+	                           " WHERE il.\"unique\" = 1"
+	                           " AND (SELECT group_concat(name) FROM pragma_index_info(il.name))"
+	                           " = 'txn,boundary,record_id'",
+	                           NULL),
+	                 1);
+	/* the same rows, in the same order, with the same bytes */
+	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM acceptances", NULL), 3);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT sum(seq * length(acceptance)) FROM acceptances", NULL),
+	                 seqs);
+	uint8_t *acc = NULL;
+	size_t al = 0;
+	assert_ota(ota_nonce_store_acceptance_get(w->base.store, "txn-v2", "b1", a2, NULL, NULL,
+	                                          &acc, &al, NULL),
+	           OTA_OK);
+	assert_true(al > 0);
+	free(acc);
+	assert_ota(ota_nonce_store_acceptance_get(w->base.store, "txn-v2", "b2", b1, NULL, NULL,
+	                                          NULL, NULL, NULL),
+	           OTA_OK);
+	/* the lanes go on: a fork of b1 is told apart from an unknown prior,
+	 * the next record is accepted once */
+	assert_ota(admit(w, fork, len, NULL), OTA_ERR_ATT_PRIOR_FORK);
+	assert_ota(admit(w, next, len2, NULL), OTA_OK);
+	assert_ota(admit(w, next, len2, NULL), OTA_ERR_NONCE_REPLAYED);
+	free(fork);
+	free(next);
+	/* a second open does not rebuild again */
+	reopen(w);
+	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM acceptances", NULL), 4);
 }
 
 /* The first schema 1 layout: challenges and acceptances WITHOUT ROWID,
@@ -418,7 +505,8 @@ static void test_migrate_v1_first_layout(void **state)
 	                 0);
 	reopen(w); /* rebuilds the tables, then migrates */
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
-	                 2);
+	                 3);
+	assert_int_equal(query_int(w->base.db, record_id_alone_sql, NULL), 0);
 	assert_int_equal(query_int(w->base.db,
 	                           "SELECT count(*) FROM pragma_table_info('challenges') WHERE name = 'id'",
 	                           NULL),
@@ -459,7 +547,7 @@ static void test_migrate_v1_unreadable(void **state)
 	/* a newer schema than ours is refused too */
 	sqlite3 *h = NULL;
 	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, "UPDATE ota_meta SET v = 3 WHERE k = 'schema'", NULL, NULL, NULL),
+	assert_int_equal(sqlite3_exec(h, "UPDATE ota_meta SET v = 4 WHERE k = 'schema'", NULL, NULL, NULL),
 	                 SQLITE_OK);
 	sqlite3_close(h);
 	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
@@ -553,6 +641,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_other_issuer_cannot_advance, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lane_in_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1_unreadable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1_first_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_time_is_signed_time, setup, teardown),

@@ -128,8 +128,8 @@ static ota_err submit(world *w, const ota_attestation *a, const ota_key *k, char
 		/* stored with its acceptance */
 		uint8_t *sa = NULL, *sc = NULL;
 		size_t sal = 0, scl = 0;
-		assert_ota(ota_nonce_store_acceptance_get(w->base.store, adm.record_id, &sa, &sal,
-		                                          &sc, &scl, NULL),
+		assert_ota(ota_nonce_store_acceptance_get(w->base.store, a->txn, a->boundary,
+		                                          adm.record_id, &sa, &sal, &sc, &scl, NULL),
 		           OTA_OK);
 		assert_int_equal(sal, len);
 		assert_memory_equal(sa, msg, len);

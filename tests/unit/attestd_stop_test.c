@@ -176,7 +176,11 @@ static void test_stop_under_load(void **state)
 			continue;
 		uint8_t *acc = NULL;
 		size_t al = 0;
-		assert_ota(ota_nonce_store_acceptance_get(st, f->acked[i], NULL, NULL, &acc, &al, &e), OTA_OK);
+		char bnd[32];
+		snprintf(bnd, sizeof bnd, "b-%d", i);
+		assert_ota(ota_nonce_store_acceptance_get(st, "txn-stop", bnd, f->acked[i], NULL, NULL,
+		                                          &acc, &al, &e),
+		           OTA_OK);
 		ota_acceptance ap;
 		assert_ota(ota_acceptance_verify(ota_bytes_make(acc, al), f->w.root, (int64_t)time(NULL), &ap, &e),
 		           OTA_OK);

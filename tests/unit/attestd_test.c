@@ -172,11 +172,29 @@ static void test_routes(void **state)
 	assert_memory_equal(ans, rootf, rl);
 	free(rootf);
 	free(ans);
-	char path[128];
-	snprintf(path, sizeof path, "/v1/acceptances/%s", id);
+	char path[192];
+	snprintf(path, sizeof path, "/v1/acceptances/%s?txn=txn-routes&boundary=b1", id);
 	assert_ota(ota_attest_client_get(f->url, path, &ans, &n, &st, &e), OTA_OK);
 	assert_int_equal(st, 200);
 	free(ans);
+	/* found by its lane: another lane's is 404, a query without a lane or
+	 * with anything more is a bad request */
+	snprintf(path, sizeof path, "/v1/acceptances/%s?txn=txn-routes&boundary=b2", id);
+	assert_ota(ota_attest_client_get(f->url, path, &ans, &n, &st, &e), OTA_OK);
+	assert_int_equal(st, 404);
+	assert_non_null(strstr(ans, "\"code\":\"not_found\""));
+	free(ans);
+	static const char *const bad_q[] = {"", "?txn=txn-routes", "?boundary=b1",
+	                                    "?txn=txn-routes&boundary=b1&boundary=b1",
+	                                    "?txn=txn-routes&boundary=b1&x=1", "?txn=&boundary=b1",
+	                                    "?txn=txn-routes&boundary", "?txn=txn%00routes&boundary=b1"};
+	for (size_t i = 0; i < sizeof bad_q / sizeof bad_q[0]; i++) {
+		snprintf(path, sizeof path, "/v1/acceptances/%s%s", id, bad_q[i]);
+		assert_ota(ota_attest_client_get(f->url, path, &ans, &n, &st, &e), OTA_OK);
+		assert_int_equal(st, 400);
+		assert_non_null(strstr(ans, "\"code\":\"http_bad_request\""));
+		free(ans);
+	}
 	/* a malformed identity in the path is a bad request, not a refused attestation */
 	assert_ota(ota_attest_client_get(f->url, "/v1/acceptances/sha256:00", &ans, &n, &st, &e), OTA_OK);
 	assert_int_equal(st, 400);
@@ -250,9 +268,9 @@ static void test_answer_bytes(void **state)
 		assert_string_equal(cn, url64);
 		assert_string_equal(cn, n64);
 		free(url64);
-		char path[128];
-		snprintf(path, sizeof path, "/v1/acceptances/%s",
-		         json_string_value(json_object_get(o, "attestation")));
+		char path[192];
+		snprintf(path, sizeof path, "/v1/acceptances/%s?txn=%s&boundary=%s",
+		         json_string_value(json_object_get(o, "attestation")), b.txn, boundary);
 		char *gans = NULL;
 		size_t gn = 0;
 		long st = 0;
@@ -530,6 +548,7 @@ static void test_garbage_memory(void **state)
 
 typedef struct acked {
 	char id[OTA_ID_LEN + 1];
+	char txn[64], boundary[64]; /* its lane */
 	uint8_t *msg;
 	size_t len;
 } acked;
@@ -569,6 +588,8 @@ static void *load_thread(void *p)
 			if (o != NULL && i < MAX_ACKED) {
 				snprintf(l->acks[i].id, sizeof l->acks[i].id, "%s",
 				         json_string_value(json_object_get(o, "attestation")));
+				snprintf(l->acks[i].txn, sizeof l->acks[i].txn, "%s", txn);
+				snprintf(l->acks[i].boundary, sizeof l->acks[i].boundary, "%s", boundary);
 				l->acks[i].msg = msg;
 				l->acks[i].len = len;
 				msg = NULL;
@@ -655,11 +676,12 @@ static void test_kill9_loop(void **state)
 	snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)port);
 	int lost = 0, twice = 0;
 	for (int i = 0; i < n; i++) {
-		char path[128], *ans = NULL;
+		char path[256], *ans = NULL;
 		long hs = 0;
 		size_t al = 0;
 		ota_error e = {0};
-		snprintf(path, sizeof path, "/v1/acceptances/%s", acks[i].id);
+		snprintf(path, sizeof path, "/v1/acceptances/%s?txn=%s&boundary=%s", acks[i].id,
+		         acks[i].txn, acks[i].boundary);
 		assert_ota(ota_attest_client_get(url, path, &ans, &al, &hs, &e), OTA_OK);
 		if (hs != 200)
 			lost++;

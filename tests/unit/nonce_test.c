@@ -310,19 +310,33 @@ static void test_admit_heads(void **state)
 	assert_ota(admit(f, &c[2], "b1", "r2", "r3"), OTA_OK);
 	/* another boundary has its own head */
 	assert_ota(admit(f, &c[3], "b2", NULL, "s1"), OTA_OK);
+	/* record ids are unique per lane (an attestation's identity covers its
+	 * lane claims); the store does not look across lanes */
+	assert_ota(admit(f, &c[4], "b4", NULL, "r1"), OTA_OK);
+	assert_ota(admit(f, &c[5], "b4", "r1", "r1"), OTA_ERR_ATT_DUPLICATE);
 	uint8_t *att = NULL, *acc = NULL;
 	size_t al = 0, cl = 0;
-	assert_ota(ota_nonce_store_acceptance_get(f->s, "r3", &att, &al, &acc, &cl, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-a", "b1", "r3", &att, &al, &acc, &cl,
+	                                          NULL),
+	           OTA_OK);
 	assert_int_equal(al, 3);
 	assert_memory_equal(acc, "acc", 3);
 	free(att);
 	free(acc);
-	assert_ota(ota_nonce_store_acceptance_get(f->s, "r2b", &att, &al, &acc, &cl, NULL),
+	/* found by its lane only */
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-a", "b2", "r3", &att, &al, &acc, &cl,
+	                                          NULL),
+	           OTA_ERR_NOT_FOUND);
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-b", "b1", "r3", &att, &al, &acc, &cl,
+	                                          NULL),
+	           OTA_ERR_NOT_FOUND);
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-a", "b1", "r2b", &att, &al, &acc, &cl,
+	                                          NULL),
 	           OTA_ERR_NOT_FOUND);
 	assert_null(att);
 	uint64_t acc_n = 0;
 	assert_ota(ota_nonce_store_counts(f->s, NULL, NULL, &acc_n, NULL), OTA_OK);
-	assert_int_equal(acc_n, 4);
+	assert_int_equal(acc_n, 5); /* r1, r2, r3, s1 and b4's r1 */
 }
 
 static void set_admit(ota_nonce_op *op, const ota_challenge *c, const ota_nonce_binding *b,
@@ -362,7 +376,7 @@ static void test_admit_refusals_in_batch(void **state)
 	set_admit(&ops[k++], &c[3], &bind_a, "b1", "r9", "r3x");    /* prior unknown */
 	set_admit(&ops[k++], &c[4], &bind_a, "b1", NULL, "r3y");    /* prior missing */
 	set_admit(&ops[k++], &c[5], &bind_a, "b2", "r1", "s1x");    /* prior on an empty lane */
-	set_admit(&ops[k++], &c[6], &bind_a, "b2", NULL, "r1");     /* duplicate of this batch's r1 */
+	set_admit(&ops[k++], &c[6], &bind_a, "b1", "r2", "r1");     /* duplicate of this batch's r1 */
 	set_admit(&ops[k++], &c[0], &bind_a, "b3", NULL, "t1x");    /* nonce consumed in this batch */
 	set_admit(&ops[k++], &cb, &bind_b, "b1", "r2", "r3z");      /* b1 belongs to issuer:acme */
 	set_admit(&ops[k++], &c[7], &bind_b, "b3", NULL, "t1y");    /* c[7] is bound to issuer:acme */
@@ -395,12 +409,17 @@ static void test_admit_refusals_in_batch(void **state)
 	/* r1 is stored once, with the first admission's bytes */
 	uint8_t *att = NULL;
 	size_t al = 0;
-	assert_ota(ota_nonce_store_acceptance_get(f->s, "r1", &att, &al, NULL, NULL, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-a", "b1", "r1", &att, &al, NULL, NULL,
+	                                          NULL),
+	           OTA_OK);
 	assert_int_equal(al, 2);
 	free(att);
-	static const char *const gone[] = {"r2x", "r3x", "r3y", "s1x", "t1x", "r3z", "t1y"};
+	static const char *const gone[][2] = {{"b1", "r2x"}, {"b1", "r3x"}, {"b1", "r3y"},
+	                                      {"b2", "s1x"}, {"b3", "t1x"}, {"b1", "r3z"},
+	                                      {"b3", "t1y"}};
 	for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
-		assert_ota(ota_nonce_store_acceptance_get(f->s, gone[i], NULL, NULL, NULL, NULL, NULL),
+		assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-a", gone[i][0], gone[i][1], NULL,
+		                                          NULL, NULL, NULL, NULL),
 		           OTA_ERR_NOT_FOUND);
 	/* every refused admission's challenge is still live */
 	static const int live[] = {2, 3, 4, 5, 6, 7};
@@ -509,7 +528,8 @@ static void test_wal_gathered(void **state)
 	for (int i = 0; i < N; i += 37) {
 		uint8_t *a = NULL;
 		size_t al = 0;
-		assert_ota(ota_nonce_store_acceptance_get(f->s, ids[i], &a, &al, NULL, NULL, NULL),
+		assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-a", bnd[i], ids[i], &a, &al, NULL,
+		                                          NULL, NULL),
 		           OTA_OK);
 		assert_int_equal(al, ATT);
 		assert_memory_equal(a, att + (size_t)i * ATT, ATT);
@@ -597,9 +617,11 @@ static void test_kill_after_commit(void **state)
 	assert_true(accepted >= (uint64_t)acked * B);
 	assert_int_equal(consumed, accepted);
 	for (int k = 0; k < acked; k += 7) {
-		char id[24];
+		char id[24], bd[24];
 		snprintf(id, sizeof id, "k-%d-%d", k, B - 1);
-		assert_ota(ota_nonce_store_acceptance_get(f->s, id, NULL, NULL, NULL, NULL, NULL),
+		snprintf(bd, sizeof bd, "kb-%d-%d", k, B - 1);
+		assert_ota(ota_nonce_store_acceptance_get(f->s, "txn-a", bd, id, NULL, NULL, NULL, NULL,
+		                                          NULL),
 		           OTA_OK);
 	}
 }
