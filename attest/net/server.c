@@ -98,6 +98,7 @@ typedef struct conn_watch {
 typedef struct req {
 	uint8_t *buf;
 	size_t len, cap;
+	size_t discarded;            /* of a body past the cap, bytes thrown away */
 	bool too_large;
 	bool counted;                /* in d->inflight until completed */
 	int state;
@@ -1312,10 +1313,29 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (*upload_data_size > 0) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (r->too_large || r->state != RQ_READING)
-			return MHD_YES; /* discard: memory stays flat */
+		if (r->too_large) {
+			/* a chunked body (no length announced) past the cap is
+			 * discarded as it arrives, for one more cap's worth, so that a
+			 * client that overshot gets its 413; beyond that the connection
+			 * is closed, unanswered, rather than read to the end of an
+			 * endless body or to the request deadline */
+			if (n > d->opts.max_body - r->discarded) {
+				log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:I}", "level", "warn", "event",
+				                      "body_cut", "code",
+				                      ota_err_name(OTA_ERR_HTTP_BODY_TOO_LARGE), "path", r->url,
+				                      "discarded", (json_int_t)r->discarded));
+				atomic_fetch_add(&d->requests, 1);
+				atomic_fetch_add(&d->too_large, 1);
+				return MHD_NO;
+			}
+			r->discarded += n;
+			return MHD_YES;
+		}
+		if (r->state != RQ_READING)
+			return MHD_YES;
 		if (n > d->opts.max_body - r->len) {
 			r->too_large = true;
+			r->discarded = n;
 			free(r->buf);
 			r->buf = NULL;
 			r->len = r->cap = 0;

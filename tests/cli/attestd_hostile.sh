@@ -149,6 +149,36 @@ elif mode == "framing":
         except Exception:
             pass
         print(name, status, code, where, cont)
+elif mode == "endless":
+    # a chunked body without end, fed while the answer is awaited: the
+    # endpoint must stop reading it soon after the cap, not at the request
+    # deadline (30 s) or after the 1 GiB this sends at most
+    import threading
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    s.sendall(b"POST /v1/attestations HTTP/1.1\r\nHost: x\r\nContent-Type: application/cose\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n")
+    sent = [0]
+    def feed():
+        chunk = b"1000\r\n" + b"A" * 4096 + b"\r\n"
+        try:
+            while sent[0] < (1 << 30):
+                s.sendall(chunk)
+                sent[0] += 4096
+        except OSError:
+            pass
+    threading.Thread(target=feed, daemon=True).start()
+    t0 = time.time()
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    took = time.time() - t0
+    print("endless", "cut" if took < 10 and sent[0] < (64 << 20) else "read", len(out))
 elif mode == "methods":
     # one connection each; "status allow-header body-bytes code"
     import json
@@ -242,6 +272,10 @@ expect cl-over-cap "413 http_body_too_large body -" "before reading"
 # no 100 Continue: the body is refused before the client sends it
 expect expect-over-cap "413 http_body_too_large body -" "no 100 Continue"
 expect chunked-over-cap "413 http_body_too_large body -" "discarded as it arrives"
+# past one more cap's worth of discarded body, the connection is closed
+py endless
+grep -q '^endless cut 0$' "$work/out" && pass "an endless chunked body is cut after twice the cap, unanswered" \
+  || { bad "endless chunked body not cut"; cat "$work/out"; }
 curl -s "http://127.0.0.1:$PORT/metrics" >"$work/metrics"
 grep -q '^ota_attestd_challenges_issued_total 0$' "$work/metrics" && pass "framing: nothing issued" \
   || bad "framing: a challenge was issued"
