@@ -393,6 +393,37 @@ static void test_differential_small_cache(void **state)
 	assert_true(entries_of(f->a) <= 24);
 }
 
+/* A full cache of consumed challenges (the steady state of an endpoint:
+ * most challenges are answered soon after their issue) makes room for new
+ * ones: a full shard drops its consumed entries, not only its expired
+ * ones, and the new challenges' peeks are answered from memory. */
+static void test_full_of_consumed(void **state)
+{
+	fixture *f = *state;
+	nonce_store_peek_cache_reset(f->a, 80, (size_t)80 * 600);
+	enum { FILL = 400, NEW = 8 };
+	static ota_challenge c[FILL], d[NEW];
+	for (int i = 0; i < FILL; i++)
+		assert_ota(ota_nonce_store_issue(f->a, &binds[0], 0, 100, 5000, &c[i], NULL), OTA_OK);
+	for (int i = 0; i < FILL; i++)
+		assert_ota(ota_nonce_store_consume(f->a, nb(&c[i]), &binds[0], 5001, NULL, NULL),
+		           OTA_OK);
+	assert_int_equal(entries_of(f->a), 80); /* full, every entry consumed, none expired */
+	for (int i = 0; i < NEW; i++)
+		assert_ota(ota_nonce_store_issue(f->a, &binds[0], 0, 100, 5002, &d[i], NULL), OTA_OK);
+	uint64_t h0 = hits_of(f->a);
+	ota_challenge p;
+	for (int i = 0; i < NEW; i++) {
+		assert_ota(ota_nonce_store_peek(f->a, nb(&d[i]), 5003, &p, NULL), OTA_OK);
+		assert_memory_equal(&p, &d[i], sizeof p);
+	}
+	assert_int_equal(hits_of(f->a), h0 + NEW);
+	/* a dropped consumed challenge is still a replay, read from sqlite */
+	for (int i = 0; i < FILL; i += 37)
+		assert_ota(ota_nonce_store_peek(f->a, nb(&c[i]), 5003, &p, NULL),
+		           OTA_ERR_NONCE_REPLAYED);
+}
+
 /* ---- the cache is what answers ---- */
 
 /*
@@ -600,6 +631,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_differential, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_of_consumed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_differential_small_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_peek_answers_from_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_entry_only_delays_refusal, setup, teardown),
