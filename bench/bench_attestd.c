@@ -119,6 +119,8 @@
 #include "ota/nonce.h"
 #include "ota/trust.h"
 
+#include "bench_util.h"
+
 #define ROUNDS 5           /* default */
 #define ROUND_SECONDS 1.5  /* default: each round's endpoint phase */
 #define MAX_ROUNDS 15
@@ -603,19 +605,6 @@ static int die(const char *what, const ota_error *e)
 	return 3;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* The median of v[0..n-1]; sorts v. */
-static double median(double *v, long n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One round's endpoint, started and given its challenges before the first
  * clock (the header says why each round has its own). */
 typedef struct endpoint {
@@ -853,8 +842,8 @@ int main(int argc, char **argv)
 	}
 	double med[R_N];
 	for (int k = 0; k < R_N; k++)
-		med[k] = median(m[k], rounds);
-	double verify = median(raw, rounds);
+		med[k] = bench_median(m[k], (size_t)rounds);
+	double verify = bench_median(raw, (size_t)rounds);
 	double http_us = atomic_load(&h.ok) > 0 ? hcpu * 1e6 / (double)atomic_load(&h.ok) : 0.0;
 	double verify_us = verify > 0 ? 1e6 / verify : 0.0;
 	/* The endpoint's own ES256 verification of one of these attestations

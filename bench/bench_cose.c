@@ -40,6 +40,8 @@
 #include "ota/cose.h"
 #include "ota/key.h"
 
+#include "bench_util.h"
+
 #define PAYLOAD_BYTES 1024u
 #define NSIG 64 /* distinct messages (and signatures) per algorithm */
 
@@ -280,18 +282,6 @@ static double time_batch(verify_fn fn, const fixture *f, unsigned long *next)
 	return now_s() - t0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, long n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void run(const fixture *f, long rounds, double secs)
 {
 	double *rate[SIDES], *ratio[SIDES];
@@ -319,14 +309,15 @@ static void run(const fixture *f, long rounds, double secs)
 		for (int s = 1; s < SIDES; s++)
 			ratio[s][r] = rate[0][r] / rate[s][r];
 	}
-	double ours = median(rate[0], rounds);
+	double ours = bench_median(rate[0], (size_t)rounds);
 	static const char *const suffix[SIDES] = {"", "", "_prepared"};
 	for (int s = 1; s < SIDES; s++)
 		printf("{\"bench\": \"cose_verify_%s%s\", \"value\": %.0f, \"unit\": \"ops/s\", "
 		       "\"baseline\": \"openssl_evp_verify_%s%s\", \"baseline_value\": %.0f, "
 		       "\"ratio\": %.3f}\n",
 		       f->name, s == 1 ? "" : "_vs_prepared", ours, f->name, suffix[s],
-		       median(rate[s], rounds), median(ratio[s], rounds));
+		       bench_median(rate[s], (size_t)rounds),
+		       bench_median(ratio[s], (size_t)rounds));
 	fflush(stdout);
 	for (int s = 0; s < SIDES; s++) {
 		free(rate[s]);

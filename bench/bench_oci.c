@@ -38,23 +38,13 @@
 #include "ota/nonce.h"
 #include "ota/oci.h"
 
+#include "bench_util.h"
+
 static double now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof *v, cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* A nonce-store batch on a thread (runner/runner.c nonce_job). */
@@ -468,7 +458,7 @@ static int bench_runtime(ota_oci_runtime_kind kind, const char *src_dir, size_t 
 		}
 	}
 	if (rc == 0) {
-		double mf = median(full, n), mb = median(bare, n), ms = median(sgn, n);
+		double mf = bench_median(full, n), mb = bench_median(bare, n), ms = bench_median(sgn, n);
 		printf("{\"bench\": \"oci_enforced_run_true_%s\", \"value\": %.2f, \"unit\": \"ms\", "
 		       "\"baseline\": \"%s_run_delete_true\", \"baseline_value\": %.2f, \"ratio\": %.2f}\n",
 		       name, mf, name, mb, mf / mb);

@@ -42,6 +42,19 @@ cat >"$work/raw.py" <<'EOF'
 import socket, sys, time
 port = int(sys.argv[1]); mode = sys.argv[2]
 
+def read_to_close(s):
+    """Everything s receives until the peer closes, resets or times out."""
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    return out
+
 def ask(src, data=b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", wait=3):
     """Sends data from address src; the answer's status line, "closed" or "none"."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -168,15 +181,7 @@ elif mode == "endless":
             pass
     threading.Thread(target=feed, daemon=True).start()
     t0 = time.time()
-    out = b""
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            out += d
-    except OSError:
-        pass
+    out = read_to_close(s)
     took = time.time() - t0
     print("endless", "cut" if took < 10 and sent[0] < (64 << 20) else "read", len(out))
 elif mode == "methods":
@@ -191,15 +196,7 @@ elif mode == "methods":
                        ("get-unknown", b"GET /v2/nope"), ("brew-unknown", b"BREW /v2/nope")]:
         s = socket.create_connection(("127.0.0.1", port), timeout=3)
         s.sendall(line + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        out = b""
-        try:
-            while True:
-                d = s.recv(65536)
-                if not d:
-                    break
-                out += d
-        except OSError:
-            pass
+        out = read_to_close(s)
         s.close()
         head, _, body = out.partition(b"\r\n\r\n")
         lines = head.split(b"\r\n")
