@@ -158,15 +158,6 @@ static int usage(void)
 	                        "[--native-platform OS/ARCH[/VAR]] -o ARCHIVE");
 }
 
-/*
- * The acceptances ota-attestd stored for the receipt's attestations (table
- * acceptances of nonce-store/store.c), read on a read-only connection:
- * building an archive never writes to the endpoint's store (no epoch bump,
- * no schema created; a missing path is refused, not created empty). An
- * attestation without a stored acceptance is reported and left out (a
- * runner-owned record has none; `ota-verify archive` refuses an issuer's
- * record without one: archive_acceptance_missing).
- */
 /* The claims of a receipt attestation's COSE bytes (base64), unverified:
  * false when they cannot be read. */
 static bool attestation_lane(const json_t *cose_b64, ota_attestation *claims)
@@ -183,6 +174,15 @@ static bool attestation_lane(const json_t *cose_b64, ota_attestation *claims)
 	return ok;
 }
 
+/*
+ * The acceptances ota-attestd stored for the receipt's attestations (table
+ * acceptances of nonce-store/store.c), read on a read-only connection:
+ * building an archive never writes to the endpoint's store (no epoch bump,
+ * no schema created; a missing path is refused, not created empty). An
+ * attestation without a stored acceptance is reported and left out (a
+ * runner-owned record has none; `ota-verify archive` refuses an issuer's
+ * record without one: archive_acceptance_missing).
+ */
 static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes *accs,
                                   size_t *naccs, ota_error *e)
 {
@@ -193,6 +193,11 @@ static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes 
 	sqlite3 *h = NULL;
 	sqlite3_stmt *q = NULL;
 	ota_err rc = OTA_OK;
+	/* the store finds an acceptance by its lane: the attestation's own txn
+	 * and boundary claims (its signature is ota-verify's to judge) */
+	ota_attestation *claims = calloc(1, sizeof *claims);
+	if (claims == NULL)
+		return ota_error_set(e, OTA_ERR_NOMEM, db, "attestation");
 	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
 	    sqlite3_busy_timeout(h, 10000) != SQLITE_OK ||
 	    sqlite3_prepare_v2(h,
@@ -211,17 +216,9 @@ static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes 
 			rc = ota_error_set(e, OTA_ERR_TOO_LARGE, db, "more than %d acceptances", MAX_ACC);
 			break;
 		}
-		/* the store finds an acceptance by its lane: the attestation's own
-		 * txn and boundary claims (its signature is ota-verify's to judge) */
-		ota_attestation *claims = calloc(1, sizeof *claims);
-		if (claims == NULL) {
-			rc = ota_error_set(e, OTA_ERR_NOMEM, db, "attestation");
-			break;
-		}
 		if (!attestation_lane(json_object_get(json_array_get(atts, i), "cose_sign1"), claims)) {
 			fprintf(stderr, "ota: archive: attestations[%zu] %s: no txn and boundary claims"
 			                " to find its acceptance by\n", i, id);
-			free(claims);
 			continue;
 		}
 		sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
@@ -246,9 +243,9 @@ static ota_err stored_acceptances(const char *db, const json_t *atts, ota_bytes 
 		}
 		sqlite3_reset(q);
 		sqlite3_clear_bindings(q);
-		free(claims);
 	}
 out:
+	free(claims);
 	sqlite3_finalize(q);
 	sqlite3_close(h);
 	return rc;
