@@ -1451,14 +1451,30 @@ static const char *const canary_absent[] = {
 	"/run/podman/podman.sock", "/run/runc", "/run/crun", "/run/ota",
 	"/var/run/crio/crio.sock"};
 
-static bool canary_has(const json_t *can, const char *check, const char *target)
+/*
+ * A segment's canary results as (check, target) pairs sorted by check,
+ * then target (strcmp: the strings as seq compares them), so that each of
+ * the thirty-odd results required of a segment is a binary search instead
+ * of a scan of every result with two member lookups per entry (a scan made
+ * it O(results x required) per segment: 64 of 146 ms of the structural
+ * walk of 3,333 segments).
+ */
+typedef struct canary_pair {
+	const char *check;
+	const char *target;
+} canary_pair;
+
+static int canary_cmp(const void *a, const void *b)
 {
-	for (size_t i = 0; i < json_array_size(can); i++) {
-		const json_t *c = json_array_get(can, i);
-		if (seq(sget(c, "check"), check) && seq(sget(c, "target"), target))
-			return true;
-	}
-	return false;
+	const canary_pair *x = a, *y = b;
+	int c = strcmp(x->check, y->check);
+	return c != 0 ? c : strcmp(x->target, y->target);
+}
+
+static bool canary_has(const canary_pair *v, size_t n, const char *check, const char *target)
+{
+	canary_pair key = {check, target};
+	return bsearch(&key, v, n, sizeof *v, canary_cmp) != NULL;
 }
 
 static bool canaries_held(vctx *v, const char *where, size_t j, const json_t *rend,
@@ -1470,17 +1486,27 @@ static bool canaries_held(vctx *v, const char *where, size_t j, const json_t *re
 		     "the applied record carries no canary results");
 		return false;
 	}
-	for (size_t i = 0; i < json_array_size(can); i++) {
+	size_t ncan = json_array_size(can);
+	canary_pair small[64];
+	canary_pair *pairs = ncan <= sizeof small / sizeof *small ? small : calloc(ncan, sizeof *pairs);
+	if (pairs == NULL) {
+		fail(v->r, OTA_ERR_NOMEM, where, "out of memory");
+		return false;
+	}
+	for (size_t i = 0; i < ncan; i++) {
 		const json_t *c = json_array_get(can, i);
-		if (sget(c, "check") == NULL || sget(c, "target") == NULL ||
-		    !json_is_true(json_object_get(c, "ok"))) {
+		const char *check = sget(c, "check"), *target = sget(c, "target");
+		if (check == NULL || target == NULL || !json_is_true(json_object_get(c, "ok"))) {
 			fail(v->r, OTA_ERR_ARCHIVE_CANARY_FAILED, where,
-			     "canary %zu (%s %s) did not hold", i,
-			     sget(c, "check") != NULL ? sget(c, "check") : "?",
-			     sget(c, "target") != NULL ? sget(c, "target") : "?");
+			     "canary %zu (%s %s) did not hold", i, check != NULL ? check : "?",
+			     target != NULL ? target : "?");
+			if (pairs != small)
+				free(pairs);
 			return false;
 		}
+		pairs[i] = (canary_pair){check, target};
 	}
+	qsort(pairs, ncan, sizeof *pairs, canary_cmp);
 	const json_t *eseg =
 		json_array_get(json_object_get(ota_policy_effective_json(v->policy), "segments"), j);
 	const json_t *rb = json_object_get(eseg, "runtime_boundary");
@@ -1488,29 +1514,31 @@ static bool canaries_held(vctx *v, const char *where, size_t j, const json_t *re
 	const json_t *cm = json_object_get(json_object_get(rend, "config"), "mounts");
 	const char *missing = NULL, *mcheck = NULL;
 	char dest[OTA_MAX_PATH_BYTES + 16];
-	if (!canary_has(can, "status", "self"))
+	if (!canary_has(pairs, ncan, "status", "self"))
 		mcheck = "status", missing = "self";
-	else if (!canary_has(can, "loopback", "127.0.0.1"))
+	else if (!canary_has(pairs, ncan, "loopback", "127.0.0.1"))
 		mcheck = "loopback", missing = "127.0.0.1";
 	for (size_t i = 0; mcheck == NULL && i < sizeof canary_syscalls / sizeof *canary_syscalls; i++)
-		if (!canary_has(can, "syscall", canary_syscalls[i]))
+		if (!canary_has(pairs, ncan, "syscall", canary_syscalls[i]))
 			mcheck = "syscall", missing = canary_syscalls[i];
 	for (size_t i = 0; mcheck == NULL && i < sizeof canary_absent / sizeof *canary_absent; i++)
-		if (!canary_has(can, "absent", canary_absent[i]))
+		if (!canary_has(pairs, ncan, "absent", canary_absent[i]))
 			mcheck = "absent", missing = canary_absent[i];
 	if (mcheck == NULL && seq(sget(fs, "repo_root_mode"), "read_only") &&
-	    !canary_has(can, "deny", "/workspace"))
+	    !canary_has(pairs, ncan, "deny", "/workspace"))
 		mcheck = "deny", missing = "/workspace";
 	const json_t *pp = json_object_get(fs, "protected_paths");
 	for (size_t i = 0; mcheck == NULL && i < json_array_size(pp); i++) {
 		snprintf(dest, sizeof dest, "/workspace/%s", json_string_value(json_array_get(pp, i)));
-		if (mount_at(cm, "destination", dest) != NULL && !canary_has(can, "deny", dest))
+		if (mount_at(cm, "destination", dest) != NULL && !canary_has(pairs, ncan, "deny", dest))
 			mcheck = "deny", missing = dest;
 	}
 	if (seq(sget(json_object_get(rb, "network"), "default"), "deny"))
 		for (size_t i = 0; mcheck == NULL && i < sizeof canary_net / sizeof *canary_net; i += 2)
-			if (!canary_has(can, canary_net[i], canary_net[i + 1]))
+			if (!canary_has(pairs, ncan, canary_net[i], canary_net[i + 1]))
 				mcheck = canary_net[i], missing = canary_net[i + 1];
+	if (pairs != small)
+		free(pairs);
 	if (mcheck != NULL) {
 		fail(v->r, OTA_ERR_ARCHIVE_CANARY_MISSING, where, "no canary result %s %s", mcheck,
 		     missing);
