@@ -1982,54 +1982,138 @@ static const char *walk_segment(vctx *v, walk *w, size_t j, const json_t *seg, b
 	return derived;
 }
 
-json_t *ota_archive_runtime_controls(const ota_policy *p, bool enforced)
+/*
+ * What ota_archive_runtime_controls groups the segments by: each process
+ * segment of p (an aggregate one has no runtime controls), in order, with
+ * its id and what each of the four controls requires of it. NULL when out
+ * of memory.
+ */
+typedef struct ctl_seg {
+	const char *id;
+	const char *req[4];
+} ctl_seg;
+
+static const char *const ctl_ids[4] = {"filesystem.repo_root", "filesystem.writable_paths",
+                                       "filesystem.protected_paths", "network.default"};
+
+static ctl_seg *ctl_segments(const ota_policy *p, size_t *n)
 {
-	static const char *const ids[4] = {"filesystem.repo_root", "filesystem.writable_paths",
-	                                   "filesystem.protected_paths", "network.default"};
 	const json_t *es = json_object_get(ota_policy_effective_json(p), "segments");
 	const json_t *cs = json_object_get(ota_policy_canonical_json(p), "segments");
-	const char *app = enforced ? "enforced" : "not_proved";
-	json_t *c = json_array();
-	if (c == NULL)
+	size_t ns = json_array_size(es);
+	ctl_seg *v = calloc(ns + 1, sizeof *v);
+	*n = 0;
+	if (v == NULL)
 		return NULL;
+	for (size_t j = 0; j < ns; j++) {
+		if (seq(sget(json_object_get(json_array_get(cs, j), "execution"), "kind"),
+		        "aggregate"))
+			continue;
+		const json_t *rb = json_object_get(json_array_get(es, j), "runtime_boundary");
+		ctl_seg *s = &v[(*n)++];
+		s->id = ota_policy_segment_id(p, j);
+		s->req[0] = sget(json_object_get(rb, "filesystem"), "repo_root_mode");
+		s->req[1] = "declared_only";
+		s->req[2] = "read_only";
+		s->req[3] = sget(json_object_get(rb, "network"), "default");
+	}
+	return v;
+}
+
+static bool req_same(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+json_t *ota_archive_runtime_controls(const ota_policy *p, bool enforced)
+{
+	const char *app = enforced ? "enforced" : "not_proved";
+	size_t n = 0;
+	ctl_seg *v = ctl_segments(p, &n);
+	json_t *c = v != NULL ? json_array() : NULL;
+	if (c == NULL) {
+		free(v);
+		return NULL;
+	}
 	for (int k = 0; k < 4; k++) {
 		size_t first = json_array_size(c);
-		for (size_t j = 0; j < json_array_size(es); j++) {
-			if (seq(sget(json_object_get(json_array_get(cs, j), "execution"), "kind"),
-			        "aggregate"))
-				continue;
-			const json_t *rb = json_object_get(json_array_get(es, j), "runtime_boundary");
-			const char *req =
-				k == 0 ? sget(json_object_get(rb, "filesystem"), "repo_root_mode")
-				: k == 1 ? "declared_only"
-				: k == 2 ? "read_only"
-				         : sget(json_object_get(rb, "network"), "default");
-			json_t *sid = json_string(ota_policy_segment_id(p, j));
+		for (size_t j = 0; j < n; j++) {
+			const char *req = v[j].req[k];
+			json_t *sid = json_string(v[j].id);
 			json_t *e = NULL;
 			for (size_t i = first; e == NULL && i < json_array_size(c); i++) {
 				json_t *x = json_array_get(c, i);
-				const char *r = sget(x, "required");
-				if (r == req || (r != NULL && req != NULL && strcmp(r, req) == 0))
+				if (req_same(sget(x, "required"), req))
 					e = x;
 			}
 			if (e == NULL) {
-				e = json_pack("{s:s, s:s?, s:s, s:[]}", "id", ids[k], "required", req,
+				e = json_pack("{s:s, s:s?, s:s, s:[]}", "id", ctl_ids[k], "required", req,
 				              "application", app, "segments");
 				if (json_array_append_new(c, e) != 0)
 					e = NULL;
 			}
-			if (sid == NULL || e == NULL) {
+			if (sid == NULL || e == NULL ||
+			    json_array_append_new(json_object_get(e, "segments"), sid) != 0) {
 				json_decref(sid);
 				json_decref(c);
-				return NULL;
-			}
-			if (json_array_append_new(json_object_get(e, "segments"), sid) != 0) {
-				json_decref(c);
+				free(v);
 				return NULL;
 			}
 		}
 	}
+	free(v);
 	return c;
+}
+
+/* v is the string s (json_equal of v and json_string(s)). */
+static bool str_is(const json_t *v, const char *s)
+{
+	return s != NULL && json_is_string(v) && json_string_length(v) == strlen(s) &&
+	       memcmp(json_string_value(v), s, json_string_length(v)) == 0;
+}
+
+/*
+ * json_equal(ota_archive_runtime_controls(p, enforced), want), compared as
+ * it is derived instead of built: the built list is a string per control
+ * and process segment (13,332 for 3,333 segments) and cost 28 ms, most of
+ * it allocating and freeing them.
+ */
+static bool runtime_controls_are(const ota_policy *p, bool enforced, const json_t *want)
+{
+	const char *app = enforced ? "enforced" : "not_proved";
+	size_t n = 0, at = 0; /* at: the next entry of want */
+	ctl_seg *v = ctl_segments(p, &n);
+	const char **reqs = v != NULL ? calloc(n + 1, sizeof *reqs) : NULL;
+	bool ok = reqs != NULL && json_is_array(want);
+	for (int k = 0; ok && k < 4; k++) {
+		/* the entries of control k: one per value required, in order of
+		 * first appearance, each with its segments in order */
+		size_t nreq = 0;
+		for (size_t j = 0; j < n; j++) {
+			size_t r = 0;
+			while (r < nreq && !req_same(reqs[r], v[j].req[k]))
+				r++;
+			if (r == nreq)
+				reqs[nreq++] = v[j].req[k];
+		}
+		for (size_t r = 0; ok && r < nreq; r++) {
+			const json_t *e = json_array_get(want, at++);
+			const json_t *segs = json_object_get(e, "segments");
+			ok = json_is_object(e) && json_object_size(e) == (reqs[r] != NULL ? 4u : 3u) &&
+			     str_is(json_object_get(e, "id"), ctl_ids[k]) &&
+			     (reqs[r] == NULL || str_is(json_object_get(e, "required"), reqs[r])) &&
+			     str_is(json_object_get(e, "application"), app) && json_is_array(segs);
+			size_t m = 0;
+			for (size_t j = 0; ok && j < n; j++)
+				if (req_same(v[j].req[k], reqs[r]))
+					ok = str_is(json_array_get(segs, m++), v[j].id);
+			ok = ok && m == json_array_size(segs);
+		}
+	}
+	ok = ok && at == json_array_size(want);
+	free(reqs);
+	free(v);
+	return ok;
 }
 
 /*
@@ -2162,12 +2246,10 @@ static void structure_checks(vctx *v)
 	    json_integer_value(json_object_get(v->receipt, "exit_status")) != exit_status)
 		fail(r, OTA_ERR_ARCHIVE_STATUS_MISMATCH, "receipt",
 		     "execution_started, all_segments_ran or exit_status differ from the evidence");
-	json_t *ctl = ota_archive_runtime_controls(v->policy,
-	                                           strcmp(overall, "enforced_through_completion") == 0);
-	if (!json_equal(ctl, json_object_get(sp, "runtime_controls")))
+	if (!runtime_controls_are(v->policy, strcmp(overall, "enforced_through_completion") == 0,
+	                          json_object_get(sp, "runtime_controls")))
 		fail(r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, "receipt.sandbox_policy.runtime_controls",
 		     "differ from the controls of the effective policy and the derived status");
-	json_decref(ctl);
 	json_t *att = json_pack("{s:s, s:n, s:s}", "issuer_identity", v->runner,
 	                        "challenge_identity", "verification", "runner_owned_cose_sign1");
 	bool att_ok = json_equal(att, json_object_get(sp, "attestation"));
