@@ -100,12 +100,21 @@ typedef struct {
 	size_t len, cap;
 	bool oom;
 	EVP_MD_CTX *md; /* non-NULL: flushed into this digest, never grown past SB_CHUNK */
+	EVP_MD_CTX *md2; /* with md: the digest of the value of the top object's member tap */
+	const char *tap;
+	bool md2_on;     /* while that value is written: flushed into md2 as well */
 } sbuf;
+
+static bool sb_digest(sbuf *b, const void *p, size_t n)
+{
+	return EVP_DigestUpdate(b->md, p, n) == 1 &&
+	       (!b->md2_on || EVP_DigestUpdate(b->md2, p, n) == 1);
+}
 
 static void sb_flush(sbuf *b)
 {
 	if (b->md != NULL && b->len > 0) {
-		if (EVP_DigestUpdate(b->md, b->p, b->len) != 1)
+		if (!sb_digest(b, b->p, b->len))
 			b->oom = true;
 		b->len = 0;
 	}
@@ -141,7 +150,7 @@ static void sb_put(sbuf *b, const char *s, size_t n)
 		if (b->oom)
 			return;
 		if (b->md != NULL && n + 1 > b->cap) {
-			if (EVP_DigestUpdate(b->md, s, n) != 1)
+			if (!sb_digest(b, s, n))
 				b->oom = true;
 			return;
 		}
@@ -426,7 +435,19 @@ static ota_err jcs_value(sbuf *b, const json_t *v, unsigned depth, ota_error *er
 				break;
 			}
 			sb_putc(b, ':');
+			/* the tapped member's value goes into md2 as well (flushed
+			 * before and after it: md2 sees exactly its bytes) */
+			bool tap = depth == 0 && b->md2 != NULL && strlen(b->tap) == m[k].key_len &&
+			           memcmp(b->tap, m[k].key, m[k].key_len) == 0;
+			if (tap) {
+				sb_flush(b);
+				b->md2_on = true;
+			}
 			rc = jcs_value(b, m[k].value, depth + 1, err);
+			if (tap) {
+				sb_flush(b);
+				b->md2_on = false;
+			}
 			if (rc != OTA_OK)
 				break;
 		}
@@ -464,11 +485,35 @@ ota_err ota_jcs_serialize(const json_t *v, char **out, size_t *out_len, ota_erro
 	return OTA_OK;
 }
 
-/* The identity streams the canonical bytes into SHA-256 (no whole copy). */
-ota_err ota_jcs_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *err)
+/* "sha256:" + the hex of a finished SHA-256 digest of md. */
+static bool id_final(EVP_MD_CTX *md, char out[OTA_ID_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
+	unsigned char d[32];
+	unsigned int dl = 0;
+	if (EVP_DigestFinal_ex(md, d, &dl) != 1 || dl != 32)
+		return false;
+	memcpy(out, "sha256:", 7);
+	for (size_t i = 0; i < 32; i++) {
+		out[7 + 2 * i] = hex[d[i] >> 4];
+		out[8 + 2 * i] = hex[d[i] & 15];
+	}
+	out[OTA_ID_LEN] = '\0';
+	return true;
+}
+
+/*
+ * The identity streams the canonical bytes into SHA-256 (no whole copy);
+ * with tap, the bytes of the value of v's member tap (when v is an object
+ * that has one) stream into a second digest on the way: its identity in
+ * tap_out ("" without such a member).
+ */
+static ota_err jcs_identity(const json_t *v, char out[OTA_ID_LEN + 1], const char *tap,
+                            char tap_out[OTA_ID_LEN + 1], ota_error *err)
+{
 	out[0] = '\0';
+	if (tap_out != NULL)
+		tap_out[0] = '\0';
 	if (v == NULL)
 		return ota_error_set(err, OTA_ERR_USAGE, "json", "no value");
 	char chunk[SB_CHUNK];
@@ -476,26 +521,33 @@ ota_err ota_jcs_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *e
 	b.p = chunk;
 	b.cap = sizeof chunk;
 	b.md = EVP_MD_CTX_new();
-	if (b.md == NULL || EVP_DigestInit_ex(b.md, ota_md_sha2(256), NULL) != 1) {
+	bool tapped = tap != NULL && json_is_object(v) && json_object_get(v, tap) != NULL;
+	if (tapped)
+		b.md2 = EVP_MD_CTX_new();
+	b.tap = tap;
+	if (b.md == NULL || EVP_DigestInit_ex(b.md, ota_md_sha2(256), NULL) != 1 ||
+	    (tapped && (b.md2 == NULL || EVP_DigestInit_ex(b.md2, ota_md_sha2(256), NULL) != 1))) {
 		EVP_MD_CTX_free(b.md);
+		EVP_MD_CTX_free(b.md2);
 		return ota_error_set(err, OTA_ERR_CRYPTO, "json", "sha256");
 	}
 	ota_err rc = jcs_value(&b, v, 0, err);
 	sb_flush(&b);
-	unsigned char d[32];
-	unsigned int dl = 0;
-	if (rc == OTA_OK && (b.oom || EVP_DigestFinal_ex(b.md, d, &dl) != 1 || dl != 32))
+	if (rc == OTA_OK && (b.oom || !id_final(b.md, out) || (tapped && !id_final(b.md2, tap_out))))
 		rc = ota_error_set(err, OTA_ERR_CRYPTO, "json", "sha256");
 	EVP_MD_CTX_free(b.md);
-	if (rc != OTA_OK)
-		return rc;
-	memcpy(out, "sha256:", 7);
-	for (size_t i = 0; i < 32; i++) {
-		out[7 + 2 * i] = hex[d[i] >> 4];
-		out[8 + 2 * i] = hex[d[i] & 15];
+	EVP_MD_CTX_free(b.md2);
+	if (rc != OTA_OK) {
+		out[0] = '\0';
+		if (tap_out != NULL)
+			tap_out[0] = '\0';
 	}
-	out[OTA_ID_LEN] = '\0';
-	return OTA_OK;
+	return rc;
+}
+
+ota_err ota_jcs_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *err)
+{
+	return jcs_identity(v, out, NULL, NULL, err);
 }
 
 ota_err ota_json_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *err)
@@ -506,6 +558,20 @@ ota_err ota_json_identity(const json_t *v, char out[OTA_ID_LEN + 1], ota_error *
 		return ota_error_set(err, OTA_ERR_JSON_KIND, "kind",
 		                     "identified object needs a string kind \"ota.<name>/v1\"");
 	return ota_jcs_identity(v, out, err);
+}
+
+ota_err ota_json_identity_and(const json_t *v, char out[OTA_ID_LEN + 1], const char *name,
+                              char member_out[OTA_ID_LEN + 1], ota_error *err)
+{
+	out[0] = '\0';
+	member_out[0] = '\0';
+	const json_t *kind = json_is_object(v) ? json_object_get(v, "kind") : NULL;
+	if (!json_is_string(kind) || strncmp(json_string_value(kind), "ota.", 4) != 0)
+		return ota_error_set(err, OTA_ERR_JSON_KIND, "kind",
+		                     "identified object needs a string kind \"ota.<name>/v1\"");
+	if (name == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "json", "no member");
+	return jcs_identity(v, out, name, member_out, err);
 }
 
 char *ota_json_dumps(const json_t *v, bool pretty)

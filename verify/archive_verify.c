@@ -305,6 +305,7 @@ typedef struct vctx {
 	json_t *adm;
 	idx_entry *ev_idx;
 	char (*ev_ids)[OTA_ID_LEN + 1];
+	char (*ev_cfg)[OTA_ID_LEN + 1]; /* a rendered policy record's config identity, else "" */
 	bool *ev_ref;
 	size_t nev;
 	idx_entry *ch_idx;
@@ -347,7 +348,9 @@ static void ev_mark(vctx *v, const char *id)
 		v->ev_ref[e->i] = true;
 }
 
-static const json_t *ev_get(vctx *v, const char *id, const char *kind)
+/* The record with identity id and of this kind (any with NULL), marked
+ * referenced, and its index in *at; NULL if absent. */
+static const json_t *ev_get_at(vctx *v, const char *id, const char *kind, size_t *at)
 {
 	size_t i = idx_find(v->ev_idx, v->nev, id);
 	if (i == SIZE_MAX)
@@ -356,7 +359,14 @@ static const json_t *ev_get(vctx *v, const char *id, const char *kind)
 	if (kind != NULL && !seq(sget(rec, "kind"), kind))
 		return NULL;
 	ev_mark(v, id);
+	*at = i;
 	return rec;
+}
+
+static const json_t *ev_get(vctx *v, const char *id, const char *kind)
+{
+	size_t at;
+	return ev_get_at(v, id, kind, &at);
 }
 
 /*
@@ -753,6 +763,7 @@ static ota_err index_members(vctx *v)
 	v->nev = json_array_size(a->evidence);
 	v->ev_idx = calloc(v->nev + 1, sizeof *v->ev_idx);
 	v->ev_ids = calloc(v->nev + 1, sizeof *v->ev_ids);
+	v->ev_cfg = calloc(v->nev + 1, sizeof *v->ev_cfg);
 	v->ev_ref = calloc(v->nev + 1, sizeof *v->ev_ref);
 	v->ch_idx = calloc(a->nch + 1, sizeof *v->ch_idx);
 	v->ch_uses = calloc(a->nch + 1, sizeof *v->ch_uses);
@@ -766,14 +777,21 @@ static ota_err index_members(vctx *v)
 	v->acc = calloc(a->nacc + 1, sizeof *v->acc);
 	v->acc_ok = calloc(a->nacc + 1, sizeof *v->acc_ok);
 	v->acc_idx = calloc(a->nacc + 1, sizeof *v->acc_idx);
-	if (v->ev_idx == NULL || v->ev_ids == NULL || v->ev_ref == NULL || v->ch_idx == NULL ||
+	if (v->ev_idx == NULL || v->ev_ids == NULL || v->ev_cfg == NULL || v->ev_ref == NULL ||
+	    v->ch_idx == NULL ||
 	    v->ch_uses == NULL || v->ai == NULL || v->att_idx == NULL || v->acc == NULL ||
 	    v->acc_ok == NULL || v->acc_idx == NULL)
 		return OTA_ERR_NOMEM;
 	jcs_list ev_list;
 	jl_open(&ev_list);
 	for (size_t i = 0; i < v->nev; i++) {
-		if (ota_json_identity(json_array_get(a->evidence, i), v->ev_ids[i], NULL) != OTA_OK) {
+		/* a rendered policy's config identity is checked in the walk: it
+		 * is hashed here, with the record that carries it */
+		const json_t *rec = json_array_get(a->evidence, i);
+		ota_err ir = seq(sget(rec, "kind"), "ota.rendered_policy/v1")
+		                     ? ota_json_identity_and(rec, v->ev_ids[i], "config", v->ev_cfg[i], NULL)
+		                     : ota_json_identity(rec, v->ev_ids[i], NULL);
+		if (ir != OTA_OK) {
 			fail(r, OTA_ERR_ARCHIVE_MALFORMED, "evidence[]", "record %zu has no identity", i);
 			snprintf(v->ev_ids[i], sizeof v->ev_ids[i], "invalid:%zu", i);
 		}
@@ -1749,13 +1767,19 @@ static const char *terminal_derive(vctx *v, const char *where, const json_t *ter
 static const json_t *rendered_of(vctx *v, const char *where, const json_t *seg, const char *sid,
                                  const char *rid, char cfg[OTA_ID_LEN + 1])
 {
-	const json_t *rend = ev_get(v, rid, "ota.rendered_policy/v1");
+	size_t at = SIZE_MAX;
+	const json_t *rend = ev_get_at(v, rid, "ota.rendered_policy/v1", &at);
 	cfg[0] = '\0';
 	if (rend == NULL || !seq(sget(seg, "rendered_policy_identity"), rid) ||
 	    !seq(sget(rend, "segment"), sid))
 		fail(v->r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
 		     "the rendered policy does not reconcile with the segment");
-	if (rend != NULL && ota_jcs_identity(json_object_get(rend, "config"), cfg, NULL) != OTA_OK)
+	/* the config's identity as index_members hashed it with its record,
+	 * else (a record that has no identity) hashed here */
+	if (rend != NULL && v->ev_cfg[at][0] != '\0')
+		memcpy(cfg, v->ev_cfg[at], OTA_ID_LEN + 1);
+	else if (rend != NULL &&
+	         ota_jcs_identity(json_object_get(rend, "config"), cfg, NULL) != OTA_OK)
 		cfg[0] = '\0';
 	if (rend != NULL && !seq(sget(rend, "config_identity"), cfg))
 		fail(v->r, OTA_ERR_ARCHIVE_RENDERED_MISMATCH, where,
@@ -2728,6 +2752,7 @@ out:
 		fail(r, OTA_ERR_INTERNAL, "archive", "verification did not complete");
 	free(v.ev_idx);
 	free(v.ev_ids);
+	free(v.ev_cfg);
 	free(v.ev_ref);
 	free(v.ch_idx);
 	free(v.ch_uses);

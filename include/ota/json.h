@@ -48,6 +48,17 @@ OTA_API OTA_NODISCARD ota_err ota_json_identity(const json_t *v, char out[OTA_ID
                                                 ota_error *err);
 
 /*
+ * ota_json_identity of v, and in member_out ota_jcs_identity of the value
+ * of v's member name ("" when v has none), from one serialization:
+ * the member's canonical bytes are part of v's (ota-verify archive: a
+ * rendered policy record and its config). On failure both are "".
+ */
+OTA_API OTA_NODISCARD ota_err ota_json_identity_and(const json_t *v, char out[OTA_ID_LEN + 1],
+                                                    const char *name,
+                                                    char member_out[OTA_ID_LEN + 1],
+                                                    ota_error *err);
+
+/*
  * Decodes one UTF-8 scalar value at s (n bytes left) into *cp: the bytes it
  * uses, or 0 when it is not a shortest-form scalar value (overlong forms,
  * surrogates, beyond U+10FFFF, truncated or n == 0). The one UTF-8 rule of

@@ -362,6 +362,70 @@ static void test_identity_large(void **state)
 	json_decref(a);
 }
 
+/*
+ * ota_json_identity_and: the record's identity and its member's, from one
+ * serialization, equal to the two computed apart: a member before and
+ * after the tapped one, a tapped value across chunk flushes (a 40,000-byte
+ * string, hashed in place, and many small values), one small enough to
+ * sit in the chunk, a member of that name below the top (not tapped), no
+ * such member (""), and no kind (refused, both "").
+ */
+static void check_and(json_t *v, const char *name)
+{
+	char id[OTA_ID_LEN + 1], mid[OTA_ID_LEN + 1], want[OTA_ID_LEN + 1], mwant[OTA_ID_LEN + 1];
+	assert_ota(ota_json_identity_and(v, id, name, mid, NULL), OTA_OK);
+	assert_ota(ota_json_identity(v, want, NULL), OTA_OK);
+	assert_string_equal(id, want);
+	const json_t *m = json_object_get(v, name);
+	if (m == NULL) {
+		assert_string_equal(mid, "");
+		return;
+	}
+	assert_ota(ota_jcs_identity(m, mwant, NULL), OTA_OK);
+	assert_string_equal(mid, mwant);
+}
+
+static void test_identity_and(void **state)
+{
+	(void)state;
+	char big[40000];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	json_t *cfg = json_object();
+	json_t *list = json_array();
+	for (int i = 0; i < 3000; i++)
+		json_array_append_new(list, json_pack("{s:i, s:s}", "n", i, "s", "a\"b\\c\n\u00e9"));
+	json_object_set_new(cfg, "mounts", list);
+	json_object_set_new(cfg, "big", json_string(big));
+	json_object_set_new(cfg, "config", json_integer(7)); /* nested: not tapped */
+	json_t *v = json_pack("{s:s, s:s, s:o, s:[i, s], s:{s:b}}", "kind", "ota.rendered_policy/v1",
+	                      "a", "first", "config", cfg, "z", 1, "last", "nested", "config", 1);
+	assert_non_null(v);
+	check_and(v, "config");
+	check_and(v, "a");
+	check_and(v, "z");
+	check_and(v, "kind");
+	check_and(v, "absent");
+	json_object_set_new(v, "config", json_string(big));
+	check_and(v, "config");
+	json_object_set_new(v, "config", json_pack("{s:s}", "x", "y"));
+	check_and(v, "config");
+	/* a member of that name only below the top */
+	json_object_del(v, "config");
+	json_object_set_new(v, "b", json_pack("{s:i}", "config", 3));
+	char id[OTA_ID_LEN + 1], mid[OTA_ID_LEN + 1];
+	assert_ota(ota_json_identity_and(v, id, "config", mid, NULL), OTA_OK);
+	assert_string_equal(mid, "");
+	/* no kind: refused as ota_json_identity refuses it */
+	json_object_del(v, "kind");
+	ota_error e;
+	ota_error_clear(&e);
+	assert_int_equal(ota_json_identity_and(v, id, "b", mid, &e), OTA_ERR_JSON_KIND);
+	assert_string_equal(id, "");
+	assert_string_equal(mid, "");
+	json_decref(v);
+}
+
 static void test_python_check(void **state)
 {
 	(void)state;
@@ -443,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_identity_matches_bytes),
 		cmocka_unit_test(test_member_order_differential),
 		cmocka_unit_test(test_identity_large),
+		cmocka_unit_test(test_identity_and),
 		cmocka_unit_test(test_python_check),
 		cmocka_unit_test(test_utf8_next),
 	};
