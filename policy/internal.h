@@ -208,6 +208,13 @@ typedef struct {
 	json_t *json;
 } edge;
 
+/*
+ * Edges ota_policy_admit visited looking for a segment's hooks (on_failure,
+ * always), this thread: each hook edge once per evaluation of a descriptor,
+ * never every edge for every segment (tests/unit/policy_test.c counts).
+ */
+extern _Thread_local size_t policy_hook_steps;
+
 struct ota_policy {
 	const ota_contract *c;
 	ota_lane_kind kind;
