@@ -53,4 +53,11 @@ void nonce_store_peek_cache_stats(ota_nonce_store *s, uint64_t *hits, uint64_t *
 /* For tests only: replaces the (empty) cache of s by one of these caps;
  * max_entries 0: no cache at all. Call before any other thread uses s. */
 void nonce_store_peek_cache_reset(ota_nonce_store *s, size_t max_entries, size_t max_bytes);
+/* For tests only: the checkpointer's thresholds, in WAL frames (store.c,
+ * CKPT_FRAMES, CKPT_TAIL, CKPT_HARD), and what it did: its passes (each
+ * PASSIVE copies, then a RESTART when the tail was short), the RESTARTs
+ * that succeeded, and the checkpoints the writer ran itself. */
+void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int hard);
+void nonce_store_checkpoint_stats(ota_nonce_store *s, uint64_t *passes, uint64_t *restarts,
+                                  uint64_t *writer_ckpts);
 #endif

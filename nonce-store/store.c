@@ -124,10 +124,52 @@ typedef struct reader {
 	bool mu_ok;
 } reader;
 
+/*
+ * WAL checkpoints, off the writer's thread. sqlite's automatic checkpoint
+ * runs inside the COMMIT that crosses its threshold: the writer copied
+ * 4096 pages into the database and synced it (16 MiB, tens of ms, up to
+ * 100+ on this machine's disk) while every operation queued behind it
+ * waited, and its CPU (about 20 % of the group commit's) was on the
+ * committer's thread. Here the writer only notes, in its WAL hook, that
+ * the WAL has CKPT_FRAMES frames, and a thread of the handle with a
+ * connection of its own copies them (PASSIVE: beside the writer, never
+ * blocking it; again while a pass leaves CKPT_TAIL frames or more
+ * uncopied, at most 8 passes), then runs a RESTART checkpoint: it holds
+ * the writer back only for the tail the passes left, and the next
+ * transaction writes the WAL from its start again, so the WAL does not
+ * grow under a load that never pauses. Should the WAL still reach
+ * CKPT_HARD frames (the thread could not start, or cannot keep up, or a
+ * reader holds the log), the writer checkpoints itself, as sqlite would.
+ * Commits are durable in the WAL either way: a checkpoint only moves them.
+ */
+#define CKPT_FRAMES 4096
+#define CKPT_TAIL 256
+#define CKPT_HARD (4 * CKPT_FRAMES)
+/* How long the checkpointer waits for a lock. A RESTART holds the writer
+ * lock while it waits for the readers to leave the log, so the writer may
+ * wait as long: a reader that keeps its snapshot (another process reading
+ * the file) costs the writer at most this per attempt, and then the WAL
+ * just grows until the reader lets go (the writer's own checkpoints at
+ * CKPT_HARD cannot pass a reader either). */
+#define CKPT_BUSY_MS 50
+
+typedef struct checkpointer {
+	sqlite3 *db; /* its own connection (the thread's) */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool started; /* thread, mu and cv live */
+	bool due, stop;
+	int frames, tail, hard; /* CKPT_FRAMES, CKPT_TAIL, CKPT_HARD (tests change them) */
+	uint64_t passes, restarts, writer_ckpts;
+} checkpointer;
+
 struct ota_nonce_store {
 	sqlite3 *db;                 /* the writer: every transaction (mu) */
 	sqlite3_stmt *st[ST_COUNT_];
 	pthread_mutex_t mu;
+	checkpointer ck;
+	char *path;
 	reader rd[READERS];
 	atomic_uint next_reader;
 	/* the challenges this handle issued (peek_cache.c); NULL: none */
@@ -380,16 +422,124 @@ static ota_err migrate_v2(ota_nonce_store *s, ota_error *err)
 	                err);
 }
 
+/* The checkpointer's thread: PASSIVE passes until the uncopied tail is
+ * short, then one RESTART (see CKPT_FRAMES). Errors are not fatal: the
+ * frames stay in the WAL, and the writer checkpoints itself at CKPT_HARD. */
+static void *ckpt_main(void *arg)
+{
+	ota_nonce_store *s = arg;
+	checkpointer *c = &s->ck;
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->due && !c->stop)
+			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->stop)
+			break;
+		c->due = false;
+		int tail = c->tail;
+		pthread_mutex_unlock(&c->mu);
+		int log = -1, done = -1, rc = SQLITE_OK;
+		for (int pass = 0; pass < 8; pass++) {
+			rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+			if (rc != SQLITE_OK || log < 0 || log - done < tail)
+				break;
+		}
+		/* The RESTART even when the tail is still long (a writer faster than
+		 * the passes): the writer then waits for that tail, which is the
+		 * back-pressure that keeps the WAL bounded. (log -1: not in WAL mode,
+		 * nothing was checkpointed.) */
+		uint64_t restarted = 0;
+		if (rc == SQLITE_OK && log >= 0 &&
+		    sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done) ==
+		            SQLITE_OK &&
+		    log >= 0)
+			restarted = 1;
+		pthread_mutex_lock(&c->mu);
+		c->passes++;
+		c->restarts += restarted;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* Starts the checkpointer (its connection, then its thread), when the
+ * store is opened, with the readers; when it cannot, the writer keeps
+ * checkpointing itself. */
+static void ckpt_start(ota_nonce_store *s)
+{
+	checkpointer *c = &s->ck;
+	bool mu = false, cv = false;
+	if (sqlite3_open_v2(s->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK)
+		goto fail;
+	sqlite3_busy_timeout(c->db, CKPT_BUSY_MS);
+	/* a connection learns that the file is in WAL mode when it first reads
+	 * it; until then a checkpoint through it does nothing and says OK */
+	if (sqlite3_exec(c->db, "SELECT count(*) FROM ota_meta", NULL, NULL, NULL) != SQLITE_OK ||
+	    !(mu = pthread_mutex_init(&c->mu, NULL) == 0) ||
+	    !(cv = pthread_cond_init(&c->cv, NULL) == 0) ||
+	    pthread_create(&c->thread, NULL, ckpt_main, s) != 0)
+		goto fail;
+	c->started = true;
+	return;
+fail:
+	if (cv)
+		pthread_cond_destroy(&c->cv);
+	if (mu)
+		pthread_mutex_destroy(&c->mu);
+	sqlite3_close(c->db);
+	c->db = NULL;
+}
+
+static void ckpt_stop(ota_nonce_store *s)
+{
+	checkpointer *c = &s->ck;
+	if (!c->started)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thread, NULL);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	sqlite3_close(c->db);
+	c->db = NULL;
+	c->started = false;
+}
+
+/* The writer's WAL hook, after each of its commits (under s->mu): frames
+ * is the number of frames in the WAL. */
+static int wal_hook(void *ctx, sqlite3 *db, const char *name, int frames)
+{
+	ota_nonce_store *s = ctx;
+	checkpointer *c = &s->ck;
+	if (frames < c->frames)
+		return SQLITE_OK;
+	if (frames < c->hard && c->started) {
+		pthread_mutex_lock(&c->mu);
+		c->due = true;
+		pthread_cond_signal(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		return SQLITE_OK;
+	}
+	/* as sqlite's own automatic checkpoint: PASSIVE, its result ignored */
+	(void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	c->writer_ckpts++;
+	return SQLITE_OK;
+}
+
 /* Creates the schema and durably bumps the epoch (synchronous=FULL). */
 static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 {
 	ota_err e;
 	int rc;
-	/* Checkpoints every 4096 WAL pages (16 MiB at 4 KiB pages; sqlite's
-	 * default is 1000): the pages written by every commit (interior
-	 * pages, the last leaf of each table, the header page) are copied into
-	 * the database once per checkpoint, not once per 1000 frames. Commits
-	 * stay durable in the WAL either way.
+	/* Checkpoints every CKPT_FRAMES = 4096 WAL pages (16 MiB at 4 KiB
+	 * pages; sqlite's default is 1000), by the checkpointer: the pages
+	 * written by every commit (interior pages, the last leaf of each
+	 * table, the header page) are copied into the database once per
+	 * checkpoint, not once per 1000 frames. The WAL hook replaces sqlite's
+	 * automatic checkpoint.
 	 * A 16 MiB page cache, not 64: at every COMMIT sqlite walks the
 	 * whole hash of its page cache once a B-tree split in the transaction
 	 * has renumbered pages through the pending-byte page (balance_nonroot;
@@ -398,9 +548,9 @@ static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 	 * acceptance rows it never reads again. Store-only admissions, 150,000
 	 * and 600,000 of them: 24.2 -> 22.1 and 28.9 -> 27.6 us of CPU each. */
 	if ((e = exec_sql(s, "PRAGMA synchronous=FULL", err)) != OTA_OK ||
-	    (e = exec_sql(s, "PRAGMA cache_size=-16384", err)) != OTA_OK ||
-	    (e = exec_sql(s, "PRAGMA wal_autocheckpoint=4096", err)) != OTA_OK)
+	    (e = exec_sql(s, "PRAGMA cache_size=-16384", err)) != OTA_OK)
 		return e;
+	sqlite3_wal_hook(s->db, wal_hook, s);
 	if ((e = exec_sql(s, "BEGIN IMMEDIATE", err)) != OTA_OK)
 		return e;
 	if ((e = exec_sql(s, schema_sql, err)) != OTA_OK)
@@ -462,7 +612,15 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 	if (s->opts.busy_timeout_ms <= 0)
 		s->opts.busy_timeout_ms = 10000;
 	snprintf(s->where, sizeof s->where, "nonce-store:%s", path);
+	s->ck.frames = CKPT_FRAMES;
+	s->ck.tail = CKPT_TAIL;
+	s->ck.hard = CKPT_HARD;
+	if ((s->path = strdup(path)) == NULL) {
+		free(s);
+		return ota_error_set(err, OTA_ERR_NOMEM, "nonce-store", "path");
+	}
 	if (pthread_mutex_init(&s->mu, NULL) != 0) {
+		free(s->path);
 		free(s);
 		return ota_error_set(err, OTA_ERR_INTERNAL, "nonce-store", "mutex");
 	}
@@ -541,6 +699,7 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 			}
 		}
 	}
+	ckpt_start(s);
 	*out = s;
 	return OTA_OK;
 out_close:
@@ -552,6 +711,9 @@ void ota_nonce_store_close(ota_nonce_store *s)
 {
 	if (s == NULL)
 		return;
+	/* its connection first: the writer's close (the last) then
+	 * checkpoints what is left and removes the WAL */
+	ckpt_stop(s);
 	for (int k = 0; k < READERS; k++) {
 		for (int i = 0; i < ST_COUNT_; i++)
 			sqlite3_finalize(s->rd[k].st[i]);
@@ -565,7 +727,36 @@ void ota_nonce_store_close(ota_nonce_store *s)
 	if (s->mu_ok)
 		pthread_mutex_destroy(&s->mu);
 	nonce_cache_free(s->cache);
+	free(s->path);
 	free(s);
+}
+
+void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int hard)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->ck.started)
+		pthread_mutex_lock(&s->ck.mu);
+	s->ck.frames = frames;
+	s->ck.tail = tail;
+	s->ck.hard = hard;
+	if (s->ck.started)
+		pthread_mutex_unlock(&s->ck.mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void nonce_store_checkpoint_stats(ota_nonce_store *s, uint64_t *passes, uint64_t *restarts,
+                                  uint64_t *writer_ckpts)
+{
+	pthread_mutex_lock(&s->mu);
+	*writer_ckpts = s->ck.writer_ckpts;
+	*passes = *restarts = 0;
+	if (s->ck.started) {
+		pthread_mutex_lock(&s->ck.mu);
+		*passes = s->ck.passes;
+		*restarts = s->ck.restarts;
+		pthread_mutex_unlock(&s->ck.mu);
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 void nonce_store_peek_cache_stats(ota_nonce_store *s, uint64_t *hits, uint64_t *entries)

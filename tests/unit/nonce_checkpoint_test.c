@@ -1,0 +1,262 @@
+/*
+ * The nonce store's background checkpointer (nonce-store/store.c,
+ * CKPT_FRAMES): WAL checkpoints run on a thread of the store handle with a
+ * connection of its own, not inside the writer's COMMIT; a RESTART keeps
+ * the WAL from growing under a load that never pauses; the writer falls
+ * back to checkpointing itself at the hard limit; and nothing committed is
+ * lost or damaged on the way.
+ */
+#include "test_util.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nonce-store/nonce_internal.h"
+#include "ota/nonce.h"
+
+static const ota_nonce_binding bind_a = {"txn-a", "issuer:acme", "oci_local"};
+
+enum { BATCHES = 300, PER = 8, ATT = 2000 };
+
+static off_t wal_size(const char *path)
+{
+	char w[600];
+	snprintf(w, sizeof w, "%s-wal", path);
+	struct stat st;
+	return stat(w, &st) == 0 ? st.st_size : 0;
+}
+
+static int64_t count(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t n = -1;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+static void integrity_ok(const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* Commits `batches` batches of PER challenges, each then admitted with an
+ * ATT-byte attestation (a few WAL frames per record), from record `from` on;
+ * pause_us after each commit (a disk's fsync: /tmp may have none, and a
+ * writer that never waits outruns any checkpointer). */
+static void load_paced(ota_nonce_store *s, int from, int batches, long pause_us)
+{
+	struct timespec pause = {0, pause_us * 1000};
+	static uint8_t att[ATT];
+	memset(att, 0x5a, sizeof att);
+	ota_nonce_op ops[PER];
+	ota_challenge c[PER];
+	char ids[PER][24], bnd[PER][24];
+	for (int b = 0; b < batches; b++) {
+		memset(ops, 0, sizeof ops);
+		for (int i = 0; i < PER; i++) {
+			ops[i].kind = OTA_NONCE_OP_ISSUE;
+			ops[i].binding = &bind_a;
+		}
+		assert_ota(ota_nonce_store_commit_batch(s, ops, PER, 1000, NULL), OTA_OK);
+		if (pause_us > 0)
+			nanosleep(&pause, NULL);
+		for (int i = 0; i < PER; i++) {
+			assert_ota(ops[i].result, OTA_OK);
+			c[i] = ops[i].challenge;
+			int k = from + b * PER + i;
+			snprintf(ids[i], sizeof ids[i], "rec-%d", k);
+			snprintf(bnd[i], sizeof bnd[i], "bd-%d", k);
+			memset(&ops[i], 0, sizeof ops[i]);
+			ops[i].kind = OTA_NONCE_OP_ADMIT;
+			ops[i].nonce = ota_bytes_make(c[i].nonce, c[i].nonce_len);
+			ops[i].expect = &bind_a;
+			ops[i].boundary = bnd[i];
+			ops[i].record_id = ids[i];
+			ops[i].attestation = ota_bytes_make(att, sizeof att);
+			ops[i].acceptance = ota_bytes_make(att, 100);
+			ops[i].accepted_at = 1001;
+		}
+		assert_ota(ota_nonce_store_commit_batch(s, ops, PER, 1001, NULL), OTA_OK);
+		if (pause_us > 0)
+			nanosleep(&pause, NULL);
+		for (int i = 0; i < PER; i++)
+			assert_ota(ops[i].result, OTA_OK);
+	}
+}
+
+static void load(ota_nonce_store *s, int from, int batches)
+{
+	load_paced(s, from, batches, 0);
+}
+
+/* Waits (up to 10 s) for the checkpointer to have restarted the WAL at
+ * least `want` times; returns the count. */
+static uint64_t wait_restarts(ota_nonce_store *s, uint64_t want)
+{
+	uint64_t passes = 0, restarts = 0, writer = 0;
+	for (int i = 0; i < 1000; i++) {
+		nonce_store_checkpoint_stats(s, &passes, &restarts, &writer);
+		if (restarts >= want)
+			break;
+		struct timespec d = {0, 10 * 1000 * 1000};
+		nanosleep(&d, NULL);
+	}
+	return restarts;
+}
+
+/*
+ * The same load on two stores: one that never checkpoints while open (the
+ * thresholds out of reach: its WAL holds every frame), one whose
+ * checkpointer is due every 32 frames (its writer pausing 1 ms after each
+ * commit, as a disk's fsync would). The second's WAL never grows to
+ * half of the first's: the checkpointer copied and restarted it behind the
+ * writer, who never checkpointed itself. Both then read back every record.
+ */
+static void test_background_restart(void **state)
+{
+	(void)state;
+	char *dir = test_tmpdir();
+	char p1[512], p2[512];
+	snprintf(p1, sizeof p1, "%s/none.db", dir);
+	snprintf(p2, sizeof p2, "%s/bg.db", dir);
+	ota_nonce_store *a = NULL, *b = NULL;
+	assert_ota(ota_nonce_store_open(p1, NULL, &a, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_open(p2, NULL, &b, NULL), OTA_OK);
+	nonce_store_checkpoint_limits(a, 1 << 30, 16, 1 << 30);
+	nonce_store_checkpoint_limits(b, 32, 16, 1 << 30);
+	load(a, 0, BATCHES);
+	off_t all = wal_size(p1);
+	/* restarts happen while the load runs: two rounds, each waited out */
+	load_paced(b, 0, BATCHES / 2, 1000);
+	assert_true(wait_restarts(b, 1) >= 1);
+	load_paced(b, BATCHES / 2 * PER, BATCHES - BATCHES / 2, 1000);
+	uint64_t passes = 0, restarts = 0, writer = 1;
+	nonce_store_checkpoint_stats(b, &passes, &restarts, &writer);
+	assert_true(passes >= 1);
+	assert_true(restarts >= 1);
+	assert_int_equal(writer, 0);
+	off_t bg = wal_size(p2);
+	print_message("WAL without checkpoints %lld bytes, with the checkpointer %lld (%llu passes,"
+	              " %llu restarts)\n",
+	              (long long)all, (long long)bg, (unsigned long long)passes,
+	              (unsigned long long)restarts);
+	assert_true(all > 4 * 1024 * 1024);
+	assert_true(bg < all / 2);
+	ota_nonce_store_close(a);
+	ota_nonce_store_close(b);
+	for (int k = 0; k < 2; k++) {
+		const char *p = k == 0 ? p1 : p2;
+		assert_int_equal(count(p, "SELECT count(*) FROM acceptances"), BATCHES * PER);
+		assert_int_equal(count(p, "SELECT count(*) FROM challenges WHERE consumed_at = 1001"),
+		                 BATCHES * PER);
+		assert_int_equal(count(p, "SELECT sum(length(attestation)) FROM acceptances"),
+		                 (int64_t)BATCHES * PER * ATT);
+		integrity_ok(p);
+	}
+	test_rmtree(dir);
+	free(dir);
+}
+
+/*
+ * A reader in another connection keeps an old snapshot: no checkpoint can
+ * copy past it, so the checkpointer's RESTART cannot happen, and once the
+ * WAL reaches the hard limit the writer checkpoints itself after each
+ * commit (as sqlite's own automatic checkpoint would), and its commits go
+ * on. When the reader lets go, the checkpointer restarts the WAL again.
+ */
+static void test_reader_holds_log(void **state)
+{
+	(void)state;
+	char *dir = test_tmpdir();
+	char p[512];
+	snprintf(p, sizeof p, "%s/held.db", dir);
+	ota_nonce_store *s = NULL;
+	assert_ota(ota_nonce_store_open(p, NULL, &s, NULL), OTA_OK);
+	nonce_store_checkpoint_limits(s, 32, 16, 64);
+	load(s, 0, 2);
+	sqlite3 *rd = NULL;
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_open_v2(p, &rd, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(rd, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(rd, "SELECT count(*) FROM acceptances", -1, &st, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 2 * PER);
+	sqlite3_finalize(st); /* the read transaction (and its snapshot) stays */
+	/* once the writer has written past the reader's snapshot, nothing can
+	 * be copied and no RESTART can happen (one that was under way when the
+	 * reader began may still have finished during the first load) */
+	uint64_t passes = 0, restarts0 = 0, restarts = 0, writer = 0;
+	load(s, 2 * PER, 20);
+	nonce_store_checkpoint_stats(s, &passes, &restarts0, &writer);
+	load(s, 22 * PER, 20);
+	nonce_store_checkpoint_stats(s, &passes, &restarts, &writer);
+	assert_true(writer >= 1);              /* the hard limit was reached */
+	assert_int_equal(restarts, restarts0); /* none past the reader */
+	assert_true(wal_size(p) > 64 * 4096);  /* the WAL grew past it */
+	/* the reader still sees its snapshot, whole */
+	assert_int_equal(sqlite3_prepare_v2(rd, "SELECT count(*) FROM acceptances", -1, &st, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 2 * PER);
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_exec(rd, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(rd);
+	load(s, 42 * PER, 4);
+	assert_true(wait_restarts(s, restarts0 + 1) > restarts0);
+	ota_nonce_store_close(s);
+	assert_int_equal(count(p, "SELECT count(*) FROM acceptances"), 46 * PER);
+	integrity_ok(p);
+	test_rmtree(dir);
+	free(dir);
+}
+
+/* Closing a store while its checkpointer is busy waits for it, and the
+ * file is whole; over and over (ASan, TSan-free by construction: no
+ * shared state outside the two mutexes). */
+static void test_close_while_busy(void **state)
+{
+	(void)state;
+	char *dir = test_tmpdir();
+	char p[512];
+	snprintf(p, sizeof p, "%s/close.db", dir);
+	for (int round = 0; round < 5; round++) {
+		ota_nonce_store *s = NULL;
+		assert_ota(ota_nonce_store_open(p, NULL, &s, NULL), OTA_OK);
+		nonce_store_checkpoint_limits(s, 8, 4, 1 << 30);
+		load(s, round * 20 * PER, 20);
+		ota_nonce_store_close(s);
+		assert_int_equal(count(p, "SELECT count(*) FROM acceptances"), (round + 1) * 20 * PER);
+		integrity_ok(p);
+	}
+	test_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_background_restart),
+		cmocka_unit_test(test_reader_holds_log),
+		cmocka_unit_test(test_close_while_busy),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
