@@ -126,7 +126,8 @@
 #define MAX_ROUNDS 15
 #define RAW_SECONDS 0.4    /* each round's raw verification rate */
 #define LOAD_THREADS 2   /* client threads */
-#define CONNS 512        /* keep-alive connections, one request in flight each */
+#define CONNS 512        /* keep-alive connections, one request in flight each (default) */
+static int conns = CONNS; /* BENCH_ATTESTD_CONNS overrides it */
 #define ATT_PER_SECOND 50000 /* attestations per second of a round */
 /* The most challenges one endpoint issues: below its peek cache's 2^17
  * entries (8 shards of 16,384; 120,000 spread by random nonces leave every
@@ -145,7 +146,7 @@ static double now_s(void)
  * seconds of wall time. */
 static double raw_verify_rate(double seconds)
 {
-	EVP_PKEY *k = EVP_EC_gen("P-256");
+	EVP_PKEY *k = EVP_EC_gen("P-256"); /* EVP_EC_gen: thread-safe, own key per thread */
 	if (k == NULL)
 		return 0;
 	unsigned char msg[200], sig[80];
@@ -170,6 +171,36 @@ static double raw_verify_rate(double seconds)
 	double r = (double)n / (now_s() - t0);
 	EVP_PKEY_free(k);
 	return r;
+}
+
+/* The same loop on two threads at once: what the two cores verify
+ * together right now (other load on the machine, or two vCPUs that share
+ * a physical core, make it less than twice one thread's rate). */
+typedef struct raw_job {
+	double seconds, rate;
+	pthread_barrier_t *go;
+} raw_job;
+
+static void *raw_thread(void *arg)
+{
+	raw_job *j = arg;
+	pthread_barrier_wait(j->go);
+	j->rate = raw_verify_rate(j->seconds);
+	return NULL;
+}
+
+static double raw_verify_rate_2(double seconds)
+{
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, 2);
+	raw_job j[2] = {{seconds, 0, &go}, {seconds, 0, &go}};
+	pthread_t t;
+	if (pthread_create(&t, NULL, raw_thread, &j[1]) != 0)
+		abort();
+	raw_thread(&j[0]);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&go);
+	return j[0].rate + j[1].rate;
 }
 
 /* CPU seconds (user + system) of this process's live threads, by name: [0]
@@ -496,10 +527,36 @@ static bool commit_counts(const char *url, long long *batches, long long *ops)
 	return ok;
 }
 
+/* The machine's CPU time so far by kind (/proc/stat, first line, in
+ * seconds): where the 2 cores went during a phase besides this process. */
+enum { M_BUSY, M_IDLE, M_IOWAIT, M_IRQ, M_STEAL, M_N };
+static void machine_cpu(double v[M_N])
+{
+	unsigned long long f[10] = {0};
+	FILE *fp = fopen("/proc/stat", "r");
+	int got = fp != NULL ? fscanf(fp, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0],
+	                               &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9])
+	                     : 0;
+	if (fp != NULL)
+		fclose(fp);
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	if (got < 8 || hz <= 0) {
+		memset(v, 0, M_N * sizeof *v);
+		return;
+	}
+	/* user nice system idle iowait irq softirq steal (guest is in user) */
+	v[M_BUSY] = (double)(f[0] + f[1] + f[2]) / hz;
+	v[M_IDLE] = (double)f[3] / hz;
+	v[M_IOWAIT] = (double)f[4] / hz;
+	v[M_IRQ] = (double)(f[5] + f[6]) / hz;
+	v[M_STEAL] = (double)f[7] / hz;
+}
+
 /* Runs LOAD_THREADS clients against s for seconds (connections opened
  * before the clock starts); the process CPU time (endpoint and clients) and
  * the wall time of the run. */
-static void run_phase(shared *s, double seconds, double *cpu, double *dt, double split[T_N])
+static void run_phase(shared *s, double seconds, double *cpu, double *dt, double split[T_N],
+                      double mach[M_N])
 {
 	s->deadline = now_s() + 3600;
 	pthread_barrier_init(&s->ready, NULL, LOAD_THREADS + 1);
@@ -511,8 +568,9 @@ static void run_phase(shared *s, double seconds, double *cpu, double *dt, double
 	struct timespec settle = {0, 200 * 1000 * 1000};
 	nanosleep(&settle, NULL); /* and accepted by the endpoint */
 	struct rusage ru0, ru1;
-	double th0[T_N], th1[T_N];
+	double th0[T_N], th1[T_N], m0[M_N], m1[M_N];
 	thread_cpu(th0);
+	machine_cpu(m0);
 	getrusage(RUSAGE_SELF, &ru0);
 	double t0 = now_s();
 	s->deadline = t0 + seconds;
@@ -521,7 +579,10 @@ static void run_phase(shared *s, double seconds, double *cpu, double *dt, double
 		pthread_join(th[i], NULL);
 	*dt = now_s() - t0;
 	getrusage(RUSAGE_SELF, &ru1);
+	machine_cpu(m1);
 	thread_cpu(th1);
+	for (int i = 0; i < M_N; i++)
+		mach[i] = m1[i] - m0[i];
 	for (int i = 0; i < T_N; i++)
 		split[i] = th1[i] - th0[i];
 	/* the load threads have exited by now: their own account */
@@ -619,7 +680,10 @@ typedef struct endpoint {
 /* What each round measured: its rate, baseline (2x raw), ratio, CPU per
  * accepted attestation (all, and by thread) and operations per group
  * commit. */
-enum { R_RATE, R_BASE, R_RATIO, R_CPU, R_LOOPS, R_COMMIT, R_CLIENTS, R_OTHER, R_OPC, R_N };
+enum {
+	R_RATE, R_BASE, R_RATIO, R_CPU, R_LOOPS, R_COMMIT, R_CLIENTS, R_OTHER, R_OPC,
+	R_M_OURS, R_M_OTHERS, R_M_IRQ, R_M_IDLE, R_M_IOWAIT, R_RAW2, R_RATIO2, R_N
+};
 
 int main(int argc, char **argv)
 {
@@ -651,6 +715,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const bool hashed_lanes = strcmp(lanes, "hashed") == 0;
+	const char *cs = getenv("BENCH_ATTESTD_CONNS");
+	if (cs != NULL && cs[0] != '\0') {
+		long c = strtol(cs, &end, 10);
+		if (*end != '\0' || c < LOAD_THREADS || c > 8192 || c % LOAD_THREADS != 0) {
+			fprintf(stderr, "bench_attestd: BENCH_ATTESTD_CONNS is %d..8192, a multiple of %d\n",
+			        LOAD_THREADS, LOAD_THREADS);
+			return 2;
+		}
+		conns = (int)c;
+	}
 	const int per_round = (int)(secs * ATT_PER_SECOND + 0.5);
 	const int n_att = per_round * (int)rounds;
 
@@ -716,7 +790,8 @@ int main(int argc, char **argv)
 		o.verifier_key_path = key_path;
 		o.threads = 0; /* one event loop per core */
 		o.max_batch = 1024;
-		o.max_connections = CONNS + 16;
+		o.max_connections = (unsigned)conns + 16;
+		o.max_connections_per_address = (unsigned)conns + 16;
 		if (ota_attestd_start(&o, &p->srv, &e) != OTA_OK)
 			return die("start", &e);
 		p->port = ota_attestd_port(p->srv);
@@ -779,6 +854,7 @@ int main(int argc, char **argv)
 	for (long r = 0; r < rounds; r++) {
 		endpoint *p = &ep[r];
 		raw[r] = raw_verify_rate(RAW_SECONDS);
+		m[R_RAW2][r] = raw_verify_rate_2(RAW_SECONDS);
 		long long batches0 = 0, ops0 = 0, batches1 = 0, ops1 = 0;
 		if (!commit_counts(p->url, &batches0, &ops0)) /* the challenges' issue */
 			return die("metrics", NULL);
@@ -787,9 +863,9 @@ int main(int argc, char **argv)
 		s.port = p->port;
 		s.atts = p->atts;
 		s.n = p->n;
-		s.conns_per_thread = CONNS / LOAD_THREADS;
-		double cpu = 0, dt = 0, split[T_N];
-		run_phase(&s, secs, &cpu, &dt, split);
+		s.conns_per_thread = conns / LOAD_THREADS;
+		double cpu = 0, dt = 0, split[T_N], mach[M_N];
+		run_phase(&s, secs, &cpu, &dt, split, mach);
 		if (!commit_counts(p->url, &batches1, &ops1))
 			return die("metrics", NULL);
 		long ok = atomic_load(&s.ok), bad = atomic_load(&s.bad);
@@ -800,6 +876,7 @@ int main(int argc, char **argv)
 		m[R_RATE][r] = (double)ok / dt;
 		m[R_BASE][r] = 2 * raw[r];
 		m[R_RATIO][r] = raw[r] > 0 ? m[R_RATE][r] / m[R_BASE][r] : 0.0;
+		m[R_RATIO2][r] = m[R_RAW2][r] > 0 ? m[R_RATE][r] / m[R_RAW2][r] : 0.0;
 		m[R_CPU][r] = per_att(cpu);
 		m[R_LOOPS][r] = per_att(split[T_LOOPS]);
 		m[R_COMMIT][r] = per_att(split[T_COMMIT]);
@@ -808,12 +885,26 @@ int main(int argc, char **argv)
 #undef per_att
 		long long batches = batches1 - batches0, ops = ops1 - ops0; /* this round's */
 		m[R_OPC][r] = batches > 0 ? (double)ops / (double)batches : 0.0;
+		/* where the machine's CPU time went during the phase, in % of it */
+		double all = mach[M_BUSY] + mach[M_IDLE] + mach[M_IOWAIT] + mach[M_IRQ] + mach[M_STEAL];
+#define share(x) (all > 0 ? 100.0 * (x) / all : 0.0)
+		m[R_M_OURS][r] = share(cpu);
+		m[R_M_OTHERS][r] = share(mach[M_BUSY] > cpu ? mach[M_BUSY] - cpu : 0.0);
+		m[R_M_IRQ][r] = share(mach[M_IRQ] + mach[M_STEAL]);
+		m[R_M_IDLE][r] = share(mach[M_IDLE]);
+		m[R_M_IOWAIT][r] = share(mach[M_IOWAIT]);
+#undef share
 		fprintf(stderr, "bench_attestd: round %ld/%ld: %.0f/s (%ld accepted, %ld failed in %.2f s), "
 		                "baseline %.0f/s, ratio %.2f; per attestation %.1f us of CPU (event loops "
 		                "%.1f, group commit %.1f, clients %.1f, other %.1f); %lld group commits for "
-		                "%lld operations\n",
+		                "%lld operations; the machine's CPU: this process %.0f %%, other processes "
+		                "%.0f %%, irq+softirq+steal %.0f %%, idle %.0f %%, I/O wait %.0f %%; raw "
+		                "verification on two threads at once %.0f/s (%.2f x one thread; ratio "
+		                "against it %.2f)\n",
 		        r + 1, rounds, m[R_RATE][r], ok, bad, dt, m[R_BASE][r], m[R_RATIO][r], m[R_CPU][r],
-		        m[R_LOOPS][r], m[R_COMMIT][r], m[R_CLIENTS][r], m[R_OTHER][r], batches, ops);
+		        m[R_LOOPS][r], m[R_COMMIT][r], m[R_CLIENTS][r], m[R_OTHER][r], batches, ops,
+		        m[R_M_OURS][r], m[R_M_OTHERS][r], m[R_M_IRQ][r], m[R_M_IDLE][r], m[R_M_IOWAIT][r],
+		        m[R_RAW2][r], raw[r] > 0 ? m[R_RAW2][r] / raw[r] : 0.0, m[R_RATIO2][r]);
 		if (r + 1 < rounds) {
 			ota_attestd_stop(p->srv);
 			p->srv = NULL;
@@ -827,9 +918,9 @@ int main(int argc, char **argv)
 	memset(&h, 0, sizeof h);
 	h.port = ep[rounds - 1].port;
 	h.health = true;
-	h.conns_per_thread = CONNS / LOAD_THREADS;
-	double hcpu = 0, hdt = 0, hsplit[T_N];
-	run_phase(&h, 1.5, &hcpu, &hdt, hsplit);
+	h.conns_per_thread = conns / LOAD_THREADS;
+	double hcpu = 0, hdt = 0, hsplit[T_N], hmach[M_N];
+	run_phase(&h, 1.5, &hcpu, &hdt, hsplit, hmach);
 	ota_attestd_stop(ep[rounds - 1].srv);
 	ep[rounds - 1].srv = NULL;
 
@@ -885,7 +976,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "bench_attestd: %ld accepted, %ld failed in %.2f s over %ld rounds with %d "
 	                "keep-alive connections on %d client threads; raw ECDSA P-256 verify %.0f/s on "
 	                "one core (median); ratio %.2f median, %.2f-%.2f\n",
-	        accepted, failed, dt_all, rounds, CONNS, LOAD_THREADS, verify, med[R_RATIO], ratio_min,
+	        accepted, failed, dt_all, rounds, conns, LOAD_THREADS, verify, med[R_RATIO], ratio_min,
 	        ratio_max);
 	printf("{\"bench\": \"attestd_accepted_es256\", \"value\": %.0f, \"unit\": \"ops/s\", "
 	       "\"baseline\": \"2x_openssl_ecdsa_p256_verify_1core\", \"baseline_value\": %.0f, "
@@ -894,10 +985,16 @@ int main(int argc, char **argv)
 	       "\"floor_ratio_one_per_request\": %.2f, "
 	       "\"cpu_us_event_loops\": %.1f, \"cpu_us_group_commit\": %.1f, "
 	       "\"cpu_us_clients\": %.1f, \"ops_per_group_commit\": %.0f, "
-	       "\"ratio_min\": %.2f, \"ratio_max\": %.2f, \"rounds\": %ld, \"lanes\": \"%s\"}\n",
+	       "\"ratio_min\": %.2f, \"ratio_max\": %.2f, \"rounds\": %ld, \"lanes\": \"%s\", "
+	       "\"connections\": %d, \"machine_pct_this_process\": %.0f, "
+	       "\"machine_pct_other_processes\": %.0f, \"machine_pct_irq\": %.0f, "
+	       "\"machine_pct_idle\": %.0f, \"machine_pct_iowait\": %.0f, "
+	       "\"raw_verify_2_threads_per_s\": %.0f, \"ratio_vs_2_threads\": %.2f}\n",
 	       med[R_RATE], med[R_BASE], med[R_RATIO], med[R_CPU], http_us, verify_us, own_us,
 	       http_us + own_us > 0 ? verify_us / (http_us + own_us) : 0.0, med[R_LOOPS],
-	       med[R_COMMIT], med[R_CLIENTS], med[R_OPC], ratio_min, ratio_max, rounds, lanes);
+	       med[R_COMMIT], med[R_CLIENTS], med[R_OPC], ratio_min, ratio_max, rounds, lanes, conns,
+	       med[R_M_OURS], med[R_M_OTHERS], med[R_M_IRQ], med[R_M_IDLE], med[R_M_IOWAIT],
+	       med[R_RAW2], med[R_RATIO2]);
 	for (int i = 0; i < n_att; i++) {
 		free(atts[i].msg);
 		free(atts[i].req);
