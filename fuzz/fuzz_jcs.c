@@ -3,7 +3,8 @@
  * serialisation (ota_jcs_serialize). Asserts that canonical output is a
  * fixed point, serialize(parse(serialize(x))) == serialize(x), that failures
  * clear the outputs and carry a known error name, and that the identity is
- * sha256 over exactly those bytes.
+ * sha256 over exactly those bytes, and that ota_json_identity_and gives
+ * an object's identity and its members' as computed apart.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -73,6 +74,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(ota_jcs_identity(v, id1, NULL) == OTA_OK);
 	check(ota_sha256_id(ota_bytes_make(s1, n1), id2) == OTA_OK);
 	check(strcmp(id1, id2) == 0 && ota_id_is_valid(id1));
+
+	/* ota_json_identity_and: as an identified object (a shallow copy with
+	 * a kind), the record's identity and each top member's (the first 8),
+	 * from one serialization, are the two computed apart */
+	if (json_is_object(v)) {
+		json_t *rec = json_copy(v);
+		check(rec != NULL && json_object_set_new(rec, "kind", json_string("ota.fuzz/v1")) == 0);
+		char rid[OTA_ID_LEN + 1], mid[OTA_ID_LEN + 1], want[OTA_ID_LEN + 1];
+		check(ota_json_identity(rec, want, NULL) == OTA_OK);
+		const char *k;
+		json_t *m;
+		int seen = 0;
+		json_object_foreach(rec, k, m) {
+			if (seen++ == 8)
+				break;
+			char mwant[OTA_ID_LEN + 1];
+			check(ota_json_identity_and(rec, rid, k, mid, NULL) == OTA_OK);
+			check(ota_jcs_identity(m, mwant, NULL) == OTA_OK);
+			check(strcmp(rid, want) == 0 && strcmp(mid, mwant) == 0);
+		}
+		json_decref(rec);
+	}
 
 	free(s2);
 	json_decref(w);
