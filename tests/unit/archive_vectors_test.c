@@ -434,6 +434,60 @@ static void test_runtime_controls(void **state)
 	json_array_foreach(old, i, c) json_object_del(c, "segments");
 	assert_int_not_equal(receipt_edit(k2, 2, old, &first), OTA_OK);
 	assert_int_equal(first, OTA_ERR_ARCHIVE_CONTROL_MISMATCH);
+	/* the list is compared as it is derived (not built): every way a
+	 * re-signed list can differ from the derived one is still refused */
+	for (int edit = 0; edit < 12; edit++) {
+		json_t *l = json_deep_copy(json_object_get(json_object_get(fx.ra, "sandbox_policy"),
+		                                           "runtime_controls"));
+		json_t *e0 = json_array_get(l, 0), *segs = json_object_get(e0, "segments");
+		assert_true(json_array_size(l) >= 2 && json_array_size(segs) >= 2);
+		switch (edit) {
+		case 0: /* a segment dropped */
+			json_array_remove(segs, json_array_size(segs) - 1);
+			break;
+		case 1: /* two segments swapped */
+			json_array_insert(segs, 0, json_array_get(segs, 1));
+			json_array_remove(segs, 2);
+			break;
+		case 2: /* a segment listed twice */
+			json_array_append(segs, json_array_get(segs, 0));
+			break;
+		case 3: /* a segment that is not a string */
+			json_array_set_new(segs, 0, json_integer(1));
+			break;
+		case 4: /* a member more */
+			json_object_set_new(e0, "note", json_true());
+			break;
+		case 5: /* required dropped */
+			json_object_del(e0, "required");
+			break;
+		case 6: /* required null */
+			json_object_set_new(e0, "required", json_null());
+			break;
+		case 7: /* the other application (the vector's lane is enforced) */
+			json_object_set_new(e0, "application", json_string("not_proved"));
+			break;
+		case 8: /* another control's id */
+			json_object_set_new(json_array_get(l, 1), "id", json_string("network.default"));
+			break;
+		case 9: /* an entry twice */
+			json_array_append(l, e0);
+			break;
+		case 10: /* the entries in another order */
+			json_array_append(l, e0);
+			json_array_remove(l, 0);
+			break;
+		default: /* no entry */
+			json_array_clear(l);
+			break;
+		}
+		first = OTA_OK;
+		ota_err rc = receipt_edit(k2, 2, l, &first);
+		if (rc == OTA_OK || first != OTA_ERR_ARCHIVE_CONTROL_MISMATCH)
+			fprintf(stderr, "runtime_controls edit %d: %s\n", edit, ota_err_name(first));
+		assert_int_not_equal(rc, OTA_OK);
+		assert_int_equal(first, OTA_ERR_ARCHIVE_CONTROL_MISMATCH);
+	}
 
 	static const char y[] =
 		"version: 1\nproject:\n  name: mix\nexecution:\n  supported: [container]\n"
