@@ -326,6 +326,31 @@ def nonce_twice(a):
     return a
 
 
+def canaries(edit):
+    """Edits the last segment's canary results (the applied record's)."""
+    return lambda a: last_segment(a, appl_edit=lambda appl: edit(appl["canaries"]))
+
+
+def canary_drop(pred):
+    return canaries(lambda cs: cs.__setitem__(slice(None), [c for c in cs if not pred(c)]))
+
+
+def canary_set(pred, key, value):
+    def edit(cs):
+        next(c for c in cs if pred(c))[key] = value
+    return canaries(edit)
+
+
+def canaries_more(n, drop=None):
+    """n more results that hold (deny canaries of other paths), and one dropped."""
+    def edit(cs):
+        cs.extend({"check": "deny", "target": "/workspace/more%d" % i, "ok": True}
+                  for i in range(n))
+        if drop is not None:
+            cs[:] = [c for c in cs if not drop(c)]
+    return canaries(edit)
+
+
 def rewrap_receipt(a, how):
     """The same signed receipt in another envelope, no key involved."""
     prot, unprot, payload, sig = cose_parts(a["receipt"]["cose_sign1"])
@@ -434,6 +459,21 @@ CASES = [
     ("one nonce, two challenge records", nonce_twice, [], {"archive_challenge_reused"}),
     ("signed after --at", lambda a: last_segment(a), ["--at", "1799990000"],
      {"archive_stale"}),
+    # the canary results, looked up in a sorted copy: order, duplicates and
+    # more results than the 64 kept on the stack change nothing
+    ("control: canary results in reverse order", canaries(lambda cs: cs.reverse()), [], None),
+    ("control: every canary result twice", canaries(lambda cs: cs.extend(list(cs))), [], None),
+    ("control: 100 more canary results", canaries_more(100), [], None),
+    ("100 more canary results, the mount syscall's missing",
+     canaries_more(100, lambda c: c.get("target") == "mount"), [], {"archive_canary_missing"}),
+    ("the status canary missing", canary_drop(lambda c: c.get("check") == "status"), [],
+     {"archive_canary_missing"}),
+    ("an IPv6 DNS canary missing", canary_drop(lambda c: c.get("target") == "[2001:db8::1]:53"),
+     [], {"archive_canary_missing"}),
+    ("a syscall canary that did not hold", canary_set(
+        lambda c: c.get("check") == "syscall", "ok", False), [], {"archive_canary_failed"}),
+    ("a canary without a target", canary_set(
+        lambda c: c.get("check") == "absent", "target", None), [], {"archive_canary_failed"}),
     # without the key: the receipt re-wrapped under another identity
     ("receipt re-wrapped with an unprotected label", lambda a: rewrap_receipt(a, "label"), [],
      {"archive_envelope"}),
