@@ -309,6 +309,7 @@ typedef struct vctx {
 	bool *ev_ref;
 	size_t nev;
 	idx_entry *ch_idx;
+	bool ch_dup; /* a challenge identity listed twice */
 	size_t *ch_uses;
 	att_info *ai;
 	size_t nai;
@@ -324,13 +325,16 @@ static const json_t *ev_rec(vctx *v, size_t i)
 	return i < v->nev ? json_array_get(v->a->evidence, i) : NULL;
 }
 
-/* The evidence record with identity id, marked referenced; NULL if absent. */
-static void ev_mark(vctx *v, const char *id)
+/*
+ * The position in ev_idx of the first record with identity id (lower
+ * bound: one platform check may be listed for every segment, and equal
+ * records are one record), or SIZE_MAX. One search serves the lookup and
+ * the marking (it was a bsearch, then this search again to mark).
+ */
+static size_t ev_first(vctx *v, const char *id)
 {
 	if (id == NULL || v->ev_idx == NULL)
-		return;
-	/* lower bound: the first of equal records (one platform check may be
-	 * listed for every segment) */
+		return SIZE_MAX;
 	size_t lo = 0, hi = v->nev;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -339,26 +343,33 @@ static void ev_mark(vctx *v, const char *id)
 		else
 			hi = mid;
 	}
-	if (lo == v->nev || strcmp(v->ev_idx[lo].id, id) != 0)
-		return;
-	const idx_entry *e = &v->ev_idx[lo];
+	return lo < v->nev && strcmp(v->ev_idx[lo].id, id) == 0 ? lo : SIZE_MAX;
+}
+
+/* Marks the records equal to ev_idx[pos] referenced (together, once). */
+static void ev_mark_at(vctx *v, size_t pos)
+{
+	const idx_entry *e = &v->ev_idx[pos];
 	if (v->ev_ref[e->i])
-		return; /* equal records are marked together, once */
+		return;
+	const char *id = e->id;
 	for (; e < v->ev_idx + v->nev && strcmp(e->id, id) == 0; e++)
 		v->ev_ref[e->i] = true;
 }
 
 /* The record with identity id and of this kind (any with NULL), marked
- * referenced, and its index in *at; NULL if absent. */
+ * referenced, and its index in *at; NULL if absent. Equal records have
+ * one identity, hence one content: which of them is returned is moot. */
 static const json_t *ev_get_at(vctx *v, const char *id, const char *kind, size_t *at)
 {
-	size_t i = idx_find(v->ev_idx, v->nev, id);
-	if (i == SIZE_MAX)
+	size_t pos = ev_first(v, id);
+	if (pos == SIZE_MAX)
 		return NULL;
+	size_t i = v->ev_idx[pos].i;
 	const json_t *rec = ev_rec(v, i);
 	if (kind != NULL && !seq(sget(rec, "kind"), kind))
 		return NULL;
-	ev_mark(v, id);
+	ev_mark_at(v, pos);
 	*at = i;
 	return rec;
 }
@@ -813,9 +824,11 @@ static ota_err index_members(vctx *v)
 	}
 	qsort(v->ch_idx, a->nch, sizeof *v->ch_idx, idx_cmp);
 	for (size_t i = 1; i < a->nch; i++)
-		if (strcmp(v->ch_idx[i].id, v->ch_idx[i - 1].id) == 0)
+		if (strcmp(v->ch_idx[i].id, v->ch_idx[i - 1].id) == 0) {
+			v->ch_dup = true;
 			fail(r, OTA_ERR_ARCHIVE_DUPLICATE, "challenges[]", "challenge %s appears twice",
 			     v->ch_idx[i].id);
+		}
 	/* single use is the nonce's: two challenge records with one nonce (say,
 	 * of two epochs) are one challenge answered twice */
 	const arc_chal **by_nonce = calloc(a->nch + 1, sizeof *by_nonce);
@@ -988,8 +1001,12 @@ static void attestation_check(vctx *v, size_t i)
 		return;
 	}
 	const ota_attestation *c = &claims;
-	/* its challenge */
-	size_t ci = idx_find(v->ch_idx, a->nch, a->att[i].chid);
+	/* its challenge: the i-th when it has that identity (the archive lists
+	 * them in the attestations' order), which with no identity listed
+	 * twice is the one the search finds */
+	size_t ci = !v->ch_dup && i < a->nch && strcmp(a->ch[i].id, a->att[i].chid) == 0
+	                    ? i
+	                    : idx_find(v->ch_idx, a->nch, a->att[i].chid);
 	const arc_chal *ch = ci != SIZE_MAX ? &a->ch[ci].c : NULL;
 	if (ch == NULL || ch->nonce_len != c->nonce_len ||
 	    memcmp(ch->nonce, c->nonce, c->nonce_len) != 0) {
@@ -1071,13 +1088,14 @@ static void attestation_check(vctx *v, size_t i)
 		fail(r, OTA_ERR_ARCHIVE_EVIDENCE_MISSING, where, "its body names no record");
 		ok = false;
 	} else {
-		ai->rec = idx_find(v->ev_idx, v->nev, ai->record);
-		if (ai->rec == SIZE_MAX) {
+		size_t pos = ev_first(v, ai->record);
+		if (pos == SIZE_MAX) {
 			fail(r, OTA_ERR_ARCHIVE_EVIDENCE_MISSING, where, "record %s is not in the archive",
 			     ai->record);
 			ok = false;
 		} else {
-			ev_mark(v, ai->record);
+			ai->rec = v->ev_idx[pos].i;
+			ev_mark_at(v, pos);
 		}
 	}
 	ai->ok = ok;
