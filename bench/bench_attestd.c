@@ -83,11 +83,18 @@
  * Prints one JSON object (DESIGN.md section 9); on stderr one line per
  * round: its rate, baseline and ratio, the CPU time per accepted
  * attestation (endpoint + clients, getrusage), split by thread (the MHD
- * event loops, the group-commit thread "ota-commit", the clients; from
- * /proc/self/task, 10 ms ticks) and its group commits. Other load on the
- * machine lowers the rate (the CPU is shared) but not the CPU per
- * attestation, which stderr also turns into the rate two whole cores would
- * give.
+ * event loops, the group-commit thread "ota-commit", the store's WAL
+ * checkpointer "ota-checkpoint", the clients; from /proc/self/task, 10 ms
+ * ticks), its group commits, where the machine's CPU went during the phase
+ * (/proc/stat: this process, other processes, irq+softirq+steal, idle,
+ * I/O wait; idle while this process had work means its threads were all
+ * waiting, on a group commit's fsync for instance) and the raw rate of two
+ * verifying threads at once (0.4 s more; about 2.0 x one thread on the
+ * quiet machine, less under other load, which the single-thread baseline
+ * hardly sees). Other load on the machine lowers the rate (the CPU is
+ * shared) but not the CPU per attestation, which stderr also turns into
+ * the rate two whole cores would give.
+ *   BENCH_ATTESTD_CONNS=N: N keep-alive connections instead of 512.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -206,8 +213,9 @@ static double raw_verify_rate_2(double seconds)
 /* CPU seconds (user + system) of this process's live threads, by name: [0]
  * the MHD event loops ("MHD-worker"), [1] the group commit ("ota-commit"),
  * [2] the load threads ("bench-client"; run_phase takes their own account,
- * they have exited when it reads), [3] the rest. */
-enum { T_LOOPS, T_COMMIT, T_CLIENTS, T_OTHER, T_N };
+ * they have exited when it reads), [3] the rest, [4] the store's WAL
+ * checkpointer ("ota-checkpoint"). */
+enum { T_LOOPS, T_COMMIT, T_CLIENTS, T_OTHER, T_CKPT, T_N };
 
 static void thread_cpu(double out[T_N])
 {
@@ -242,6 +250,7 @@ static void thread_cpu(double out[T_N])
 		int k = strncmp(comm, "MHD-", 4) == 0            ? T_LOOPS
 		        : strcmp(comm, "ota-commit") == 0          ? T_COMMIT
 		        : strcmp(comm, "bench-client") == 0        ? T_CLIENTS
+		        : strcmp(comm, "ota-checkpoint") == 0      ? T_CKPT
 		                                                   : T_OTHER;
 		out[k] += (double)(ut + st) / tick;
 	}
@@ -681,7 +690,7 @@ typedef struct endpoint {
  * accepted attestation (all, and by thread) and operations per group
  * commit. */
 enum {
-	R_RATE, R_BASE, R_RATIO, R_CPU, R_LOOPS, R_COMMIT, R_CLIENTS, R_OTHER, R_OPC,
+	R_RATE, R_BASE, R_RATIO, R_CPU, R_LOOPS, R_COMMIT, R_CLIENTS, R_OTHER, R_CKPT, R_OPC,
 	R_M_OURS, R_M_OTHERS, R_M_IRQ, R_M_IDLE, R_M_IOWAIT, R_RAW2, R_RATIO2, R_N
 };
 
@@ -882,6 +891,7 @@ int main(int argc, char **argv)
 		m[R_COMMIT][r] = per_att(split[T_COMMIT]);
 		m[R_CLIENTS][r] = per_att(split[T_CLIENTS]);
 		m[R_OTHER][r] = per_att(split[T_OTHER]);
+		m[R_CKPT][r] = per_att(split[T_CKPT]);
 #undef per_att
 		long long batches = batches1 - batches0, ops = ops1 - ops0; /* this round's */
 		m[R_OPC][r] = batches > 0 ? (double)ops / (double)batches : 0.0;
@@ -896,13 +906,15 @@ int main(int argc, char **argv)
 #undef share
 		fprintf(stderr, "bench_attestd: round %ld/%ld: %.0f/s (%ld accepted, %ld failed in %.2f s), "
 		                "baseline %.0f/s, ratio %.2f; per attestation %.1f us of CPU (event loops "
-		                "%.1f, group commit %.1f, clients %.1f, other %.1f); %lld group commits for "
+		                "%.1f, group commit %.1f, checkpoints %.1f, clients %.1f, other %.1f); %lld "
+		                "group commits for "
 		                "%lld operations; the machine's CPU: this process %.0f %%, other processes "
 		                "%.0f %%, irq+softirq+steal %.0f %%, idle %.0f %%, I/O wait %.0f %%; raw "
 		                "verification on two threads at once %.0f/s (%.2f x one thread; ratio "
 		                "against it %.2f)\n",
 		        r + 1, rounds, m[R_RATE][r], ok, bad, dt, m[R_BASE][r], m[R_RATIO][r], m[R_CPU][r],
-		        m[R_LOOPS][r], m[R_COMMIT][r], m[R_CLIENTS][r], m[R_OTHER][r], batches, ops,
+		        m[R_LOOPS][r], m[R_COMMIT][r], m[R_CKPT][r], m[R_CLIENTS][r], m[R_OTHER][r],
+		        batches, ops,
 		        m[R_M_OURS][r], m[R_M_OTHERS][r], m[R_M_IRQ][r], m[R_M_IDLE][r], m[R_M_IOWAIT][r],
 		        m[R_RAW2][r], raw[r] > 0 ? m[R_RAW2][r] / raw[r] : 0.0, m[R_RATIO2][r]);
 		if (r + 1 < rounds) {
@@ -984,6 +996,7 @@ int main(int argc, char **argv)
 	       "%.1f, \"raw_verify_us\": %.1f, \"own_verify_us\": %.1f, "
 	       "\"floor_ratio_one_per_request\": %.2f, "
 	       "\"cpu_us_event_loops\": %.1f, \"cpu_us_group_commit\": %.1f, "
+	       "\"cpu_us_checkpoints\": %.1f, "
 	       "\"cpu_us_clients\": %.1f, \"ops_per_group_commit\": %.0f, "
 	       "\"ratio_min\": %.2f, \"ratio_max\": %.2f, \"rounds\": %ld, \"lanes\": \"%s\", "
 	       "\"connections\": %d, \"machine_pct_this_process\": %.0f, "
@@ -992,7 +1005,8 @@ int main(int argc, char **argv)
 	       "\"raw_verify_2_threads_per_s\": %.0f, \"ratio_vs_2_threads\": %.2f}\n",
 	       med[R_RATE], med[R_BASE], med[R_RATIO], med[R_CPU], http_us, verify_us, own_us,
 	       http_us + own_us > 0 ? verify_us / (http_us + own_us) : 0.0, med[R_LOOPS],
-	       med[R_COMMIT], med[R_CLIENTS], med[R_OPC], ratio_min, ratio_max, rounds, lanes, conns,
+	       med[R_COMMIT], med[R_CKPT], med[R_CLIENTS], med[R_OPC], ratio_min, ratio_max, rounds,
+	       lanes, conns,
 	       med[R_M_OURS], med[R_M_OTHERS], med[R_M_IRQ], med[R_M_IDLE], med[R_M_IOWAIT],
 	       med[R_RAW2], med[R_RATIO2]);
 	for (int i = 0; i < n_att; i++) {

@@ -429,6 +429,7 @@ static void *ckpt_main(void *arg)
 {
 	ota_nonce_store *s = arg;
 	checkpointer *c = &s->ck;
+	pthread_setname_np(pthread_self(), "ota-checkpoint"); /* top -H, perf */
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		while (!c->due && !c->stop)
