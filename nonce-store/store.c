@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -429,7 +430,6 @@ static void *ckpt_main(void *arg)
 {
 	ota_nonce_store *s = arg;
 	checkpointer *c = &s->ck;
-	pthread_setname_np(pthread_self(), "ota-checkpoint"); /* top -H, perf */
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		while (!c->due && !c->stop)
@@ -478,9 +478,19 @@ static void ckpt_start(ota_nonce_store *s)
 	 * it; until then a checkpoint through it does nothing and says OK */
 	if (sqlite3_exec(c->db, "SELECT count(*) FROM ota_meta", NULL, NULL, NULL) != SQLITE_OK ||
 	    !(mu = pthread_mutex_init(&c->mu, NULL) == 0) ||
-	    !(cv = pthread_cond_init(&c->cv, NULL) == 0) ||
-	    pthread_create(&c->thread, NULL, ckpt_main, s) != 0)
+	    !(cv = pthread_cond_init(&c->cv, NULL) == 0))
 		goto fail;
+	/* with every signal blocked: the process's handlers (ota run's
+	 * SIGINT/SIGTERM, which must interrupt the caller's waits) keep
+	 * receiving them on the caller's threads */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&c->thread, NULL, ckpt_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		goto fail;
+	pthread_setname_np(c->thread, "ota-checkpoint"); /* top -H, perf */
 	c->started = true;
 	return;
 fail:

@@ -8,6 +8,9 @@
  */
 #include "test_util.h"
 
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,12 +254,93 @@ static void test_close_while_busy(void **state)
 	free(dir);
 }
 
+/* The checkpointer thread of an open store, by its name: its SigBlk line
+ * of /proc/self/task/TID/status once it sleeps (waiting for work: a new
+ * thread runs with every signal blocked until glibc has set it up and
+ * given it its creator's mask), or "" when there is no such thread. */
+static void ckpt_sigblk(char *out, size_t cap)
+{
+	out[0] = '\0';
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[300], comm[64] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof comm, f) == NULL)
+			comm[0] = '\0';
+		fclose(f);
+		if (strcmp(comm, "ota-checkpoint\n") != 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+		for (int tries = 0; tries < 200; tries++) {
+			f = fopen(path, "r");
+			char line[256];
+			bool sleeping = false;
+			while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+				if (strncmp(line, "State:", 6) == 0 && strstr(line, "S (sleeping)") != NULL)
+					sleeping = true;
+				if (strncmp(line, "SigBlk:", 7) == 0)
+					snprintf(out, cap, "%s", line + 7);
+			}
+			if (f != NULL)
+				fclose(f);
+			if (sleeping)
+				break;
+			out[0] = '\0';
+			struct timespec pause = {0, 5 * 1000 * 1000};
+			nanosleep(&pause, NULL);
+		}
+	}
+	closedir(d);
+}
+
+/*
+ * The checkpointer blocks every signal: a process's handlers (ota run's
+ * SIGINT and SIGTERM, which must interrupt the main thread's waits) keep
+ * getting them on the threads that were there, whatever the opener's mask.
+ */
+static void test_signals_blocked(void **state)
+{
+	(void)state;
+	char *dir = test_tmpdir();
+	char p[512];
+	snprintf(p, sizeof p, "%s/sig.db", dir);
+	/* the opener blocks nothing (as ota run's main thread) */
+	sigset_t none, old;
+	sigemptyset(&none);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &none, &old), 0);
+	ota_nonce_store *s = NULL;
+	assert_ota(ota_nonce_store_open(p, NULL, &s, NULL), OTA_OK);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+	char blk[128];
+	ckpt_sigblk(blk, sizeof blk);
+	assert_true(blk[0] != '\0'); /* the thread runs */
+	unsigned long long mask = strtoull(blk, NULL, 16);
+	/* every signal the kernel can block (all but SIGKILL and SIGSTOP) */
+	assert_true((mask & (1ull << (SIGINT - 1))) != 0);
+	assert_true((mask & (1ull << (SIGTERM - 1))) != 0);
+	assert_true((mask & (1ull << (SIGCHLD - 1))) != 0);
+	assert_true((mask & (1ull << (SIGALRM - 1))) != 0);
+	ota_nonce_store_close(s);
+	ckpt_sigblk(blk, sizeof blk);
+	assert_true(blk[0] == '\0'); /* joined on close */
+	test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_background_restart),
 		cmocka_unit_test(test_reader_holds_log),
 		cmocka_unit_test(test_close_while_busy),
+		cmocka_unit_test(test_signals_blocked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
