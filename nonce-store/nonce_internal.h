@@ -54,10 +54,13 @@ void nonce_store_peek_cache_stats(ota_nonce_store *s, uint64_t *hits, uint64_t *
  * max_entries 0: no cache at all. Call before any other thread uses s. */
 void nonce_store_peek_cache_reset(ota_nonce_store *s, size_t max_entries, size_t max_bytes);
 /* For tests only: the checkpointer's thresholds, in WAL frames (store.c,
- * CKPT_FRAMES, CKPT_TAIL, CKPT_HARD), and what it did: its passes (each
- * PASSIVE copies, then a RESTART when the tail was short), the RESTARTs
- * that succeeded, and the checkpoints the writer ran itself. */
-void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int hard);
+ * CKPT_FRAMES, CKPT_TAIL, CKPT_HARD) and its back-off after a RESTART that
+ * could not finish (CKPT_BACKOFF_MS), and what it did: its passes (PASSIVE
+ * copies, then a RESTART unless backing off), the RESTARTs that succeeded
+ * and those that found a reader in the way (SQLITE_BUSY), and the
+ * checkpoints the writer ran itself. */
+void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int hard,
+                                   int64_t backoff_ms);
 void nonce_store_checkpoint_stats(ota_nonce_store *s, uint64_t *passes, uint64_t *restarts,
-                                  uint64_t *writer_ckpts);
+                                  uint64_t *restarts_busy, uint64_t *writer_ckpts);
 #endif

@@ -153,6 +153,11 @@ typedef struct reader {
  * just grows until the reader lets go (the writer's own checkpoints at
  * CKPT_HARD cannot pass a reader either). */
 #define CKPT_BUSY_MS 50
+/* After a RESTART that could not finish (SQLITE_BUSY: a reader on an old
+ * snapshot), none for this long, only PASSIVE passes: else each of the
+ * writer's commits would wake the checkpointer into another RESTART and
+ * another wait of up to CKPT_BUSY_MS with the writer lock held. */
+#define CKPT_BACKOFF_MS 1000
 
 typedef struct checkpointer {
 	sqlite3 *db; /* its own connection (the thread's) */
@@ -162,7 +167,9 @@ typedef struct checkpointer {
 	bool started; /* thread, mu and cv live */
 	bool due, stop;
 	int frames, tail, hard; /* CKPT_FRAMES, CKPT_TAIL, CKPT_HARD (tests change them) */
-	uint64_t passes, restarts, writer_ckpts;
+	int64_t backoff_us;       /* CKPT_BACKOFF_MS */
+	int64_t no_restart_until; /* mono_us(); 0 when setting the limits */
+	uint64_t passes, restarts, restarts_busy, writer_ckpts;
 } checkpointer;
 
 struct ota_nonce_store {
@@ -438,6 +445,7 @@ static void *ckpt_main(void *arg)
 			break;
 		c->due = false;
 		int tail = c->tail;
+		int64_t backoff = c->backoff_us, until = c->no_restart_until;
 		pthread_mutex_unlock(&c->mu);
 		int log = -1, done = -1, rc = SQLITE_OK;
 		for (int pass = 0; pass < 8; pass++) {
@@ -449,15 +457,20 @@ static void *ckpt_main(void *arg)
 		 * the passes): the writer then waits for that tail, which is the
 		 * back-pressure that keeps the WAL bounded. (log -1: not in WAL mode,
 		 * nothing was checkpointed.) */
-		uint64_t restarted = 0;
-		if (rc == SQLITE_OK && log >= 0 &&
-		    sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done) ==
-		            SQLITE_OK &&
-		    log >= 0)
-			restarted = 1;
+		uint64_t restarted = 0, busy = 0;
+		if (rc == SQLITE_OK && log >= 0 && mono_us() >= until) {
+			rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
+			if (rc == SQLITE_OK && log >= 0)
+				restarted = 1;
+			else if ((rc & 0xff) == SQLITE_BUSY)
+				busy = 1;
+		}
 		pthread_mutex_lock(&c->mu);
+		if (busy)
+			c->no_restart_until = mono_us() + backoff;
 		c->passes++;
 		c->restarts += restarted;
+		c->restarts_busy += busy;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -626,6 +639,7 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 	s->ck.frames = CKPT_FRAMES;
 	s->ck.tail = CKPT_TAIL;
 	s->ck.hard = CKPT_HARD;
+	s->ck.backoff_us = (int64_t)CKPT_BACKOFF_MS * 1000;
 	if ((s->path = strdup(path)) == NULL) {
 		free(s);
 		return ota_error_set(err, OTA_ERR_NOMEM, "nonce-store", "path");
@@ -742,7 +756,8 @@ void ota_nonce_store_close(ota_nonce_store *s)
 	free(s);
 }
 
-void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int hard)
+void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int hard,
+                                   int64_t backoff_ms)
 {
 	pthread_mutex_lock(&s->mu);
 	if (s->ck.started)
@@ -750,21 +765,24 @@ void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int
 	s->ck.frames = frames;
 	s->ck.tail = tail;
 	s->ck.hard = hard;
+	s->ck.backoff_us = backoff_ms * 1000;
+	s->ck.no_restart_until = 0;
 	if (s->ck.started)
 		pthread_mutex_unlock(&s->ck.mu);
 	pthread_mutex_unlock(&s->mu);
 }
 
 void nonce_store_checkpoint_stats(ota_nonce_store *s, uint64_t *passes, uint64_t *restarts,
-                                  uint64_t *writer_ckpts)
+                                  uint64_t *restarts_busy, uint64_t *writer_ckpts)
 {
 	pthread_mutex_lock(&s->mu);
 	*writer_ckpts = s->ck.writer_ckpts;
-	*passes = *restarts = 0;
+	*passes = *restarts = *restarts_busy = 0;
 	if (s->ck.started) {
 		pthread_mutex_lock(&s->ck.mu);
 		*passes = s->ck.passes;
 		*restarts = s->ck.restarts;
+		*restarts_busy = s->ck.restarts_busy;
 		pthread_mutex_unlock(&s->ck.mu);
 	}
 	pthread_mutex_unlock(&s->mu);
