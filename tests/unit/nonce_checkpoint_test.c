@@ -34,32 +34,6 @@ static off_t wal_size(const char *path)
 	return stat(w, &st) == 0 ? st.st_size : 0;
 }
 
-static int64_t count(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int64_t n = -1;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return n;
-}
-
-static void integrity_ok(const char *path)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-}
-
 /* Commits `batches` batches of PER challenges, each then admitted with an
  * ATT-byte attestation (a few WAL frames per record), from record `from` on;
  * pause_us after each commit (a disk's fsync: /tmp may have none, and a
@@ -167,12 +141,12 @@ static void test_background_restart(void **state)
 	ota_nonce_store_close(b);
 	for (int k = 0; k < 2; k++) {
 		const char *p = k == 0 ? p1 : p2;
-		assert_int_equal(count(p, "SELECT count(*) FROM acceptances"), BATCHES * PER);
-		assert_int_equal(count(p, "SELECT count(*) FROM challenges WHERE consumed_at = 1001"),
+		assert_int_equal(test_db_int(p, "SELECT count(*) FROM acceptances"), BATCHES * PER);
+		assert_int_equal(test_db_int(p, "SELECT count(*) FROM challenges WHERE consumed_at = 1001"),
 		                 BATCHES * PER);
-		assert_int_equal(count(p, "SELECT sum(length(attestation)) FROM acceptances"),
+		assert_int_equal(test_db_int(p, "SELECT sum(length(attestation)) FROM acceptances"),
 		                 (int64_t)BATCHES * PER * ATT);
-		integrity_ok(p);
+		test_db_integrity_ok(p);
 	}
 	test_rmtree(dir);
 	free(dir);
@@ -260,8 +234,8 @@ static void test_reader_holds_log(void **state)
 	load(s, 42 * PER, 4);
 	assert_true(wait_restarts(s, 1) >= 1);
 	ota_nonce_store_close(s);
-	assert_int_equal(count(p, "SELECT count(*) FROM acceptances"), 46 * PER);
-	integrity_ok(p);
+	assert_int_equal(test_db_int(p, "SELECT count(*) FROM acceptances"), 46 * PER);
+	test_db_integrity_ok(p);
 	test_rmtree(dir);
 	free(dir);
 }
@@ -281,8 +255,8 @@ static void test_close_while_busy(void **state)
 		nonce_store_checkpoint_limits(s, 8, 4, 1 << 30, 1000);
 		load(s, round * 20 * PER, 20);
 		ota_nonce_store_close(s);
-		assert_int_equal(count(p, "SELECT count(*) FROM acceptances"), (round + 1) * 20 * PER);
-		integrity_ok(p);
+		assert_int_equal(test_db_int(p, "SELECT count(*) FROM acceptances"), (round + 1) * 20 * PER);
+		test_db_integrity_ok(p);
 	}
 	test_rmtree(dir);
 	free(dir);

@@ -471,20 +471,6 @@ static void test_admit_row_hint(void **state)
 
 /* acceptances in the file, read by a connection of sqlite's own (default
  * VFS), not the store's */
-static int64_t plain_count(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int64_t n = -1;
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return n;
-}
-
 /*
  * The writer gathers a transaction's WAL frames and writes them in pieces of
  * at most 124 KiB (walbuf.c; sqlite's default VFS moves at most 0x1ffff
@@ -519,8 +505,8 @@ static void test_wal_gathered(void **state)
 	assert_ota(ota_nonce_store_commit_batch(f->s, ops, N, 1001, NULL), OTA_OK);
 	for (int i = 0; i < N; i++)
 		assert_ota(ops[i].result, OTA_OK);
-	assert_int_equal(plain_count(f->path, "SELECT count(*) FROM acceptances"), N);
-	assert_int_equal(plain_count(f->path, "SELECT sum(length(attestation)) FROM acceptances"),
+	assert_int_equal(test_db_int(f->path, "SELECT count(*) FROM acceptances"), N);
+	assert_int_equal(test_db_int(f->path, "SELECT sum(length(attestation)) FROM acceptances"),
 	                 (int64_t)N * ATT);
 	ota_nonce_store_close(f->s);
 	f->s = NULL;
@@ -535,14 +521,7 @@ static void test_wal_gathered(void **state)
 		assert_memory_equal(a, att + (size_t)i * ATT, ATT);
 		free(a);
 	}
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	test_db_integrity_ok(f->path);
 	free(c);
 	free(ops);
 	free(att);

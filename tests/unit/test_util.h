@@ -33,6 +33,12 @@ void test_pathf(char *out, size_t cap, const char *a, const char *b);
 void test_put(const char *path, const char *text, mode_t mode);
 /* Something is at path (lstat: a dangling symlink counts). */
 bool test_lexists(const char *path);
+/* The integer the first row of sql gives on the sqlite file at path
+ * (opened read-only), -1 when there is no row; fails the test when it
+ * cannot open or prepare. */
+int64_t test_db_int(const char *path, const char *sql);
+/* PRAGMA integrity_check of the sqlite file at path says "ok". */
+void test_db_integrity_ok(const char *path);
 /* Runs a shell command; fails the test on any other status than 0. */
 void test_sh(const char *fmt, ...) OTA_PRINTF(1, 2);
 /*
