@@ -3,8 +3,12 @@
  * ota-attestd's HTTP endpoint (POST /v1/attestations, application/cose) over
  * loopback, against twice the raw single-core OpenSSL ECDSA P-256
  * verification rate (the 2-core limit: this machine has 2 cores;
- * EVP_DigestVerifyInit + EVP_DigestVerify on a 200-byte message, one
- * thread).
+ * EVP_PKEY_verify of a SHA-256 digest with a kept context, one thread, as
+ * `openssl speed ecdsap256` measures it). Each round also reports the
+ * ratio against a per-message verification (EVP_DigestVerifyInit +
+ * EVP_DigestVerify of a 200-byte message, a fresh context each time), the
+ * baseline used until 2026-11-30: about 8-11 % slower than the primitive,
+ * it made every ratio read that much higher (raw_verify_rate).
  *
  * Method: ROUNDS rounds (default 5), each the raw verification rate
  * (RAW_SECONDS, 0.4 s) and right after it the endpoint phase
@@ -149,24 +153,46 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* OpenSSL's raw ECDSA P-256 verifications per second on this thread, over
- * seconds of wall time. */
-static double raw_verify_rate(double seconds)
+/*
+ * OpenSSL's raw ECDSA P-256 verifications per second on this thread, over
+ * seconds of wall time, two ways:
+ *   RAW_PRIMITIVE: EVP_PKEY_verify of a SHA-256 digest with one
+ *   EVP_PKEY_CTX kept across calls, the way `openssl speed ecdsap256`
+ *   measures it: the primitive alone. The baseline of the target.
+ *   RAW_PER_MESSAGE: EVP_DigestVerifyInit + EVP_DigestVerify of the
+ *   200-byte message with a fresh EVP_MD_CTX each time, as a verifier that
+ *   keeps nothing between messages calls OpenSSL; its set-up per call makes
+ *   it about 8-11 % slower, so a ratio against it reads higher (the figure
+ *   quoted before this baseline was split).
+ */
+enum { RAW_PRIMITIVE, RAW_PER_MESSAGE };
+
+static double raw_verify_rate(double seconds, int how)
 {
 	EVP_PKEY *k = EVP_EC_gen("P-256"); /* EVP_EC_gen: thread-safe, own key per thread */
 	if (k == NULL)
 		return 0;
-	unsigned char msg[200], sig[80];
+	unsigned char msg[200], sig[80], dg[32];
+	unsigned int dl = 0;
 	memset(msg, 7, sizeof msg);
 	size_t sl = sizeof sig;
 	EVP_MD_CTX *m = EVP_MD_CTX_new();
 	EVP_DigestSignInit(m, NULL, EVP_sha256(), NULL, k);
 	EVP_DigestSign(m, sig, &sl, msg, sizeof msg);
 	EVP_MD_CTX_free(m);
+	EVP_PKEY_CTX *pc = EVP_PKEY_CTX_new(k, NULL);
+	if (pc == NULL || EVP_PKEY_verify_init(pc) != 1 ||
+	    EVP_Digest(msg, sizeof msg, dg, &dl, EVP_sha256(), NULL) != 1 || dl != sizeof dg)
+		abort();
 	long n = 0;
 	double t0 = now_s();
 	while (now_s() - t0 < seconds) {
 		for (int i = 0; i < 100; i++) {
+			if (how == RAW_PRIMITIVE) {
+				if (EVP_PKEY_verify(pc, sig, sl, dg, sizeof dg) != 1)
+					abort();
+				continue;
+			}
 			m = EVP_MD_CTX_new();
 			EVP_DigestVerifyInit(m, NULL, EVP_sha256(), NULL, k);
 			if (EVP_DigestVerify(m, sig, sl, msg, sizeof msg) != 1)
@@ -176,6 +202,7 @@ static double raw_verify_rate(double seconds)
 		n += 100;
 	}
 	double r = (double)n / (now_s() - t0);
+	EVP_PKEY_CTX_free(pc);
 	EVP_PKEY_free(k);
 	return r;
 }
@@ -192,7 +219,7 @@ static void *raw_thread(void *arg)
 {
 	raw_job *j = arg;
 	pthread_barrier_wait(j->go);
-	j->rate = raw_verify_rate(j->seconds);
+	j->rate = raw_verify_rate(j->seconds, RAW_PRIMITIVE);
 	return NULL;
 }
 
@@ -691,7 +718,8 @@ typedef struct endpoint {
  * commit. */
 enum {
 	R_RATE, R_BASE, R_RATIO, R_CPU, R_LOOPS, R_COMMIT, R_CLIENTS, R_OTHER, R_CKPT, R_OPC,
-	R_M_OURS, R_M_OTHERS, R_M_IRQ, R_M_IDLE, R_M_IOWAIT, R_RAW2, R_RATIO2, R_N
+	R_M_OURS, R_M_OTHERS, R_M_IRQ, R_M_IDLE, R_M_IOWAIT, R_RAW2, R_RATIO2, R_RAWMSG,
+	R_RATIO_MSG, R_N
 };
 
 int main(int argc, char **argv)
@@ -862,7 +890,8 @@ int main(int argc, char **argv)
 	sync();
 	for (long r = 0; r < rounds; r++) {
 		endpoint *p = &ep[r];
-		raw[r] = raw_verify_rate(RAW_SECONDS);
+		raw[r] = raw_verify_rate(RAW_SECONDS, RAW_PRIMITIVE);
+		m[R_RAWMSG][r] = raw_verify_rate(RAW_SECONDS, RAW_PER_MESSAGE);
 		m[R_RAW2][r] = raw_verify_rate_2(RAW_SECONDS);
 		long long batches0 = 0, ops0 = 0, batches1 = 0, ops1 = 0;
 		if (!commit_counts(p->url, &batches0, &ops0)) /* the challenges' issue */
@@ -886,6 +915,7 @@ int main(int argc, char **argv)
 		m[R_BASE][r] = 2 * raw[r];
 		m[R_RATIO][r] = raw[r] > 0 ? m[R_RATE][r] / m[R_BASE][r] : 0.0;
 		m[R_RATIO2][r] = m[R_RAW2][r] > 0 ? m[R_RATE][r] / m[R_RAW2][r] : 0.0;
+		m[R_RATIO_MSG][r] = m[R_RAWMSG][r] > 0 ? m[R_RATE][r] / (2 * m[R_RAWMSG][r]) : 0.0;
 		m[R_CPU][r] = per_att(cpu);
 		m[R_LOOPS][r] = per_att(split[T_LOOPS]);
 		m[R_COMMIT][r] = per_att(split[T_COMMIT]);
@@ -911,12 +941,14 @@ int main(int argc, char **argv)
 		                "%lld operations; the machine's CPU: this process %.0f %%, other processes "
 		                "%.0f %%, irq+softirq+steal %.0f %%, idle %.0f %%, I/O wait %.0f %%; raw "
 		                "verification on two threads at once %.0f/s (%.2f x one thread; ratio "
-		                "against it %.2f)\n",
+		                "against it %.2f); per-message verification (EVP_DigestVerifyInit + "
+		                "EVP_DigestVerify) %.0f/s on one thread (ratio against twice it %.2f)\n",
 		        r + 1, rounds, m[R_RATE][r], ok, bad, dt, m[R_BASE][r], m[R_RATIO][r], m[R_CPU][r],
 		        m[R_LOOPS][r], m[R_COMMIT][r], m[R_CKPT][r], m[R_CLIENTS][r], m[R_OTHER][r],
 		        batches, ops,
 		        m[R_M_OURS][r], m[R_M_OTHERS][r], m[R_M_IRQ][r], m[R_M_IDLE][r], m[R_M_IOWAIT][r],
-		        m[R_RAW2][r], raw[r] > 0 ? m[R_RAW2][r] / raw[r] : 0.0, m[R_RATIO2][r]);
+		        m[R_RAW2][r], raw[r] > 0 ? m[R_RAW2][r] / raw[r] : 0.0, m[R_RATIO2][r],
+		        m[R_RAWMSG][r], m[R_RATIO_MSG][r]);
 		if (r + 1 < rounds) {
 			ota_attestd_stop(p->srv);
 			p->srv = NULL;
@@ -987,7 +1019,8 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "bench_attestd: %ld accepted, %ld failed in %.2f s over %ld rounds with %d "
 	                "keep-alive connections on %d client threads; raw ECDSA P-256 verify %.0f/s on "
-	                "one core (median); ratio %.2f median, %.2f-%.2f\n",
+	                "one core (median, EVP_PKEY_verify of a digest as openssl speed); ratio %.2f "
+	                "median, %.2f-%.2f\n",
 	        accepted, failed, dt_all, rounds, conns, LOAD_THREADS, verify, med[R_RATIO], ratio_min,
 	        ratio_max);
 	printf("{\"bench\": \"attestd_accepted_es256\", \"value\": %.0f, \"unit\": \"ops/s\", "
@@ -1002,13 +1035,14 @@ int main(int argc, char **argv)
 	       "\"connections\": %d, \"machine_pct_this_process\": %.0f, "
 	       "\"machine_pct_other_processes\": %.0f, \"machine_pct_irq\": %.0f, "
 	       "\"machine_pct_idle\": %.0f, \"machine_pct_iowait\": %.0f, "
-	       "\"raw_verify_2_threads_per_s\": %.0f, \"ratio_vs_2_threads\": %.2f}\n",
+	       "\"raw_verify_2_threads_per_s\": %.0f, \"ratio_vs_2_threads\": %.2f, "
+	       "\"raw_verify_per_message_per_s\": %.0f, \"ratio_vs_per_message\": %.2f}\n",
 	       med[R_RATE], med[R_BASE], med[R_RATIO], med[R_CPU], http_us, verify_us, own_us,
 	       http_us + own_us > 0 ? verify_us / (http_us + own_us) : 0.0, med[R_LOOPS],
 	       med[R_COMMIT], med[R_CKPT], med[R_CLIENTS], med[R_OPC], ratio_min, ratio_max, rounds,
 	       lanes, conns,
 	       med[R_M_OURS], med[R_M_OTHERS], med[R_M_IRQ], med[R_M_IDLE], med[R_M_IOWAIT],
-	       med[R_RAW2], med[R_RATIO2]);
+	       med[R_RAW2], med[R_RATIO2], med[R_RAWMSG], med[R_RATIO_MSG]);
 	for (int i = 0; i < n_att; i++) {
 		free(atts[i].msg);
 		free(atts[i].req);
