@@ -616,19 +616,31 @@ static void many_files(const char *dir, unsigned n)
 	close(dfd);
 }
 
-/* Stands in for the SIGINT handler: sets the flag as soon as the scan
- * opens the directory `watch` (inotify IN_OPEN), i.e. once it is under way. */
+/* Interrupts the scan as ota run's SIGINT handler does: as soon as the scan
+ * opens the directory `watch` (inotify IN_OPEN), i.e. once it is under
+ * way, it sends SIGUSR1 to the scanning thread, whose handler sets the
+ * flag there (a volatile sig_atomic_t is for a handler on the thread that
+ * reads it: written from this thread it would be a data race, which
+ * ThreadSanitizer reported). */
 typedef struct canceller {
 	int ino_fd;
-	volatile sig_atomic_t *flag;
+	pthread_t target;
 } canceller;
+
+static volatile sig_atomic_t *usr1_flag;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	*usr1_flag = 1;
+}
 
 static void *cancel_on_open(void *arg)
 {
 	canceller *c = arg;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	(void)read(c->ino_fd, buf, sizeof buf); /* the first open of the directory */
-	*c->flag = 1;
+	(void)pthread_kill(c->target, SIGUSR1);
 	return NULL;
 }
 
@@ -678,7 +690,14 @@ static void test_admit_cancel(void **state)
 	int ifd = inotify_init1(IN_CLOEXEC);
 	assert_true(ifd >= 0);
 	assert_true(inotify_add_watch(ifd, big, IN_OPEN) >= 0);
-	canceller c = {ifd, &cancel};
+	usr1_flag = &cancel;
+	struct sigaction sa, old_sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old_sa), 0);
+	canceller c = {ifd, pthread_self()};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, cancel_on_open, &c), 0);
 	ota_error_clear(&e);
@@ -686,6 +705,7 @@ static void test_admit_cancel(void **state)
 	ota_err rc = ota_oci_admit_with(&pl, &ao, &a, &e);
 	double cut = mono_s() - t0;
 	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(cancel, 1); /* the handler ran */
 	close(ifd);
 	assert_ota(rc, OTA_ERR_OCI_INTERRUPTED);
 	assert_null(a);
@@ -731,6 +751,8 @@ static void test_admit_cancel(void **state)
 	ota_error_clear(&e);
 	rc = ota_oci_run(&pl, &o, &r, &e);
 	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old_sa, NULL), 0);
+	assert_int_equal(cancel, 1);
 	close(ifd);
 	assert_ota(rc, OTA_ERR_OCI_INTERRUPTED);
 	assert_int_equal(r.terminal, OTA_OCI_NOT_STARTED);
