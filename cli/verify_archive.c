@@ -1,7 +1,8 @@
 /*
  * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
  *                    [--require-status S] [--require-revision SHA]
- *                    [--ledger DB [--ledger-init]] [--json]
+ *                    [--require-lane LANE] [--require-overlay ID]...
+ *                    [--require-effective ID] [--ledger DB [--ledger-init]] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
  * 2 on usage or an input that cannot be used (unreadable, not a regular
  * file, a ledger that is not there); 3 on internal errors.
@@ -17,7 +18,8 @@
 
 #define USAGE                                                                                   \
 	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
-	"[--require-revision SHA] [--ledger DB [--ledger-init]] [--json]"
+	"[--require-revision SHA] [--require-lane LANE] [--require-overlay ID]... "                 \
+	"[--require-effective ID] [--ledger DB [--ledger-init]] [--json]"
 
 /*
  * A refusal before any check ran (usage, an unreadable input): the message on
@@ -66,7 +68,9 @@ int verify_archive(int argc, char **argv)
 	(void)mallopt(M_MXFAST, 0);
 #endif
 	const char *path = NULL, *pinned = NULL, *at = NULL, *status = NULL, *ledger = NULL;
-	const char *max_age = NULL, *revision = NULL;
+	const char *max_age = NULL, *revision = NULL, *lane = NULL, *effective = NULL;
+	const char *overlays[OTA_MAX_OVERLAYS];
+	size_t noverlays = 0;
 	bool json = false, ledger_init = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -98,7 +102,23 @@ int verify_archive(int argc, char **argv)
 			opt = &ledger;
 		else if (strcmp(a, "--require-revision") == 0)
 			opt = &revision;
-		else if (a[0] != '-' && path == NULL)
+		else if (strcmp(a, "--require-lane") == 0)
+			opt = &lane;
+		else if (strcmp(a, "--require-effective") == 0)
+			opt = &effective;
+		else if (strcmp(a, "--require-overlay") == 0) {
+			/* repeatable: every overlay named must have been applied */
+			if (i + 1 >= argc || argv[i + 1][0] == '-')
+				return usage(json, "an option without its value", a);
+			if (noverlays == OTA_MAX_OVERLAYS)
+				return usage(json, "more than 64 --require-overlay", a);
+			if (!ota_id_is_valid(argv[i + 1]))
+				return usage(json, "--require-overlay takes an overlay identity, sha256: and 64 "
+				                   "lowercase hex",
+				             argv[i + 1]);
+			overlays[noverlays++] = argv[++i];
+			continue;
+		} else if (a[0] != '-' && path == NULL)
 			path = a;
 		else
 			return usage(json, a[0] == '-' ? "unknown option" : "more than one archive", a);
@@ -117,9 +137,25 @@ int verify_archive(int argc, char **argv)
 		return usage(json, "--ledger-init without --ledger DB", NULL);
 	if (ledger != NULL && ledger[0] == '\0')
 		return usage(json, "--ledger takes a file name, not an empty string", NULL);
+	if (lane != NULL) {
+		const char *name = strncmp(lane, "task:", 5) == 0       ? lane + 5
+		                   : strncmp(lane, "workflow:", 9) == 0 ? lane + 9
+		                                                        : lane;
+		size_t n = strlen(name);
+		if (n == 0 || n > OTA_MAX_NAME_BYTES)
+			return usage(json, "--require-lane takes NAME, task:NAME or workflow:NAME", lane);
+	}
+	if (effective != NULL && !ota_id_is_valid(effective))
+		return usage(json, "--require-effective takes a policy identity, sha256: and 64 lowercase "
+		                   "hex",
+		             effective);
 	ota_archive_verify_opts o;
 	memset(&o, 0, sizeof o);
 	o.require_status = status;
+	o.require_lane = lane;
+	o.require_effective = effective;
+	o.require_overlays = overlays;
+	o.n_require_overlays = noverlays;
 	o.ledger = ledger;
 	o.ledger_init = ledger_init;
 	if (revision != NULL) {

@@ -640,6 +640,80 @@ static ota_err receipt_setup(vctx *v)
 	return OTA_OK;
 }
 
+/* NULL when the gate's --require-lane/-overlay/-effective are well formed,
+ * else what is wrong (usage, before anything is read). */
+static const char *require_usage(const ota_archive_verify_opts *o)
+{
+	if (o->require_lane != NULL) {
+		const char *name = o->require_lane;
+		if (strncmp(name, "task:", 5) == 0)
+			name += 5;
+		else if (strncmp(name, "workflow:", 9) == 0)
+			name += 9;
+		size_t n = strnlen(name, OTA_MAX_NAME_BYTES + 1);
+		if (n == 0 || n > OTA_MAX_NAME_BYTES)
+			return "require_lane: a lane is NAME, task:NAME or workflow:NAME (1..256 bytes)";
+	}
+	if (o->n_require_overlays > OTA_MAX_OVERLAYS ||
+	    (o->n_require_overlays > 0 && o->require_overlays == NULL))
+		return "require_overlays: at most 64 overlay identities";
+	for (size_t i = 0; i < o->n_require_overlays; i++)
+		if (!ota_id_is_valid(o->require_overlays[i]))
+			return "require_overlays: an overlay identity is sha256: and 64 lowercase hex digits";
+	if (o->require_effective != NULL && !ota_id_is_valid(o->require_effective))
+		return "require_effective: a policy identity is sha256: and 64 lowercase hex digits";
+	return NULL;
+}
+
+/* The gate's requirements on the run, against what was re-derived (the
+ * selection reconciled with the receipt, the overlays from their embedded
+ * bytes, the effective policy compiled from the contract). */
+static void require_checks(vctx *v)
+{
+	const ota_archive_verify_opts *o = v->o;
+	ota_archive_report *r = v->r;
+	const ota_archive *a = v->a;
+	const char *kind = a->lane_kind == OTA_LANE_WORKFLOW ? "workflow" : "task";
+	if (o->require_lane != NULL) {
+		const char *want = o->require_lane, *want_kind = NULL;
+		if (strncmp(want, "task:", 5) == 0) {
+			want_kind = "task";
+			want += 5;
+		} else if (strncmp(want, "workflow:", 9) == 0) {
+			want_kind = "workflow";
+			want += 9;
+		}
+		if (!seq(a->lane, want) || (want_kind != NULL && strcmp(kind, want_kind) != 0))
+			fail(r, OTA_ERR_ARCHIVE_LANE_NOT_REQUIRED, "selection.lane",
+			     "the run's lane is %s %.256s, required %.300s", kind,
+			     a->lane != NULL ? a->lane : "(none)", o->require_lane);
+	}
+	if (v->policy == NULL) /* refused already: nothing re-derived to compare */
+		return;
+	const json_t *applied = json_object_get(ota_policy_effective_json(v->policy),
+	                                        "restriction_overlay_identities");
+	for (size_t i = 0; i < o->n_require_overlays; i++) {
+		bool found = false;
+		size_t k;
+		json_t *id;
+		json_array_foreach(applied, k, id)
+		{
+			if (seq(json_string_value(id), o->require_overlays[i]))
+				found = true;
+		}
+		if (!found)
+			fail(r, OTA_ERR_ARCHIVE_OVERLAY_NOT_APPLIED, "overlays",
+			     "%s was not applied (the run applied %zu restriction overlay%s)",
+			     o->require_overlays[i], json_array_size(applied),
+			     json_array_size(applied) == 1 ? "" : "s");
+	}
+	if (o->require_effective != NULL &&
+	    !seq(ota_policy_effective_identity(v->policy), o->require_effective))
+		fail(r, OTA_ERR_ARCHIVE_EFFECTIVE_NOT_REQUIRED, "effective",
+		     "re-derived %s, required %s", ota_policy_effective_identity(v->policy),
+		     o->require_effective);
+}
+
 /* Contract -> canonical -> overlays -> effective -> admission, compared. */
 static void policy_checks(vctx *v)
 {
@@ -2687,6 +2761,11 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 		                     "\"%.80s\" is not a commit id (40 or 64 lowercase hex digits)",
 		                     o->require_revision);
 	}
+	const char *bad_req = require_usage(o);
+	if (bad_req != NULL) {
+		fail(r, OTA_ERR_USAGE, "require", "%s", bad_req);
+		return ota_error_set(err, OTA_ERR_USAGE, "require", "%s", bad_req);
+	}
 	vctx v;
 	memset(&v, 0, sizeof v);
 	v.r = r;
@@ -2748,6 +2827,7 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 		     : rev != NULL     ? "no revision (null: none resolved when the run was admitted)"
 		                       : "no revision (an archive written before the member existed)",
 		     o->require_revision);
+	require_checks(&v);
 	if (o->ledger != NULL && r->nfail == 0)
 		ledger_check(&v);
 	json_object_set_new(r->ids, "receipt", json_string(v.a->receipt_id));

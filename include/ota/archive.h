@@ -127,6 +127,24 @@ typedef struct ota_archive_verify_opts {
 	 * or predates the member is archive_revision_mismatch.
 	 */
 	const char *require_revision;
+	/*
+	 * What a merge gate requires of the run itself, each NULL (0): none.
+	 * require_lane: the selection's lane, "NAME" (a task or a workflow) or
+	 * "task:NAME" / "workflow:NAME" (that kind only); 1..OTA_MAX_NAME_BYTES
+	 * bytes, else usage. Another lane is archive_lane_not_required.
+	 * require_overlays: n_require_overlays (at most OTA_MAX_OVERLAYS)
+	 * restriction-overlay identities (sha256:<64 hex>, else usage), each of
+	 * which must be among the overlays re-derived from the embedded bytes
+	 * (an org policy the run left out: archive_overlay_not_applied).
+	 * require_effective: the identity the re-derived effective policy must
+	 * have (`ota policy show TASK --json`, effective_identity: the contract,
+	 * the lane, the overlays and the target platform at once), else
+	 * archive_effective_not_required.
+	 */
+	const char *require_lane;
+	const char *const *require_overlays;
+	size_t n_require_overlays;
+	const char *require_effective;
 } ota_archive_verify_opts;
 
 /*

@@ -124,6 +124,96 @@ static void test_vectors_verify(void **state)
 	free(bytes);
 }
 
+/* The verdict of a.json under o, and its first failure's name. */
+static ota_err verify_a(const ota_archive_verify_opts *o, char *first, size_t cap)
+{
+	size_t n = 0;
+	uint8_t *bytes = read_vec("a.json", &n);
+	ota_archive_report *r = NULL;
+	ota_err rc = ota_archive_verify(ota_bytes_make(bytes, n), o, &r, NULL);
+	json_t *j = ota_archive_report_json(r);
+	const char *code =
+	        json_string_value(json_object_get(json_array_get(json_object_get(j, "failures"), 0), "code"));
+	snprintf(first, cap, "%s", code != NULL ? code : "");
+	json_decref(j);
+	ota_archive_report_free(r);
+	free(bytes);
+	return rc;
+}
+
+/*
+ * A merge gate's requirements on the run (--require-lane, --require-overlay,
+ * --require-effective): a.json is task t3 with no overlay. The lane by
+ * name and by kind, the effective identity the verifier re-derives (as
+ * `ota policy show` prints it), each passing only on the run's own, and
+ * malformed requirements refused as usage before anything is read.
+ */
+static void test_vectors_require(void **state)
+{
+	(void)state;
+	char code[64];
+	ota_archive_verify_opts o;
+	memset(&o, 0, sizeof o);
+	o.pinned = ota_bytes_make(fx.pin_a, fx.pin_a_len);
+	/* the effective identity, as the report gives it */
+	size_t n = 0;
+	uint8_t *bytes = read_vec("a.json", &n);
+	ota_archive_report *r = NULL;
+	assert_ota(ota_archive_verify(ota_bytes_make(bytes, n), &o, &r, NULL), OTA_OK);
+	json_t *j = ota_archive_report_json(r);
+	char eff[OTA_ID_LEN + 1];
+	snprintf(eff, sizeof eff, "%s",
+	         json_string_value(json_object_get(json_object_get(j, "identities"), "effective")));
+	assert_true(ota_id_is_valid(eff));
+	json_decref(j);
+	ota_archive_report_free(r);
+	free(bytes);
+
+	static const char *const lanes_ok[] = {"t3", "task:t3"};
+	for (size_t i = 0; i < 2; i++) {
+		o.require_lane = lanes_ok[i];
+		assert_ota(verify_a(&o, code, sizeof code), OTA_OK);
+	}
+	static const char *const lanes_no[] = {"workflow:t3", "t2", "t", "t3 ", "task:t30"};
+	for (size_t i = 0; i < sizeof lanes_no / sizeof lanes_no[0]; i++) {
+		o.require_lane = lanes_no[i];
+		assert_ota(verify_a(&o, code, sizeof code), OTA_ERR_ARCHIVE_LANE_NOT_REQUIRED);
+		assert_string_equal(code, "archive_lane_not_required");
+	}
+	static const char *const lanes_bad[] = {"", "task:", "workflow:"};
+	for (size_t i = 0; i < sizeof lanes_bad / sizeof lanes_bad[0]; i++) {
+		o.require_lane = lanes_bad[i];
+		assert_ota(verify_a(&o, code, sizeof code), OTA_ERR_USAGE);
+	}
+	o.require_lane = "t3";
+
+	o.require_effective = eff;
+	assert_ota(verify_a(&o, code, sizeof code), OTA_OK);
+	char other[OTA_ID_LEN + 1];
+	memcpy(other, eff, sizeof other);
+	other[OTA_ID_LEN - 1] = other[OTA_ID_LEN - 1] == '0' ? '1' : '0';
+	o.require_effective = other;
+	assert_ota(verify_a(&o, code, sizeof code), OTA_ERR_ARCHIVE_EFFECTIVE_NOT_REQUIRED);
+	assert_string_equal(code, "archive_effective_not_required");
+	o.require_effective = "sha256:ABC";
+	assert_ota(verify_a(&o, code, sizeof code), OTA_ERR_USAGE);
+	o.require_effective = eff;
+
+	/* no overlay was applied: any required one is missing */
+	const char *ovs[] = {other};
+	o.require_overlays = ovs;
+	o.n_require_overlays = 1;
+	assert_ota(verify_a(&o, code, sizeof code), OTA_ERR_ARCHIVE_OVERLAY_NOT_APPLIED);
+	assert_string_equal(code, "archive_overlay_not_applied");
+	const char *bad_ovs[] = {"overlay.yaml"};
+	o.require_overlays = bad_ovs;
+	assert_ota(verify_a(&o, code, sizeof code), OTA_ERR_USAGE);
+	o.require_overlays = NULL; /* a count without its list */
+	assert_ota(verify_a(&o, code, sizeof code), OTA_ERR_USAGE);
+	o.n_require_overlays = 0;
+	assert_ota(verify_a(&o, code, sizeof code), OTA_OK);
+}
+
 /* A malloc'd copy of v (the text ota_archive_verify_take takes). */
 static uint8_t *dup_bytes(const uint8_t *v, size_t n)
 {
@@ -617,6 +707,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors_verify),
+		cmocka_unit_test(test_vectors_require),
 		cmocka_unit_test(test_parser_caps),
 		cmocka_unit_test(test_generated_archive),
 		cmocka_unit_test(test_generated_receipt),

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# A merge gate's requirements on the run itself, end to end (root, runc).
+# Two real `ota run build` archives of one repository: one narrowed by an
+# org-policy overlay, one run without it (what a developer who leaves the
+# org policy out produces: it verifies on its own). `ota-verify archive`
+#   --require-lane build | task:build passes, lint and workflow:build are
+#     archive_lane_not_required;
+#   --require-overlay ID (the overlay's identity, as `ota policy show
+#     --json` gives it) passes on the narrowed run and is
+#     archive_overlay_not_applied on the other;
+#   --require-effective ID (`ota policy show build --overlay F --json`,
+#     .effective_policy_identity) passes on the narrowed run only
+#     (archive_effective_not_required on the other, which
+#     --require-effective of its own policy passes);
+# every failure named in --json, exit 1; malformed or repeated
+# requirements are usage (exit 2, one JSON document).
+set -euo pipefail
+: "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
+. "$OTA_SOURCE_DIR/tests/tools/contract.sh"
+command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
+tmp=$(mktemp -d /tmp/ota-archive-req-XXXXXX)
+root=/run/ota/test-req-$$
+cleanup() {
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
+  rm -rf "$tmp" "$root"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export OTA_CACHE=$tmp/cache
+
+T=$tmp/trust
+"$OTA" trust init --domain req.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
+"$OTA" trust add-principal --dir "$T" --id ci-runner --role runner --repo '*' --lane '*' \
+  --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
+"$OTA" trust add-key --dir "$T" --principal ci-runner --generate "$T/keys/runner.pem" \
+  --sign "$T/keys/root-1.pem" >/dev/null
+PIN=$T/versions/1.root.json
+img=$tmp/img
+bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+
+w=$tmp/repo
+mkdir -p "$w/reports/keep"
+{
+  contract_head req-test bb:1
+  cat <<YAML
+tasks:
+  build:
+    context: box
+    run: "echo built > reports/out.txt"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+  lint:
+    context: box
+    run: "echo linted > reports/lint.txt"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+agent:
+  safe_tasks: [build, lint]
+YAML
+} >"$w/ota.yaml"
+# the org policy: reports/keep stays read-only inside the writable reports
+printf 'policies: {sandbox: {filesystem: {protected_paths: [reports/keep]}}}\n' >"$tmp/org.yaml"
+
+run() { # run NAME [--overlay F]: ota run build, archive at $tmp/NAME.json
+  local name=$1
+  shift
+  ( cd "$w" && "$OTA" run build --agent --runtime-root "$root" --lease-db "$tmp/leases.db" \
+      --state-dir "$tmp/state" --image-store "$img" --key "$T/keys/runner.pem" \
+      --nonce-db "$tmp/nonces.db" --trust "$T" --archive "$tmp/$name.json" "$@" \
+      >/dev/null 2>"$tmp/$name.err" ) || fail "run $name: $(cat "$tmp/$name.err")"
+}
+verify() { # verify WANT_RC ARCHIVE [options...] -- jq filter last
+  local want=$1 name=$2
+  shift 2
+  local filter=${*: -1}
+  set -- "${@:1:$#-1}"
+  set +e
+  "$OTA_VERIFY" archive "$name" --trust "$PIN" --json "$@" >"$tmp/out" 2>"$tmp/verr"
+  local rc=$?
+  set -e
+  [ "$rc" -eq "$want" ] || fail "verify $(basename "$name") $*: exit $rc, want $want: $(cat "$tmp/out" "$tmp/verr")"
+  jq -e "$filter" "$tmp/out" >/dev/null || fail "verify $(basename "$name") $*: $(cat "$tmp/out")"
+  [ "$(jq -s length "$tmp/out")" -eq 1 ] || fail "verify $(basename "$name") $*: not one JSON document"
+  echo "ok: verify $(basename "$name") $* -> exit $rc"
+}
+
+run narrowed --overlay "$tmp/org.yaml"
+run plain
+show() { ( cd "$w" && "$OTA" policy show build "$@" --json ); }
+ov=$(show --overlay "$tmp/org.yaml" | jq -r '.effective_policy.restriction_overlay_identities[0]')
+eff_n=$(show --overlay "$tmp/org.yaml" | jq -r '.effective_policy_identity')
+eff_p=$(show | jq -r '.effective_policy_identity')
+case "$ov" in sha256:*) ;; *) fail "overlay identity: $ov" ;; esac
+[ "$eff_n" != "$eff_p" ] || fail "the overlay did not change the effective policy"
+
+N=$tmp/narrowed.json P=$tmp/plain.json
+verify 0 "$N" ".ok == true and .identities.effective == \"$eff_n\""
+verify 0 "$P" ".ok == true and .identities.effective == \"$eff_p\""
+
+# the lane
+verify 0 "$N" --require-lane build '.ok == true'
+verify 0 "$N" --require-lane task:build '.ok == true'
+verify 1 "$N" --require-lane lint '.code == "archive_lane_not_required"'
+verify 1 "$N" --require-lane workflow:build '.code == "archive_lane_not_required"'
+
+# the org policy's overlay
+verify 0 "$N" --require-overlay "$ov" '.ok == true'
+verify 1 "$P" --require-overlay "$ov" \
+  '.code == "archive_overlay_not_applied" and (.failures | map(.code) == ["archive_overlay_not_applied"])'
+verify 1 "$N" --require-overlay "$ov" --require-overlay "$eff_p" '.code == "archive_overlay_not_applied"'
+
+# the whole effective policy
+verify 0 "$N" --require-effective "$eff_n" --require-overlay "$ov" --require-lane build '.ok == true'
+verify 1 "$P" --require-effective "$eff_n" '.code == "archive_effective_not_required"'
+verify 0 "$P" --require-effective "$eff_p" '.ok == true'
+# every unmet requirement is named
+verify 1 "$P" --require-effective "$eff_n" --require-overlay "$ov" --require-lane lint \
+  '(.failures | map(.code) | sort) == ["archive_effective_not_required", "archive_lane_not_required", "archive_overlay_not_applied"]'
+
+# malformed or repeated: usage, exit 2, one JSON document
+verify 2 "$N" --require-lane '' '.code == "usage"'
+verify 2 "$N" --require-lane task: '.code == "usage"'
+verify 2 "$N" --require-lane build --require-lane lint '.code == "usage"'
+verify 2 "$N" --require-overlay org.yaml '.code == "usage"'
+verify 2 "$N" --require-overlay "${ov^^}" '.code == "usage"'
+verify 2 "$N" --require-effective "$eff_n" --require-effective "$eff_p" '.code == "usage"'
+verify 2 "$N" --require-effective sha256:00 '.code == "usage"'
+verify 2 "$N" --require-overlay '.code == "usage"'
+echo "PASS"
