@@ -293,8 +293,9 @@ static void ckpt_sigblk(char *out, size_t cap)
 			while (f != NULL && fgets(line, sizeof line, f) != NULL) {
 				if (strncmp(line, "State:", 6) == 0 && strstr(line, "S (sleeping)") != NULL)
 					sleeping = true;
-				if (strncmp(line, "SigBlk:", 7) == 0)
-					snprintf(out, cap, "%s", line + 7);
+				if (strncmp(line, "SigBlk:", 7) == 0 &&
+				    snprintf(out, cap, "%s", line + 7) >= (int)cap)
+					out[0] = '\0'; /* a mask is 16 hex digits: never */
 			}
 			if (f != NULL)
 				fclose(f);
