@@ -2838,6 +2838,13 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 	json_object_set_new(r->ids, "runner", json_string(v.runner));
 	json_object_set_new(r->ids, "txn", json_string(v.txn));
 	json_object_set_new(r->ids, "revision", json_is_string(rev) ? json_deep_copy(rev) : json_null());
+	/* what --require-lane and --require-overlay take, as re-derived */
+	json_object_set_new(r->ids, "lane",
+	                    json_sprintf("%s:%s", v.a->lane_kind == OTA_LANE_WORKFLOW ? "workflow" : "task",
+	                                 v.a->lane != NULL ? v.a->lane : ""));
+	json_object_set_new(r->ids, "restriction_overlays",
+	                    json_deep_copy(json_object_get(ota_policy_effective_json(v.policy),
+	                                                   "restriction_overlay_identities")));
 	json_object_set_new(r->checks, "attestations", json_integer((json_int_t)v.a->natt));
 	json_object_set_new(r->checks, "acceptances", json_integer((json_int_t)v.a->nacc));
 	json_object_set_new(r->checks, "challenges", json_integer((json_int_t)v.a->nch));

@@ -3,6 +3,7 @@
 # Two real `ota run build` archives of one repository: one narrowed by an
 # org-policy overlay, one run without it (what a developer who leaves the
 # org policy out produces: it verifies on its own). `ota-verify archive`
+# The report's identities.lane and .restriction_overlays give the values;
 #   --require-lane build | task:build passes, lint and workflow:build are
 #     archive_lane_not_required;
 #   --require-overlay ID (the overlay's identity, as `ota policy show
@@ -99,8 +100,9 @@ case "$ov" in sha256:*) ;; *) fail "overlay identity: $ov" ;; esac
 [ "$eff_n" != "$eff_p" ] || fail "the overlay did not change the effective policy"
 
 N=$tmp/narrowed.json P=$tmp/plain.json
-verify 0 "$N" ".ok == true and .identities.effective == \"$eff_n\""
-verify 0 "$P" ".ok == true and .identities.effective == \"$eff_p\""
+# the report names what the requirements take
+verify 0 "$N" ".ok == true and .identities.effective == \"$eff_n\" and .identities.lane == \"task:build\" and .identities.restriction_overlays == [\"$ov\"]"
+verify 0 "$P" ".ok == true and .identities.effective == \"$eff_p\" and .identities.restriction_overlays == []"
 
 # the lane
 verify 0 "$N" --require-lane build '.ok == true'

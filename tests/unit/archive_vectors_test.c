@@ -165,6 +165,11 @@ static void test_vectors_require(void **state)
 	snprintf(eff, sizeof eff, "%s",
 	         json_string_value(json_object_get(json_object_get(j, "identities"), "effective")));
 	assert_true(ota_id_is_valid(eff));
+	/* the values the requirements take, as the report names them */
+	const json_t *ids = json_object_get(j, "identities");
+	assert_string_equal(json_string_value(json_object_get(ids, "lane")), "task:t3");
+	assert_true(json_is_array(json_object_get(ids, "restriction_overlays")));
+	assert_int_equal(json_array_size(json_object_get(ids, "restriction_overlays")), 0);
 	json_decref(j);
 	ota_archive_report_free(r);
 	free(bytes);
