@@ -112,10 +112,7 @@ int verify_archive(int argc, char **argv)
 				return usage(json, "an option without its value", a);
 			if (noverlays == OTA_MAX_OVERLAYS)
 				return usage(json, "more than 64 --require-overlay", a);
-			if (!ota_id_is_valid(argv[i + 1]))
-				return usage(json, "--require-overlay takes an overlay identity, sha256: and 64 "
-				                   "lowercase hex",
-				             argv[i + 1]);
+			/* the values are judged by ota_archive_verify (usage) */
 			overlays[noverlays++] = argv[++i];
 			continue;
 		} else if (a[0] != '-' && path == NULL)
@@ -137,18 +134,6 @@ int verify_archive(int argc, char **argv)
 		return usage(json, "--ledger-init without --ledger DB", NULL);
 	if (ledger != NULL && ledger[0] == '\0')
 		return usage(json, "--ledger takes a file name, not an empty string", NULL);
-	if (lane != NULL) {
-		const char *name = strncmp(lane, "task:", 5) == 0       ? lane + 5
-		                   : strncmp(lane, "workflow:", 9) == 0 ? lane + 9
-		                                                        : lane;
-		size_t n = strlen(name);
-		if (n == 0 || n > OTA_MAX_NAME_BYTES)
-			return usage(json, "--require-lane takes NAME, task:NAME or workflow:NAME", lane);
-	}
-	if (effective != NULL && !ota_id_is_valid(effective))
-		return usage(json, "--require-effective takes a policy identity, sha256: and 64 lowercase "
-		                   "hex",
-		             effective);
 	ota_archive_verify_opts o;
 	memset(&o, 0, sizeof o);
 	o.require_status = status;

@@ -640,17 +640,29 @@ static ota_err receipt_setup(vctx *v)
 	return OTA_OK;
 }
 
+/* The name of a required lane (NAME, task:NAME or workflow:NAME) and in
+ * *kind (when not NULL) "task", "workflow" or NULL (either). */
+static const char *lane_split(const char *req, const char **kind)
+{
+	const char *k = NULL;
+	if (strncmp(req, "task:", 5) == 0) {
+		k = "task";
+		req += 5;
+	} else if (strncmp(req, "workflow:", 9) == 0) {
+		k = "workflow";
+		req += 9;
+	}
+	if (kind != NULL)
+		*kind = k;
+	return req;
+}
+
 /* NULL when the gate's --require-lane/-overlay/-effective are well formed,
  * else what is wrong (usage, before anything is read). */
 static const char *require_usage(const ota_archive_verify_opts *o)
 {
 	if (o->require_lane != NULL) {
-		const char *name = o->require_lane;
-		if (strncmp(name, "task:", 5) == 0)
-			name += 5;
-		else if (strncmp(name, "workflow:", 9) == 0)
-			name += 9;
-		size_t n = strnlen(name, OTA_MAX_NAME_BYTES + 1);
+		size_t n = strnlen(lane_split(o->require_lane, NULL), OTA_MAX_NAME_BYTES + 1);
 		if (n == 0 || n > OTA_MAX_NAME_BYTES)
 			return "require_lane: a lane is NAME, task:NAME or workflow:NAME (1..256 bytes)";
 	}
@@ -675,14 +687,7 @@ static void require_checks(vctx *v)
 	const ota_archive *a = v->a;
 	const char *kind = a->lane_kind == OTA_LANE_WORKFLOW ? "workflow" : "task";
 	if (o->require_lane != NULL) {
-		const char *want = o->require_lane, *want_kind = NULL;
-		if (strncmp(want, "task:", 5) == 0) {
-			want_kind = "task";
-			want += 5;
-		} else if (strncmp(want, "workflow:", 9) == 0) {
-			want_kind = "workflow";
-			want += 9;
-		}
+		const char *want_kind = NULL, *want = lane_split(o->require_lane, &want_kind);
 		if (!seq(a->lane, want) || (want_kind != NULL && strcmp(kind, want_kind) != 0))
 			fail(r, OTA_ERR_ARCHIVE_LANE_NOT_REQUIRED, "selection.lane",
 			     "the run's lane is %s %.256s, required %.300s", kind,
