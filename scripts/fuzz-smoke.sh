@@ -3,7 +3,8 @@
 # (default 10) over its seed corpus fuzz/seeds/<target>/. A crash fails the run.
 # Targets run FUZZ_JOBS at a time (default: the CPU count, at most 4), so the
 # wall time stays near N x targets / jobs as targets are added.
-# Long runs: FUZZ_SECONDS=3600 scripts/fuzz-smoke.sh, or bench/ for soak loops.
+# Long runs: scripts/fuzz-smoke.sh 3600, or scripts/long-tests.sh fuzz (with the
+# long race and kill -9 loops).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}

@@ -164,7 +164,8 @@ static long race_round(int procs, int n)
 static void test_race(void **state)
 {
 	(void)state;
-	/* OTA_RACE_SCALE=10 runs 10^6 attempts (not in CI: about 30 s) */
+	/* OTA_RACE_SCALE=10 runs 10^6 attempts (scripts/long-tests.sh, not in CI:
+	 * about 30 s) */
 	const char *sc = getenv("OTA_RACE_SCALE");
 	int k = sc != NULL ? atoi(sc) : 1;
 	if (k < 1 || k > 100)
