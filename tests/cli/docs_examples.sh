@@ -275,7 +275,7 @@ else
         fail "ota-verify.1 EXAMPLES: --ledger on a new ledger without --ledger-init"
     fi
     ( cd "$repo" && "$OTA_VERIFY" archive "$a2" --trust "$T/versions/1.root.json" \
-        --require-status enforced_through_completion \
+        --require-status enforced_through_completion --require-lane task:verify \
         --require-revision "$(git rev-parse HEAD)" "${ledger[@]}" ) >"$tmp/v.out" 2>&1 ||
       fail "ota-verify archive: $(cat "$tmp/v.out")"
     grep -qE '^ok: archive reconciles: status enforced_through_completion, [0-9]+ signatures verified$' \
