@@ -113,9 +113,20 @@ echo "receipt: $receipt (status $(jq -r .sandbox_policy.status "$receipt"))"
 echo "archive: $archive"
 
 step "8. verify the archive offline against the pinned trust root"
-cmd=("$VERIFY" archive "$archive" --trust "$pinned" --require-status enforced_through_completion)
-echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion"
+cmd=("$VERIFY" archive "$archive" --trust "$pinned" --require-status enforced_through_completion
+     --require-lane workflow:ci)
+echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion --require-lane workflow:ci"
 "${cmd[@]}"
+# a merge gate that wanted another lane is refused: the archive is of workflow ci
+set +e
+"$VERIFY" archive "$archive" --trust "$pinned" --require-lane task:build >/dev/null 2>"$demo/lane.err"
+rc=$?
+set -e
+if [ "$rc" -ne 1 ]; then
+  echo "demo: FAILED: an archive of another lane was not refused (exit $rc)" >&2
+  exit 1
+fi
+echo "a gate requiring task build is refused (exit 1): $(head -n1 "$demo/lane.err")"
 jq '.evidence[0].adapter_version = "0.0.0-tampered"' "$archive" >"$demo/archive.tampered.json"
 set +e
 "$VERIFY" archive "$demo/archive.tampered.json" --trust "$pinned" >/dev/null 2>"$demo/tampered.err"
