@@ -14,7 +14,8 @@
 #     (archive_effective_not_required on the other, which
 #     --require-effective of its own policy passes);
 # every failure named in --json, exit 1; malformed or repeated
-# requirements are usage (exit 2, one JSON document).
+# requirements are usage (exit 2, one JSON document). Every --json document
+# validates against docs/schemas/verify-archive.schema.json.
 set -euo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
@@ -29,6 +30,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export OTA_CACHE=$tmp/cache
+schema() { /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+  "$OTA_SOURCE_DIR/docs/schemas/$1" "$2" >/dev/null || fail "$2 against $1: $(cat "$2")"; }
 
 T=$tmp/trust
 "$OTA" trust init --domain req.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
@@ -87,6 +90,7 @@ verify() { # verify WANT_RC ARCHIVE [options...] -- jq filter last
   [ "$rc" -eq "$want" ] || fail "verify $(basename "$name") $*: exit $rc, want $want: $(cat "$tmp/out" "$tmp/verr")"
   jq -e "$filter" "$tmp/out" >/dev/null || fail "verify $(basename "$name") $*: $(cat "$tmp/out")"
   [ "$(jq -s length "$tmp/out")" -eq 1 ] || fail "verify $(basename "$name") $*: not one JSON document"
+  schema verify-archive.schema.json "$tmp/out"
   echo "ok: verify $(basename "$name") $* -> exit $rc"
 }
 
@@ -103,6 +107,7 @@ N=$tmp/narrowed.json P=$tmp/plain.json
 # the report names what the requirements take
 verify 0 "$N" ".ok == true and .identities.effective == \"$eff_n\" and .identities.lane == \"task:build\" and .identities.restriction_overlays == [\"$ov\"]"
 verify 0 "$P" ".ok == true and .identities.effective == \"$eff_p\" and .identities.restriction_overlays == []"
+cp "$tmp/out" "$tmp/ok.json"
 
 # the lane
 verify 0 "$N" --require-lane build '.ok == true'
@@ -133,4 +138,13 @@ verify 2 "$N" --require-overlay "${ov^^}" '.code == "usage"'
 verify 2 "$N" --require-effective "$eff_n" --require-effective "$eff_p" '.code == "usage"'
 verify 2 "$N" --require-effective sha256:00 '.code == "usage"'
 verify 2 "$N" --require-overlay '.code == "usage"'
+# the schema is not vacuous: a success that names a failure, or without its
+# identities, is invalid
+jq '.failures = [{"code": "archive_lane_not_required", "where": "x", "message": "y"}]' "$tmp/ok.json" >"$tmp/bad1.json"
+jq 'del(.identities.lane)' "$tmp/ok.json" >"$tmp/bad2.json"
+for b in bad1 bad2; do
+  ! /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+    "$OTA_SOURCE_DIR/docs/schemas/verify-archive.schema.json" "$tmp/$b.json" >/dev/null 2>&1 ||
+    fail "$b.json passes the schema"
+done
 echo "PASS"
