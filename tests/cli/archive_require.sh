@@ -19,13 +19,27 @@
 set -euo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
+vtmp=$(mktemp -d /tmp/ota-archive-req-v-XXXXXX)
+trap 'rm -rf "$vtmp"' EXIT
+# without root too: the committed vectors' reports (passes and refusals) and
+# the refusals before any check validate against the report's schema
+for f in "$OTA_SOURCE_DIR"/vectors/archive/*.json; do
+  case $f in *.root.json) continue ;; esac
+  "$OTA_VERIFY" archive "$f" --trust "$f.root.json" --json >"$vtmp/$(basename "$f")" 2>/dev/null || true
+done
+"$OTA_VERIFY" archive "$vtmp/none.json" --trust "$f.root.json" --json >"$vtmp/io.json" 2>/dev/null || true
+"$OTA_VERIFY" archive "$f" --trust "$f.root.json" --bogus --json >"$vtmp/usage.json" 2>/dev/null || true
+/usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+  "$OTA_SOURCE_DIR/docs/schemas/verify-archive.schema.json" "$vtmp"/*.json >/dev/null ||
+  { echo "FAIL: vector reports against verify-archive.schema.json" >&2; exit 1; }
+[ "$(jq -s 'map(select(.ok)) | length' "$vtmp"/*.json)" -ge 1 ] || { echo "FAIL: no passing vector" >&2; exit 1; }
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-archive-req-XXXXXX)
 root=/run/ota/test-req-$$
 cleanup() {
   "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
-  rm -rf "$tmp" "$root"
+  rm -rf "$tmp" "$root" "$vtmp"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
