@@ -16,7 +16,12 @@
  *
  * Invariants: a report always, OTA_OK exactly when it has no failure, and
  * the archive's own receipt payload verifies as the committed archive does.
+ * And the verifier cannot be fooled: a receipt that passes says what the
+ * committed one says, apart from the runner's own claims that no evidence
+ * binds (UNBOUND: when it signed, and the revision it read), so an edit
+ * the checks miss is a crash.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +51,29 @@ typedef struct {
 } world;
 
 static world g_w[4];
+
+/* The receipt members that are the runner's word alone: when it signed
+ * (judged only against --at and --max-age) and the commit it read (judged
+ * only against --require-revision). */
+static const char *const UNBOUND[] = {"signed_at", "revision"};
+
+/* True when the receipt payloads a and b say the same apart from UNBOUND. */
+static bool same_bound(ota_bytes a, ota_bytes b)
+{
+	json_t *ja = NULL, *jb = NULL;
+	bool same = false;
+	if (ota_json_parse(a, &ja, NULL) == OTA_OK && ota_json_parse(b, &jb, NULL) == OTA_OK &&
+	    json_is_object(ja) && json_is_object(jb)) {
+		for (size_t i = 0; i < sizeof UNBOUND / sizeof UNBOUND[0]; i++) {
+			json_object_del(ja, UNBOUND[i]);
+			json_object_del(jb, UNBOUND[i]);
+		}
+		same = json_equal(ja, jb);
+	}
+	json_decref(ja);
+	json_decref(jb);
+	return same;
+}
 
 static uint8_t *read_vec(const char *name, size_t *len)
 {
@@ -160,6 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (payload.len == w->payload_len && memcmp(payload.ptr, w->payload, payload.len) == 0)
 		FZ_CHECK(rc == w->committed);
+	if (rc == OTA_OK) /* a passing receipt is the committed one */
+		FZ_CHECK(same_bound(payload, ota_bytes_make(w->payload, w->payload_len)));
 	ota_archive_report_free(r);
 	json_decref(doc);
 	free(b64);
