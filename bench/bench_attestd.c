@@ -7,8 +7,8 @@
  * `openssl speed ecdsap256` measures it). Each round also reports the
  * ratio against a per-message verification (EVP_DigestVerifyInit +
  * EVP_DigestVerify of a 200-byte message, a fresh context each time), the
- * baseline used until 2026-11-30: about 8-11 % slower than the primitive,
- * it made every ratio read that much higher (raw_verify_rate).
+ * baseline used until 2026-11-30: 6-14 % slower than the primitive in the
+ * same rounds, it made every ratio read that much higher (raw_verify_rate).
  *
  * Method: ROUNDS rounds (default 5), each the raw verification rate
  * (RAW_SECONDS, 0.4 s) and right after it the endpoint phase
@@ -162,7 +162,7 @@ static double now_s(void)
  *   RAW_PER_MESSAGE: EVP_DigestVerifyInit + EVP_DigestVerify of the
  *   200-byte message with a fresh EVP_MD_CTX each time, as a verifier that
  *   keeps nothing between messages calls OpenSSL; its set-up per call makes
- *   it about 8-11 % slower, so a ratio against it reads higher (the figure
+ *   it 6-14 % slower, so a ratio against it reads higher (the figure
  *   quoted before this baseline was split).
  */
 enum { RAW_PRIMITIVE, RAW_PER_MESSAGE };
