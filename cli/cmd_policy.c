@@ -20,6 +20,7 @@ typedef struct {
 	const char *file;
 	bool json, agent, dry_run, no_org;
 	const char *workflow, *target, *org_policy, *lane;
+	const char *native; /* --native-platform (policy show), else this host */
 	const char *overlays[MAX_OVERLAY_ARGS];
 	size_t noverlays;
 	const char *descs[MAX_DESC_ARGS];
@@ -36,7 +37,7 @@ static const char *usage_text(const char *cmd)
 	if (strcmp(cmd, "workflows") == 0)
 		return "ota workflows [-f FILE] [--json]";
 	if (strcmp(cmd, "policy") == 0)
-		return "ota policy show [TASK] [--workflow W] [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] [--json]";
+		return "ota policy show [TASK] [--workflow W] [-f FILE] [--overlay FILE]... [--org-policy FILE | --no-org-policy] [--native-platform OS/ARCH[/VARIANT]] [--json]";
 	if (strcmp(cmd, "run") == 0)
 		return "ota run TASK --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
 	return "ota up --workflow W --dry-run [--agent] [--sandbox-target T] [--overlay FILE]... [--descriptor FILE]... [-f FILE] [--json]";
@@ -75,6 +76,7 @@ enum {
 	OPT_WORKFLOW = 1 << 1, /* --workflow */
 	OPT_OVERLAYS = 1 << 2, /* --overlay, --org-policy, --no-org-policy */
 	OPT_ADMIT = 1 << 3,    /* --agent, --dry-run, --sandbox-target, --descriptor, runner options */
+	OPT_NATIVE = 1 << 4,   /* --native-platform */
 };
 
 static unsigned allowed_for(const char *cmd)
@@ -84,7 +86,7 @@ static unsigned allowed_for(const char *cmd)
 	if (strcmp(cmd, "tasks") == 0 || strcmp(cmd, "workflows") == 0)
 		return 0;
 	if (strcmp(cmd, "policy") == 0)
-		return OPT_LANE | OPT_WORKFLOW | OPT_OVERLAYS;
+		return OPT_LANE | OPT_WORKFLOW | OPT_OVERLAYS | OPT_NATIVE;
 	return OPT_LANE | OPT_WORKFLOW | OPT_OVERLAYS | OPT_ADMIT; /* run, up */
 }
 
@@ -130,7 +132,12 @@ static int parse_opts(int argc, char **argv, int start, opts *o, const char *cmd
 			need = OPT_OVERLAYS, o->no_org = true;
 		else if (strcmp(a, "--workflow") == 0 && more)
 			need = OPT_WORKFLOW, o->workflow = argv[++i];
-		else if (strcmp(a, "--sandbox-target") == 0 && more)
+		else if (strcmp(a, "--native-platform") == 0 && more) {
+			need = OPT_NATIVE;
+			if ((ok & need) != 0 && o->native != NULL)
+				return usage_fail(argc, argv, cmd, a, "an option given twice");
+			o->native = argv[++i];
+		} else if (strcmp(a, "--sandbox-target") == 0 && more)
 			need = OPT_ADMIT, o->target = argv[++i];
 		else if (strcmp(a, "--org-policy") == 0 && more)
 			need = OPT_OVERLAYS, o->org_policy = argv[++i];
@@ -425,6 +432,11 @@ int cmd_policy(int argc, char **argv)
 	size_t nov = 0;
 	ota_policy *p = NULL;
 	ota_policy_options po = popts();
+	/* another machine's native platform: the effective identity a run
+	 * there has (native lanes, containers without a declared platform),
+	 * for a gate's --require-effective computed elsewhere */
+	if (o.native != NULL && ota_platform_parse(o.native, &po.native_platform, &e) != OTA_OK)
+		return fail(&o, "policy show", &e, CLI_USAGE);
 	ota_err rc = load_contract(&o, &c, &e);
 	if (rc == OTA_OK)
 		rc = load_overlays(&o, ovs, &nov, &e);

@@ -73,6 +73,23 @@ cp "$PV/org-narrow.yaml" "$T/repo/.ota/org-policy.yaml"
 check "org policy picked up" test "$("$OTA" policy show test -f "$T/repo/ota.yaml" --json | jq '.effective_policy.restriction_overlay_identities | length')" = 1
 check "org policy narrows writable" test "$("$OTA" policy show test -f "$T/repo/ota.yaml" --json | jq -r '.effective_policy.segments[0].runtime_boundary.filesystem.writable_paths | join(",")')" = "build,out/reports"
 
+# --native-platform: the identity a run on another machine has, for a gate's
+# --require-effective computed elsewhere; only where the contract leaves the
+# platform to the host (a native lane), never over a declared one
+printf 'version: 1\nproject: {name: np}\nexecution:\n  supported: [native]\ntasks:\n  build:\n    run: make\n' >"$T/np.yaml"
+ni() { "$OTA" policy show "$@" --no-org-policy --json | jq -r .effective_policy_identity; }
+n_amd=$(ni build -f "$T/np.yaml" --native-platform linux/amd64)
+n_arm=$(ni build -f "$T/np.yaml" --native-platform linux/arm64)
+n_x86=$(ni build -f "$T/np.yaml" --native-platform linux/x86_64)
+check "native lane: another native platform, another identity" test "$n_amd" != "$n_arm"
+check "native lane: x86_64 is amd64" test "$n_amd" = "$n_x86"
+check "native lane: the platform is the one given" test "$("$OTA" policy show build -f "$T/np.yaml" --no-org-policy --native-platform linux/arm64 --json | jq -r '.effective_policy.target_platform.architecture')" = arm64
+check "declared platform: --native-platform changes nothing" test "$(ni test -f "$PV/base.yaml" --native-platform linux/arm64)" = "$e0"
+check "bad --native-platform exits 2" test "$(rc_of "$OTA" policy show build -f "$T/np.yaml" --native-platform bogus --json)" = 2
+check "bad --native-platform code" test "$(jq -r .code "$T/out")" = policy_platform_invalid
+check "--native-platform twice exits 2" test "$(rc_of "$OTA" policy show build -f "$T/np.yaml" --native-platform linux/amd64 --native-platform linux/arm64)" = 2
+check "--native-platform is policy show's only" test "$(rc_of "$OTA" validate -f "$T/np.yaml" --native-platform linux/amd64)" = 2
+
 # a task as a workflow selects it
 check "policy show TASK --workflow W" test "$("$OTA" policy show test --workflow ci -f "$PV/base.yaml" --json | jq -r '.selected_segment.effective.id')" = task:test
 check "task outside the workflow closure exits 1" test "$(rc_of "$OTA" policy show nope --workflow ci -f "$PV/base.yaml" --json)" = 1
