@@ -640,6 +640,13 @@ static ota_err receipt_setup(vctx *v)
 	return OTA_OK;
 }
 
+/* "task" or "workflow": the kind of a's lane, as --require-lane and the
+ * report's identities.lane spell it */
+static const char *lane_kind_name(const ota_archive *a)
+{
+	return a->lane_kind == OTA_LANE_WORKFLOW ? "workflow" : "task";
+}
+
 /* The name of a required lane (NAME, task:NAME or workflow:NAME) and in
  * *kind (when not NULL) "task", "workflow" or NULL (either). */
 static const char *lane_split(const char *req, const char **kind)
@@ -685,7 +692,7 @@ static void require_checks(vctx *v)
 	const ota_archive_verify_opts *o = v->o;
 	ota_archive_report *r = v->r;
 	const ota_archive *a = v->a;
-	const char *kind = a->lane_kind == OTA_LANE_WORKFLOW ? "workflow" : "task";
+	const char *kind = lane_kind_name(a);
 	if (o->require_lane != NULL) {
 		const char *want_kind = NULL, *want = lane_split(o->require_lane, &want_kind);
 		if (!seq(a->lane, want) || (want_kind != NULL && strcmp(kind, want_kind) != 0))
@@ -2845,8 +2852,7 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 	json_object_set_new(r->ids, "revision", json_is_string(rev) ? json_deep_copy(rev) : json_null());
 	/* what --require-lane and --require-overlay take, as re-derived */
 	json_object_set_new(r->ids, "lane",
-	                    json_sprintf("%s:%s", v.a->lane_kind == OTA_LANE_WORKFLOW ? "workflow" : "task",
-	                                 v.a->lane != NULL ? v.a->lane : ""));
+	                    json_sprintf("%s:%s", lane_kind_name(v.a), v.a->lane != NULL ? v.a->lane : ""));
 	json_object_set_new(r->ids, "restriction_overlays",
 	                    json_deep_copy(json_object_get(ota_policy_effective_json(v.policy),
 	                                                   "restriction_overlay_identities")));

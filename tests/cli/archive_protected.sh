@@ -31,11 +31,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 export OTA_CACHE=$tmp/cache
 
 T=$tmp/trust
-"$OTA" trust init --domain prot.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
-"$OTA" trust add-principal --dir "$T" --id ci-runner --role runner --repo '*' --lane '*' \
-  --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
-"$OTA" trust add-key --dir "$T" --principal ci-runner --generate "$T/keys/runner.pem" \
-  --sign "$T/keys/root-1.pem" >/dev/null
+runner_trust "$T" prot.test
 PIN=$T/versions/1.root.json
 img=$tmp/img
 bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null

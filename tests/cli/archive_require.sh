@@ -19,6 +19,9 @@
 set -euo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+schema() { /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+  "$OTA_SOURCE_DIR/docs/schemas/$1" "${@:2}" >/dev/null || fail "${*:2} against $1"; }
 vtmp=$(mktemp -d /tmp/ota-archive-req-v-XXXXXX)
 trap 'rm -rf "$vtmp"' EXIT
 # without root too: the committed vectors' reports (passes and refusals) and
@@ -29,10 +32,8 @@ for f in "$OTA_SOURCE_DIR"/vectors/archive/*.json; do
 done
 "$OTA_VERIFY" archive "$vtmp/none.json" --trust "$f.root.json" --json >"$vtmp/io.json" 2>/dev/null || true
 "$OTA_VERIFY" archive "$f" --trust "$f.root.json" --bogus --json >"$vtmp/usage.json" 2>/dev/null || true
-/usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
-  "$OTA_SOURCE_DIR/docs/schemas/verify-archive.schema.json" "$vtmp"/*.json >/dev/null ||
-  { echo "FAIL: vector reports against verify-archive.schema.json" >&2; exit 1; }
-[ "$(jq -s 'map(select(.ok)) | length' "$vtmp"/*.json)" -ge 1 ] || { echo "FAIL: no passing vector" >&2; exit 1; }
+schema verify-archive.schema.json "$vtmp"/*.json
+[ "$(jq -s 'map(select(.ok)) | length' "$vtmp"/*.json)" -ge 1 ] || fail "no passing vector"
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
 tmp=$(mktemp -d /tmp/ota-archive-req-XXXXXX)
@@ -42,17 +43,10 @@ cleanup() {
   rm -rf "$tmp" "$root" "$vtmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 export OTA_CACHE=$tmp/cache
-schema() { /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
-  "$OTA_SOURCE_DIR/docs/schemas/$1" "$2" >/dev/null || fail "$2 against $1: $(cat "$2")"; }
 
 T=$tmp/trust
-"$OTA" trust init --domain req.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
-"$OTA" trust add-principal --dir "$T" --id ci-runner --role runner --repo '*' --lane '*' \
-  --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
-"$OTA" trust add-key --dir "$T" --principal ci-runner --generate "$T/keys/runner.pem" \
-  --sign "$T/keys/root-1.pem" >/dev/null
+runner_trust "$T" req.test
 PIN=$T/versions/1.root.json
 img=$tmp/img
 bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
@@ -157,8 +151,6 @@ verify 2 "$N" --require-overlay '.code == "usage"'
 jq '.failures = [{"code": "archive_lane_not_required", "where": "x", "message": "y"}]' "$tmp/ok.json" >"$tmp/bad1.json"
 jq 'del(.identities.lane)' "$tmp/ok.json" >"$tmp/bad2.json"
 for b in bad1 bad2; do
-  ! /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
-    "$OTA_SOURCE_DIR/docs/schemas/verify-archive.schema.json" "$tmp/$b.json" >/dev/null 2>&1 ||
-    fail "$b.json passes the schema"
+  ! (schema verify-archive.schema.json "$tmp/$b.json") 2>/dev/null || fail "$b.json passes the schema"
 done
 echo "PASS"

@@ -44,11 +44,7 @@ else
   mkdir -p "$ex/reports"
   cp "$example" "$ex/"
   T=$tmp/trust
-  "$OTA" trust init --domain example.test --dir "$T" --root-keys 1 --threshold 1 >/dev/null
-  "$OTA" trust add-principal --dir "$T" --id ci-runner --role runner --repo '*' --lane '*' \
-    --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
-  "$OTA" trust add-key --dir "$T" --principal ci-runner --generate "$T/keys/runner.pem" \
-    --sign "$T/keys/root-1.pem" >/dev/null
+  runner_trust "$T" example.test
   store=/var/cache/ota/images
   if ! "$OTA" image resolve debian:bookworm-slim --store "$store" --platform "linux/$arch" >/dev/null 2>&1; then
     echo "note: debian:bookworm-slim not in $store (scripts/make-test-rootfs.sh debian-image $store); using busybox"

@@ -28,3 +28,15 @@ execution:
       lifecycle: ephemeral
 YAML
 }
+
+# runner_trust DIR DOMAIN: a trust domain at DIR (one root key, threshold 1)
+# with a runner principal ci-runner for every repository and lane on
+# oci_local, and its key at DIR/keys/runner.pem; the pinned snapshot is
+# DIR/versions/1.root.json.
+runner_trust() {
+  "$OTA" trust init --domain "$2" --dir "$1" --root-keys 1 --threshold 1 >/dev/null
+  "$OTA" trust add-principal --dir "$1" --id ci-runner --role runner --repo '*' --lane '*' \
+    --provider-target oci_local --sign "$1/keys/root-1.pem" >/dev/null
+  "$OTA" trust add-key --dir "$1" --principal ci-runner --generate "$1/keys/runner.pem" \
+    --sign "$1/keys/root-1.pem" >/dev/null
+}
