@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "git_internal.h"
 #include "ota/limits.h"
 #include "ota/runner.h"
 
@@ -209,6 +210,66 @@ static ota_err resolve(int gitfd, char out[OTA_RUNNER_REVISION_MAX + 1], ota_err
 	}
 	return ota_error_set(err, OTA_ERR_UNSUPPORTED, where, "more than %u symbolic refs in a row",
 	                     OTA_MAX_GIT_SYMREF_DEPTH);
+}
+
+ota_err ota_git_resolve_head(int gitfd, char out[OTA_RUNNER_REVISION_MAX + 1], ota_error *err)
+{
+	out[0] = '\0';
+	ota_err rc = resolve(gitfd, out, err);
+	if (rc != OTA_OK)
+		out[0] = '\0';
+	return rc;
+}
+
+/*
+ * "gitdir: " + "../" x depth + ".git/modules/NAME" + at most one "\n": the
+ * pointer `git submodule` writes into a submodule's .git file, leading back
+ * to the outer repository's .git/modules. NAME: components of printable
+ * bytes other than "/", none "." or "..".
+ */
+ota_err ota_git_gitdir_parse(const uint8_t *b, size_t n, const char *where, unsigned depth,
+                             char rel[OTA_MAX_GIT_REFNAME_BYTES], ota_error *err)
+{
+	static const char pre[] = "gitdir: ", mods[] = ".git/modules/";
+	rel[0] = '\0';
+	if (n > OTA_MAX_GIT_REF_FILE_BYTES)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, where, "more than %u bytes",
+		                     OTA_MAX_GIT_REF_FILE_BYTES);
+	if (n > 0 && b[n - 1] == '\n')
+		n--;
+	if (n < sizeof pre - 1 || memcmp(b, pre, sizeof pre - 1) != 0)
+		return ota_error_set(err, OTA_ERR_UNSUPPORTED, where, "not a \"gitdir: \" pointer");
+	size_t i = sizeof pre - 1;
+	for (unsigned k = 0; k < depth; k++, i += 3)
+		if (n - i < 3 || memcmp(b + i, "../", 3) != 0)
+			return ota_error_set(err, OTA_ERR_UNSUPPORTED, where,
+			                     "the gitdir pointer does not lead back to the repository's "
+			                     ".git/modules (%u \"../\" expected)",
+			                     depth);
+	if (n - i <= sizeof mods - 1 || memcmp(b + i, mods, sizeof mods - 1) != 0)
+		return ota_error_set(err, OTA_ERR_UNSUPPORTED, where,
+		                     "the gitdir pointer does not lead into .git/modules");
+	if (n - i >= OTA_MAX_GIT_REFNAME_BYTES)
+		return ota_error_set(err, OTA_ERR_TOO_LARGE, where, "gitdir pointer too long");
+	/* the components after .git/modules/ */
+	size_t s = i + sizeof mods - 1, comp = s;
+	for (size_t j = s; j <= n; j++) {
+		if (j < n && b[j] != '/') {
+			if (b[j] < 0x20 || b[j] == 0x7f)
+				return ota_error_set(err, OTA_ERR_UNSUPPORTED, where,
+				                     "control byte in the gitdir pointer");
+			continue;
+		}
+		size_t cl = j - comp;
+		if (cl == 0 || (cl == 1 && b[comp] == '.') ||
+		    (cl == 2 && b[comp] == '.' && b[comp + 1] == '.'))
+			return ota_error_set(err, OTA_ERR_UNSUPPORTED, where,
+			                     "empty, \".\" or \"..\" component in the gitdir pointer");
+		comp = j + 1;
+	}
+	memcpy(rel, b + i, n - i);
+	rel[n - i] = '\0';
+	return OTA_OK;
 }
 
 ota_err ota_runner_repo_revision(const char *repo, char out[OTA_RUNNER_REVISION_MAX + 1],

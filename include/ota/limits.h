@@ -99,5 +99,9 @@
 #define OTA_MAX_GIT_PACKED_REFS_BYTES (64u * 1024u * 1024u) /* .git/packed-refs */
 #define OTA_MAX_GIT_REFNAME_BYTES     1024u                 /* one ref name, with its NUL */
 #define OTA_MAX_GIT_SYMREF_DEPTH      5u                    /* symbolic refs in a row (git: 5) */
+/* runner: the work tree hashed as one git tree (runner/worktree.c) */
+#define OTA_MAX_WORKTREE_ENTRIES 1000000u                       /* files, links, directories */
+#define OTA_MAX_WORKTREE_BYTES   (8ull * 1024u * 1024u * 1024u) /* content of every file */
+#define OTA_MAX_WORKTREE_DEPTH   128u                           /* directories deep */
 
 #endif

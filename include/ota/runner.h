@@ -131,6 +131,39 @@ OTA_API OTA_NODISCARD ota_err ota_git_packed_refs_find(const uint8_t *b, size_t 
                                                        ota_error *err);
 
 /*
+ * The git tree object id of REPO's work tree (runner/worktree.c): what
+ * `git add -A && git write-tree` would give if nothing were ignored,
+ * computed without running git, hex_len (40: SHA-1, 64: SHA-256) digits
+ * long: REPO/.git, .ota/archives and .ota/cleanup left out, regular files
+ * (mode 100755 when the owner may execute them) and symlinks (not
+ * followed) as blobs, empty directories left out, a directory holding .git
+ * as a gitlink to the commit its HEAD resolves to (a submodule's .git file
+ * only when it points into REPO/.git/modules). Equal to `git rev-parse
+ * REV^{tree}` exactly when the work tree holds commit REV's files and
+ * nothing else. out: the id and a NUL, "" on failure. Errors: unsupported
+ * (a FIFO, socket or device; a file that changed while it was hashed; a
+ * gitlink that does not resolve), too_large (OTA_MAX_WORKTREE_ENTRIES,
+ * OTA_MAX_WORKTREE_BYTES, OTA_MAX_WORKTREE_DEPTH), not_found, io_error,
+ * usage, out_of_memory; those of ota_runner_repo_revision for a gitlink.
+ */
+OTA_API OTA_NODISCARD ota_err ota_runner_worktree_id(const char *repo, size_t hex_len,
+                                                     char out[OTA_RUNNER_REVISION_MAX + 1],
+                                                     ota_error *err);
+
+/*
+ * The parser of a submodule's .git file for ota_runner_worktree_id, on
+ * bytes (fuzz_git_revision): "gitdir: " then exactly depth "../" (one per
+ * component of the submodule's path), then ".git/modules/NAME" (NAME: one
+ * or more components, none empty, "." or "..", no control byte), then at
+ * most one "\n". rel: ".git/modules/NAME", relative to the repository.
+ * unsupported otherwise, too_large over OTA_MAX_GIT_REF_FILE_BYTES.
+ */
+OTA_API OTA_NODISCARD ota_err ota_git_gitdir_parse(const uint8_t *b, size_t n, const char *where,
+                                                   unsigned depth,
+                                                   char rel[OTA_MAX_GIT_REFNAME_BYTES],
+                                                   ota_error *err);
+
+/*
  * Runs every segment of p in order under oci_local. admission is the
  * admitted sandbox_admission object of ota_policy_admit (borrowed; its
  * identities are bound into the receipt): anything but an oci_local

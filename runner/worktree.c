@@ -1,0 +1,415 @@
+/*
+ * The work tree a run was admitted on, as one git tree object id: what
+ * `git add -A && git write-tree` would print for REPO if nothing were
+ * ignored, computed without running git (its config, hooks and filters are
+ * the task author's to write). A merge gate compares it with
+ * `git rev-parse REV^{tree}`: equal exactly when the run's repository held
+ * the commit's files and nothing else. Uncommitted edits, untracked and
+ * ignored files, outputs of an earlier run in a writable path, a changed
+ * executable bit: each makes it differ.
+ *
+ * How each entry is hashed (git's loose object format, SHA-1 or SHA-256
+ * as the repository's commit ids are long):
+ *   - a regular file: blob "blob SIZE\0" + content, mode 100755 when the
+ *     owner may execute it, else 100644 (git's ce_permissions);
+ *   - a symlink, never followed: a blob of its target, mode 120000;
+ *   - a directory: a tree of its entries, mode 40000, left out when it has
+ *     none (git stores no empty tree in another);
+ *   - a directory holding ".git": a gitlink (mode 160000) to the commit its
+ *     HEAD resolves to, as git records a submodule or an embedded
+ *     repository: a ".git" directory is resolved as REPO/.git is
+ *     (revision.c), a ".git" file (a submodule's "gitdir: ../.git/modules/
+ *     NAME") only when it points into REPO/.git/modules;
+ *   - a tree's entries sorted as git sorts them (a directory's name
+ *     compared as if it ended in "/").
+ * Left out: REPO/.git itself, and what the toolkit writes into the
+ * repository (.ota/archives, .ota/cleanup). Anything else (a FIFO, a
+ * socket, a device, a file that changes while it is hashed, a gitdir
+ * pointer elsewhere, more than OTA_MAX_WORKTREE_ENTRIES entries or
+ * OTA_MAX_WORKTREE_BYTES of content, deeper than OTA_MAX_WORKTREE_DEPTH)
+ * is an error: the work tree is then not recorded, never approximated.
+ * Every entry is opened relative to its directory's descriptor with
+ * O_NOFOLLOW, so a symlink swapped in is never followed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "git_internal.h"
+#include "ota/limits.h"
+#include "ota/runner.h"
+
+#define READ_CHUNK (256u * 1024u)
+
+typedef struct {
+	char *name;
+	size_t len;
+	unsigned mode; /* 0100644, 0100755, 0120000, 040000, 0160000 */
+	uint8_t oid[32];
+} entry;
+
+typedef struct {
+	int rootfd;
+	const EVP_MD *md;
+	size_t oid_len; /* 20 or 32 bytes */
+	EVP_MD_CTX *ctx;
+	uint8_t *buf; /* READ_CHUNK */
+	uint64_t entries, bytes;
+	ota_error *err;
+} walk;
+
+static ota_err fail(walk *w, ota_err code, const char *path, const char *what)
+{
+	return ota_error_set(w->err, code, path[0] != '\0' ? path : ".", "%s", what);
+}
+
+/* path + "/" + name, for errors and for gitdir pointers */
+static void join(char *out, size_t cap, const char *path, const char *name)
+{
+	snprintf(out, cap, "%s%s%s", path, path[0] != '\0' ? "/" : "", name);
+}
+
+static ota_err hash_object(walk *w, const char *type, const uint8_t *body, size_t n,
+                           uint8_t oid[32], const char *path)
+{
+	char head[48];
+	int hl = snprintf(head, sizeof head, "%s %zu", type, n);
+	if (EVP_DigestInit_ex(w->ctx, w->md, NULL) != 1 ||
+	    EVP_DigestUpdate(w->ctx, head, (size_t)hl + 1) != 1 ||
+	    (n > 0 && EVP_DigestUpdate(w->ctx, body, n) != 1) ||
+	    EVP_DigestFinal_ex(w->ctx, oid, NULL) != 1)
+		return fail(w, OTA_ERR_CRYPTO, path, "hash");
+	return OTA_OK;
+}
+
+/* A regular file's blob, read through fd (its size from fstat, which must
+ * still hold at the end: a file that grows or shrinks meanwhile fails). */
+static ota_err hash_file(walk *w, int dirfd, const char *name, const char *path, unsigned *mode,
+                         uint8_t oid[32])
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return ota_error_set(w->err, errno == ELOOP ? OTA_ERR_UNSUPPORTED : OTA_ERR_IO, path,
+		                     "cannot open: %s", strerror(errno));
+	struct stat st;
+	ota_err rc = OTA_OK;
+	if (fstat(fd, &st) != 0) {
+		rc = ota_error_set(w->err, OTA_ERR_IO, path, "fstat: %s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = fail(w, OTA_ERR_UNSUPPORTED, path, "changed while the work tree was hashed");
+		goto out;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	w->bytes += size;
+	if (w->bytes > OTA_MAX_WORKTREE_BYTES) {
+		rc = ota_error_set(w->err, OTA_ERR_TOO_LARGE, path,
+		                   "the work tree holds more than %llu bytes of files",
+		                   (unsigned long long)OTA_MAX_WORKTREE_BYTES);
+		goto out;
+	}
+	*mode = (st.st_mode & S_IXUSR) ? 0100755u : 0100644u;
+	char head[48];
+	int hl = snprintf(head, sizeof head, "blob %llu", (unsigned long long)size);
+	if (EVP_DigestInit_ex(w->ctx, w->md, NULL) != 1 ||
+	    EVP_DigestUpdate(w->ctx, head, (size_t)hl + 1) != 1) {
+		rc = fail(w, OTA_ERR_CRYPTO, path, "hash");
+		goto out;
+	}
+	uint64_t left = size;
+	for (;;) {
+		/* one byte more than is left: a file that grew is seen */
+		size_t want = left < READ_CHUNK ? (size_t)left + 1 : READ_CHUNK;
+		ssize_t r = read(fd, w->buf, want);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = ota_error_set(w->err, OTA_ERR_IO, path, "read: %s", strerror(errno));
+			goto out;
+		}
+		if ((uint64_t)r > left || (r == 0 && left > 0)) {
+			rc = fail(w, OTA_ERR_UNSUPPORTED, path, "changed while the work tree was hashed");
+			goto out;
+		}
+		if (r == 0)
+			break;
+		if (EVP_DigestUpdate(w->ctx, w->buf, (size_t)r) != 1) {
+			rc = fail(w, OTA_ERR_CRYPTO, path, "hash");
+			goto out;
+		}
+		left -= (uint64_t)r;
+	}
+	if (EVP_DigestFinal_ex(w->ctx, oid, NULL) != 1)
+		rc = fail(w, OTA_ERR_CRYPTO, path, "hash");
+out:
+	close(fd);
+	return rc;
+}
+
+static ota_err hash_link(walk *w, int dirfd, const char *name, const char *path, uint8_t oid[32])
+{
+	char target[OTA_MAX_PATH_BYTES + 1];
+	ssize_t n = readlinkat(dirfd, name, target, sizeof target);
+	if (n < 0)
+		return ota_error_set(w->err, OTA_ERR_IO, path, "readlink: %s", strerror(errno));
+	if ((size_t)n >= sizeof target)
+		return fail(w, OTA_ERR_TOO_LARGE, path, "symlink target too long");
+	return hash_object(w, "blob", (const uint8_t *)target, (size_t)n, oid, path);
+}
+
+/*
+ * The gitlink of the directory subfd at path (it holds ".git", of type
+ * gtype): the commit its HEAD resolves to, of the outer repository's id
+ * length.
+ */
+static ota_err gitlink(walk *w, int subfd, const char *path, unsigned depth, uint8_t oid[32])
+{
+	char where[OTA_MAX_PATH_BYTES];
+	join(where, sizeof where, path, ".git");
+	int gitfd = -1;
+	struct stat st;
+	if (fstatat(subfd, ".git", &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return ota_error_set(w->err, OTA_ERR_IO, where, "stat: %s", strerror(errno));
+	ota_err rc;
+	if (S_ISDIR(st.st_mode)) {
+		rc = ota_dir_open_beneath(subfd, path, ".git", 0, &gitfd, w->err);
+	} else if (S_ISREG(st.st_mode)) {
+		/* a submodule: "gitdir: ../.git/modules/NAME", one "../" per
+		 * component of path, into the outer repository's .git/modules */
+		uint8_t *b = NULL;
+		size_t n = 0;
+		rc = ota_file_read_beneath(subfd, path, ".git", OTA_MAX_GIT_REF_FILE_BYTES, &b, &n,
+		                           w->err);
+		if (rc != OTA_OK)
+			return rc;
+		char rel[OTA_MAX_GIT_REFNAME_BYTES];
+		rc = ota_git_gitdir_parse(b, n, where, depth, rel, w->err);
+		free(b);
+		if (rc != OTA_OK)
+			return rc;
+		rc = ota_dir_open_beneath(w->rootfd, "", rel, 0, &gitfd, w->err);
+	} else {
+		return fail(w, OTA_ERR_UNSUPPORTED, where, "neither a directory nor a gitdir file");
+	}
+	if (rc != OTA_OK)
+		return rc;
+	char rev[OTA_RUNNER_REVISION_MAX + 1];
+	rc = ota_git_resolve_head(gitfd, rev, w->err);
+	close(gitfd);
+	if (rc != OTA_OK)
+		return rc;
+	if (strlen(rev) != w->oid_len * 2)
+		return fail(w, OTA_ERR_UNSUPPORTED, where,
+		            "its commit ids are not as long as the repository's");
+	for (size_t i = 0; i < w->oid_len; i++) {
+		unsigned v;
+		if (sscanf(rev + 2 * i, "%2x", &v) != 1)
+			return fail(w, OTA_ERR_UNSUPPORTED, where, "commit id");
+		oid[i] = (uint8_t)v;
+	}
+	return OTA_OK;
+}
+
+/* git's order: a tree's name compares as if it ended in "/" */
+static int entry_cmp(const void *pa, const void *pb)
+{
+	const entry *a = pa, *b = pb;
+	size_t m = a->len < b->len ? a->len : b->len;
+	int c = memcmp(a->name, b->name, m);
+	if (c != 0)
+		return c;
+	unsigned ca = a->len > m ? (unsigned char)a->name[m] : (a->mode == 040000u ? '/' : 0);
+	unsigned cb = b->len > m ? (unsigned char)b->name[m] : (b->mode == 040000u ? '/' : 0);
+	return (int)ca - (int)cb;
+}
+
+static void entries_free(entry *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+/* Skipped: REPO/.git and what the toolkit writes (.ota/archives, .ota/cleanup). */
+static bool skipped(const char *path, const char *name)
+{
+	if (path[0] == '\0')
+		return strcmp(name, ".git") == 0;
+	return strcmp(path, ".ota") == 0 &&
+	       (strcmp(name, "archives") == 0 || strcmp(name, "cleanup") == 0);
+}
+
+/*
+ * The tree of the directory dirfd (borrowed) at path ("" for the root).
+ * *empty: it has no entry (then oid is not set).
+ */
+static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, uint8_t oid[32],
+                        bool *empty)
+{
+	*empty = true;
+	if (depth > OTA_MAX_WORKTREE_DEPTH)
+		return ota_error_set(w->err, OTA_ERR_TOO_LARGE, path, "more than %u directories deep",
+		                     OTA_MAX_WORKTREE_DEPTH);
+	int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (d == NULL) {
+		if (dfd >= 0)
+			close(dfd);
+		return ota_error_set(w->err, OTA_ERR_IO, path[0] ? path : ".", "opendir: %s",
+		                     strerror(errno));
+	}
+	entry *v = NULL;
+	size_t n = 0, cap = 0;
+	ota_err rc = OTA_OK;
+	char sub[OTA_MAX_PATH_BYTES];
+	for (;;) {
+		errno = 0;
+		struct dirent *de = readdir(d);
+		if (de == NULL) {
+			if (errno != 0)
+				rc = ota_error_set(w->err, OTA_ERR_IO, path[0] ? path : ".", "readdir: %s",
+				                   strerror(errno));
+			break;
+		}
+		const char *name = de->d_name;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || skipped(path, name))
+			continue;
+		if (++w->entries > OTA_MAX_WORKTREE_ENTRIES) {
+			rc = ota_error_set(w->err, OTA_ERR_TOO_LARGE, path[0] ? path : ".",
+			                   "the work tree holds more than %u entries",
+			                   OTA_MAX_WORKTREE_ENTRIES);
+			break;
+		}
+		size_t nl = strlen(name);
+		if (strlen(path) + 1 + nl >= sizeof sub) {
+			rc = fail(w, OTA_ERR_TOO_LARGE, path, "path too long");
+			break;
+		}
+		join(sub, sizeof sub, path, name);
+		struct stat st;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			rc = ota_error_set(w->err, OTA_ERR_IO, sub, "stat: %s", strerror(errno));
+			break;
+		}
+		entry e = {.len = nl};
+		bool keep = true;
+		if (S_ISREG(st.st_mode)) {
+			rc = hash_file(w, dirfd, name, sub, &e.mode, e.oid);
+		} else if (S_ISLNK(st.st_mode)) {
+			e.mode = 0120000u;
+			rc = hash_link(w, dirfd, name, sub, e.oid);
+		} else if (S_ISDIR(st.st_mode)) {
+			int sfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sfd < 0) {
+				rc = ota_error_set(w->err, OTA_ERR_IO, sub, "cannot open: %s",
+				                   strerror(errno));
+				break;
+			}
+			struct stat gst;
+			if (fstatat(sfd, ".git", &gst, AT_SYMLINK_NOFOLLOW) == 0) {
+				e.mode = 0160000u;
+				rc = gitlink(w, sfd, sub, depth + 1, e.oid);
+			} else if (errno != ENOENT) {
+				rc = ota_error_set(w->err, OTA_ERR_IO, sub, "stat .git: %s", strerror(errno));
+			} else {
+				bool sub_empty;
+				e.mode = 040000u;
+				rc = hash_dir(w, sfd, sub, depth + 1, e.oid, &sub_empty);
+				keep = !sub_empty;
+			}
+			close(sfd);
+		} else {
+			rc = fail(w, OTA_ERR_UNSUPPORTED, sub,
+			          "neither a regular file, a symlink nor a directory (git stores none)");
+		}
+		if (rc != OTA_OK)
+			break;
+		if (!keep)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			entry *nv = realloc(v, nc * sizeof *nv);
+			if (nv == NULL) {
+				rc = OTA_ERR_NOMEM;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		if ((e.name = malloc(nl + 1)) == NULL) {
+			rc = OTA_ERR_NOMEM;
+			break;
+		}
+		memcpy(e.name, name, nl + 1);
+		v[n++] = e;
+	}
+	closedir(d);
+	if (rc != OTA_OK || n == 0) {
+		entries_free(v, n);
+		return rc;
+	}
+	qsort(v, n, sizeof *v, entry_cmp);
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += 7 + v[i].len + 1 + w->oid_len;
+	uint8_t *t = malloc(len);
+	if (t == NULL) {
+		entries_free(v, n);
+		return OTA_ERR_NOMEM;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		o += (size_t)sprintf((char *)t + o, "%o ", v[i].mode);
+		memcpy(t + o, v[i].name, v[i].len + 1);
+		o += v[i].len + 1;
+		memcpy(t + o, v[i].oid, w->oid_len);
+		o += w->oid_len;
+	}
+	rc = hash_object(w, "tree", t, o, oid, path);
+	free(t);
+	entries_free(v, n);
+	if (rc == OTA_OK)
+		*empty = false;
+	return rc;
+}
+
+ota_err ota_runner_worktree_id(const char *repo, size_t hex_len,
+                               char out[OTA_RUNNER_REVISION_MAX + 1], ota_error *err)
+{
+	out[0] = '\0';
+	if (repo == NULL || (hex_len != 40 && hex_len != 64))
+		return ota_error_set(err, OTA_ERR_USAGE, "repo",
+		                     "a repository and an id length of 40 or 64");
+	walk w = {.oid_len = hex_len / 2, .err = err};
+	w.md = hex_len == 40 ? EVP_sha1() : EVP_sha256();
+	w.rootfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w.rootfd < 0)
+		return ota_error_set(err, errno == ENOENT ? OTA_ERR_NOT_FOUND : OTA_ERR_IO, repo,
+		                     "cannot open the repository: %s", strerror(errno));
+	w.ctx = EVP_MD_CTX_new();
+	w.buf = malloc(READ_CHUNK);
+	ota_err rc;
+	uint8_t oid[32];
+	bool empty = false;
+	if (w.ctx == NULL || w.buf == NULL)
+		rc = OTA_ERR_NOMEM;
+	else
+		rc = hash_dir(&w, w.rootfd, "", 0, oid, &empty);
+	if (rc == OTA_OK && empty) /* git's empty tree */
+		rc = hash_object(&w, "tree", NULL, 0, oid, "");
+	if (rc == OTA_OK)
+		for (size_t i = 0; i < w.oid_len; i++)
+			snprintf(out + 2 * i, 3, "%02x", oid[i]);
+	EVP_MD_CTX_free(w.ctx);
+	free(w.buf);
+	close(w.rootfd);
+	return rc;
+}
