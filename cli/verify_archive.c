@@ -1,6 +1,7 @@
 /*
  * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
  *                    [--require-status S] [--require-revision SHA]
+ *                    [--require-worktree TREE]
  *                    [--require-lane LANE] [--require-overlay ID]...
  *                    [--require-effective ID] [--ledger DB [--ledger-init]] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
@@ -18,8 +19,19 @@
 
 #define USAGE                                                                                   \
 	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
-	"[--require-revision SHA] [--require-lane LANE] [--require-overlay ID]... "                 \
+	"[--require-revision SHA] [--require-worktree TREE] [--require-lane LANE] "                 \
+	"[--require-overlay ID]... "                                                                \
 	"[--require-effective ID] [--ledger DB [--ledger-init]] [--json]"
+
+/* a git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits */
+static bool git_id(const char *v)
+{
+	size_t n = strlen(v);
+	bool hex = n == 40 || n == 64;
+	for (size_t i = 0; hex && i < n; i++)
+		hex = (v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f');
+	return hex;
+}
 
 /*
  * A refusal before any check ran (usage, an unreadable input): the message on
@@ -68,7 +80,8 @@ int verify_archive(int argc, char **argv)
 	(void)mallopt(M_MXFAST, 0);
 #endif
 	const char *path = NULL, *pinned = NULL, *at = NULL, *status = NULL, *ledger = NULL;
-	const char *max_age = NULL, *revision = NULL, *lane = NULL, *effective = NULL;
+	const char *max_age = NULL, *revision = NULL, *worktree = NULL, *lane = NULL;
+	const char *effective = NULL;
 	const char *overlays[OTA_MAX_OVERLAYS];
 	size_t noverlays = 0;
 	bool json = false, ledger_init = false;
@@ -102,6 +115,8 @@ int verify_archive(int argc, char **argv)
 			opt = &ledger;
 		else if (strcmp(a, "--require-revision") == 0)
 			opt = &revision;
+		else if (strcmp(a, "--require-worktree") == 0)
+			opt = &worktree;
 		else if (strcmp(a, "--require-lane") == 0)
 			opt = &lane;
 		else if (strcmp(a, "--require-effective") == 0)
@@ -143,17 +158,14 @@ int verify_archive(int argc, char **argv)
 	o.n_require_overlays = noverlays;
 	o.ledger = ledger;
 	o.ledger_init = ledger_init;
-	if (revision != NULL) {
-		size_t n = strlen(revision);
-		bool hex = n == 40 || n == 64;
-		for (size_t i = 0; hex && i < n; i++)
-			hex = (revision[i] >= '0' && revision[i] <= '9') ||
-			      (revision[i] >= 'a' && revision[i] <= 'f');
-		if (!hex)
-			return usage(json, "--require-revision takes a commit id, 40 or 64 lowercase hex",
-			             revision);
-		o.require_revision = revision;
-	}
+	if (revision != NULL && !git_id(revision))
+		return usage(json, "--require-revision takes a commit id, 40 or 64 lowercase hex",
+		             revision);
+	if (worktree != NULL && !git_id(worktree))
+		return usage(json, "--require-worktree takes a git tree id, 40 or 64 lowercase hex",
+		             worktree);
+	o.require_revision = revision;
+	o.require_worktree = worktree;
 	if (max_age != NULL) {
 		char *end = NULL;
 		/* digits only: strtoll would take leading blanks and a sign */

@@ -14,6 +14,9 @@
  *               written only when it is a plain path under refs/ (letters,
  *               digits, . _ - and /, no empty or dot-leading component)
  *
+ * Part 0 is also read as a submodule's .git file (ota_git_gitdir_parse,
+ * runner/worktree.c) at depths 0 to 3.
+ *
  * Invariants: every refusal names itself and leaves the revision ""; a
  * revision is 40 or 64 lowercase hex; a HEAD holding a commit id resolves to
  * it, a malformed HEAD is the parser's refusal; a HEAD naming a ref with no
@@ -176,6 +179,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		fz_refusal(head_rc, &e);
 		FZ_CHECK(oid[0] == '\0' && target[0] == '\0');
+	}
+	/* a gitdir pointer: what it accepts stays inside .git/modules */
+	for (unsigned depth = 0; depth < 4; depth++) {
+		char rel[OTA_MAX_GIT_REFNAME_BYTES];
+		ota_error_clear(&e);
+		ota_err rc = ota_git_gitdir_parse(part[0], plen[0], "sub/.git", depth, rel, &e);
+		if (rc != OTA_OK) {
+			fz_refusal(rc, &e);
+			FZ_CHECK(rel[0] == '\0');
+			continue;
+		}
+		size_t rl = strlen(rel);
+		FZ_CHECK(strncmp(rel, ".git/modules/", 13) == 0 && rl > 13);
+		FZ_CHECK(strstr(rel, "/../") == NULL && strstr(rel, "/./") == NULL &&
+		         strstr(rel, "//") == NULL && rel[rl - 1] != '/' &&
+		         strcmp(rel + rl - 3, "/..") != 0 && strcmp(rel + rl - 2, "/.") != 0);
+		for (size_t i = 0; i < rl; i++)
+			FZ_CHECK((unsigned char)rel[i] >= 0x20 && rel[i] != 0x7f);
+		/* the input was "gitdir: " + depth x "../" + rel [+ "\n"] */
+		size_t n = plen[0] - (plen[0] > 0 && part[0][plen[0] - 1] == '\n');
+		FZ_CHECK(n == 8 + 3 * depth + rl && memcmp(part[0] + n - rl, rel, rl) == 0);
 	}
 	char head_oid[sizeof oid], head_target[sizeof target];
 	memcpy(head_oid, oid, sizeof oid);

@@ -18,7 +18,8 @@
  * the archive's own receipt payload verifies as the committed archive does.
  * And the verifier cannot be fooled: a receipt that passes says what the
  * committed one says, apart from the runner's own claims that no evidence
- * binds (UNBOUND: when it signed, and the revision it read), so an edit
+ * binds (UNBOUND: when it signed, the revision it read and the work tree it
+ * hashed), so an edit
  * the checks miss is a crash.
  */
 #include <stdbool.h>
@@ -53,9 +54,10 @@ typedef struct {
 static world g_w[4];
 
 /* The receipt members that are the runner's word alone: when it signed
- * (judged only against --at and --max-age) and the commit it read (judged
- * only against --require-revision). */
-static const char *const UNBOUND[] = {"signed_at", "revision"};
+ * (judged only against --at and --max-age), the commit it read and the
+ * work tree it hashed (judged only against --require-revision and
+ * --require-worktree). */
+static const char *const UNBOUND[] = {"signed_at", "revision", "worktree"};
 
 /* True when the receipt payloads a and b say the same apart from UNBOUND. */
 static bool same_bound(ota_bytes a, ota_bytes b)

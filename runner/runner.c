@@ -939,12 +939,17 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	/* The revision checked out when the run was admitted, read before the
 	 * task could touch .git (it is under the read-only root unless a
 	 * carve-out names it); null when none resolves, never a guess. */
-	char revision[OTA_RUNNER_REVISION_MAX + 1];
+	char revision[OTA_RUNNER_REVISION_MAX + 1], worktree[OTA_RUNNER_REVISION_MAX + 1] = "";
 	{
 		ota_error re;
 		ota_error_clear(&re);
 		if (ota_runner_repo_revision(o->repo, revision, &re) != OTA_OK)
 			revision[0] = '\0';
+		/* and the files it ran on, as the git tree of the revision's
+		 * kind (runner/worktree.c): a gate compares it with REV^{tree} */
+		if (revision[0] != '\0' &&
+		    ota_runner_worktree_id(o->repo, strlen(revision), worktree, &re) != OTA_OK)
+			worktree[0] = '\0';
 	}
 	const json_t *eff = ota_policy_effective_json(p);
 	const json_t *can = ota_policy_canonical_json(p);
@@ -1235,7 +1240,9 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	                            evidence, "attestations", sg.atts);
 	if (receipt == NULL ||
 	    json_object_set_new(receipt, "revision",
-	                        revision[0] != '\0' ? json_string(revision) : json_null()) != 0) {
+	                        revision[0] != '\0' ? json_string(revision) : json_null()) != 0 ||
+	    json_object_set_new(receipt, "worktree",
+	                        worktree[0] != '\0' ? json_string(worktree) : json_null()) != 0) {
 		json_decref(receipt);
 		return OTA_ERR_NOMEM;
 	}

@@ -463,7 +463,7 @@ static ota_err trust_setup(vctx *v)
 	return rc;
 }
 
-/* A commit id as the runner records it: 40 (SHA-1) or 64 (SHA-256) lowercase hex. */
+/* A commit or tree id as the runner records it: 40 (SHA-1) or 64 (SHA-256) lowercase hex. */
 static bool revision_ok(const char *s)
 {
 	if (s == NULL)
@@ -475,6 +475,24 @@ static bool revision_ok(const char *s)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return true;
+}
+
+/* --require-revision / --require-worktree: the receipt's member (got,
+ * NULL when absent) must be the required id. */
+static void require_id(ota_archive_report *r, const json_t *got, const char *want, ota_err code,
+                       const char *member, const char *why_null)
+{
+	if (want == NULL || seq(json_string_value(got), want))
+		return;
+	char where[32];
+	snprintf(where, sizeof where, "receipt.%s", member);
+	if (json_is_string(got))
+		fail(r, code, where, "the receipt records %s %s, required %s", member,
+		     json_string_value(got), want);
+	else
+		fail(r, code, where, "the receipt records no %s (%s%s), required %s", member,
+		     got != NULL ? "null: " : "",
+		     got != NULL ? why_null : "an archive written before the member existed", want);
 }
 
 /* Exactly these members, of these JSON types (s string, o object, a array,
@@ -522,7 +540,8 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 	                                  "contract_snapshot_identity", "selection",
 	                                  "attestations_digest", "challenges_digest",
 	                                  "evidence_digest", "signed_at", "acceptances_digest",
-	                                  "trust_chain_identities", "-error", "-revision"};
+	                                  "trust_chain_identities", "-error", "-revision",
+	                                  "-worktree"};
 	static const char *const sp[] = {
 		"canonical_identity", "restriction_overlay_identities", "effective_identity",
 		"target_platform", "provider_target", "provider_adapter_identity",
@@ -535,7 +554,7 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 		"-timed_out", "-rendered_policy_identity", "-applied_policy_identity",
 		"-initial_application_identity", "-terminal_application_identity",
 		"-boundary_lease_identity", "-boundary_identity", "-error"};
-	if (!shape_ok(r, rc, "receipt", top, "ssbbiossosssisao?") ||
+	if (!shape_ok(r, rc, "receipt", top, "ssbbiossosssisao??") ||
 	    !shape_ok(r, json_object_get(rc, "sandbox_policy"), "receipt.sandbox_policy", sp,
 	              "sasossssaaaao"))
 		return false;
@@ -545,6 +564,17 @@ static bool receipt_shape(ota_archive_report *r, const json_t *rc)
 	if (rev != NULL && !json_is_null(rev) && !revision_ok(json_string_value(rev))) {
 		fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, "receipt.revision",
 		     "neither null nor a commit id (40 or 64 lowercase hex digits)");
+		return false;
+	}
+	/* the work tree the runner hashed at admission (runner/worktree.c): a
+	 * git tree id of the revision's length, or null (none recorded); it is
+	 * hashed only in a repository whose revision resolved */
+	const json_t *wt = json_object_get(rc, "worktree");
+	if (wt != NULL && !json_is_null(wt) &&
+	    (!revision_ok(json_string_value(wt)) || !json_is_string(rev) ||
+	     strlen(json_string_value(wt)) != strlen(json_string_value(rev)))) {
+		fail(r, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL, "receipt.worktree",
+		     "neither null nor a git tree id as long as the receipt's revision");
 		return false;
 	}
 	const json_t *segs = json_object_get(json_object_get(rc, "sandbox_policy"), "segments");
@@ -2765,14 +2795,18 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 		return ota_error_set(err, OTA_ERR_USAGE, "require_status", "\"%.64s\" is not a status",
 		                     o->require_status);
 	}
-	if (o->require_revision != NULL && !revision_ok(o->require_revision)) {
-		fail(r, OTA_ERR_USAGE, "require_revision",
-		     "\"%.80s\" is not a commit id (40 or 64 lowercase hex digits)",
-		     o->require_revision);
-		return ota_error_set(err, OTA_ERR_USAGE, "require_revision",
-		                     "\"%.80s\" is not a commit id (40 or 64 lowercase hex digits)",
-		                     o->require_revision);
-	}
+	static const struct {
+		const char *what, *name;
+	} ids[] = {{"a commit id", "require_revision"}, {"a git tree id", "require_worktree"}};
+	const char *const idv[] = {o->require_revision, o->require_worktree};
+	for (size_t i = 0; i < 2; i++)
+		if (idv[i] != NULL && !revision_ok(idv[i])) {
+			fail(r, OTA_ERR_USAGE, ids[i].name,
+			     "\"%.80s\" is not %s (40 or 64 lowercase hex digits)", idv[i], ids[i].what);
+			return ota_error_set(err, OTA_ERR_USAGE, ids[i].name,
+			                     "\"%.80s\" is not %s (40 or 64 lowercase hex digits)", idv[i],
+			                     ids[i].what);
+		}
 	const char *bad_req = require_usage(o);
 	if (bad_req != NULL) {
 		fail(r, OTA_ERR_USAGE, "require", "%s", bad_req);
@@ -2831,14 +2865,11 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 		fail(r, OTA_ERR_ARCHIVE_STATUS_NOT_REQUIRED, "status", "derived %s, required %s",
 		     r->status, o->require_status);
 	const json_t *rev = json_object_get(v.receipt, "revision");
-	if (o->require_revision != NULL && !seq(json_string_value(rev), o->require_revision))
-		fail(r, OTA_ERR_ARCHIVE_REVISION_MISMATCH, "receipt.revision",
-		     "the receipt records %s%s, required %s",
-		     json_is_string(rev) ? "revision " : "",
-		     json_is_string(rev) ? json_string_value(rev)
-		     : rev != NULL     ? "no revision (null: none resolved when the run was admitted)"
-		                       : "no revision (an archive written before the member existed)",
-		     o->require_revision);
+	const json_t *wt = json_object_get(v.receipt, "worktree");
+	require_id(r, rev, o->require_revision, OTA_ERR_ARCHIVE_REVISION_MISMATCH, "revision",
+	           "none resolved when the run was admitted");
+	require_id(r, wt, o->require_worktree, OTA_ERR_ARCHIVE_WORKTREE_MISMATCH, "worktree",
+	           "none hashed when the run was admitted");
 	require_checks(&v);
 	if (o->ledger != NULL && r->nfail == 0)
 		ledger_check(&v);
@@ -2850,6 +2881,7 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 	json_object_set_new(r->ids, "runner", json_string(v.runner));
 	json_object_set_new(r->ids, "txn", json_string(v.txn));
 	json_object_set_new(r->ids, "revision", json_is_string(rev) ? json_deep_copy(rev) : json_null());
+	json_object_set_new(r->ids, "worktree", json_is_string(wt) ? json_deep_copy(wt) : json_null());
 	/* what --require-lane and --require-overlay take, as re-derived */
 	json_object_set_new(r->ids, "lane",
 	                    json_sprintf("%s:%s", lane_kind_name(v.a), v.a->lane != NULL ? v.a->lane : ""));

@@ -16,6 +16,9 @@ HDR = '# pack-refs with: peeled fully-peeled sorted \n'
 
 SEEDS = {
     'detached': A + '\n',
+    # a submodule's .git file (also read as part 0 by ota_git_gitdir_parse)
+    'gitdir_depth1': 'gitdir: ../.git/modules/dep\n',
+    'gitdir_depth2_nonl': 'gitdir: ../../.git/modules/lib/dep',
     'detached_sha256_nonl': S,
     'ref_to_loose': 'ref: refs/heads/main\n' + SEP + '' + SEP + 'refs/heads/main\n' + A + '\n',
     'ref_to_packed': 'ref: refs/heads/main\n' + SEP + HDR + A + ' refs/heads/main\n' +

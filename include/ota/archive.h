@@ -128,6 +128,13 @@ typedef struct ota_archive_verify_opts {
 	 */
 	const char *require_revision;
 	/*
+	 * NULL: none. Else a git tree id (40 or 64 lowercase hex; else usage)
+	 * the receipt's "worktree" must equal (`git rev-parse REV^{tree}`: the
+	 * run saw exactly commit REV's files): one that records another, none
+	 * (null) or predates the member is archive_worktree_mismatch.
+	 */
+	const char *require_worktree;
+	/*
 	 * What a merge gate requires of the run itself, each NULL (0): none.
 	 * require_lane: the selection's lane, "NAME" (a task or a workflow) or
 	 * "task:NAME" / "workflow:NAME" (that kind only); 1..OTA_MAX_NAME_BYTES

@@ -178,7 +178,10 @@ OTA_API OTA_NODISCARD ota_err ota_git_gitdir_parse(const uint8_t *b, size_t n, c
  * (enforcement_lost after a start, all_segments_ran false, the error in
  * "error"), never enforced_through_completion;
  * its "revision" is the commit id of REPO/.git's HEAD read before anything
- * is prepared (ota_runner_repo_revision), or null when none resolves;
+ * is prepared (ota_runner_repo_revision), or null when none resolves; its
+ * "worktree" the git tree id of the repository's files read right after it
+ * (ota_runner_worktree_id, as long as the revision), or null when there is
+ * no revision or the work tree cannot be described;
  * *exit_status is the first non-zero task exit status (or 0).
  * Returns OTA_OK when every segment ran enforced (whatever the exit status).
  */

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The repository revision in the signed receipt, end to end (root, runc):
+# The repository revision and work tree in the signed receipt, end to end
+# (root, runc):
 # `ota run` in a git repository (git init + a commit) records the commit id
 # HEAD resolved to when the run was admitted, also after a second commit and
 # packed refs; a repository without .git records "revision": null. Receipt
@@ -88,6 +89,12 @@ schema archive.schema.json "$tmp/a.json"
 verify 0 "$tmp/a.json" --require-revision "$rev1" \
   ".ok == true and .identities.revision == \"$rev1\" and .status == \"enforced_through_completion\""
 verify 0 "$tmp/a.json" ".ok == true and .identities.revision == \"$rev1\""
+# the work tree: the commit's files and nothing else (reports/ is empty)
+tree1=$(g -C "$w" rev-parse 'HEAD^{tree}')
+jq -e --arg t "$tree1" '.worktree == $t' "$tmp/a.receipt.json" >/dev/null \
+  || fail "receipt worktree $(jq -c .worktree "$tmp/a.receipt.json"), want $tree1"
+verify 0 "$tmp/a.json" --require-revision "$rev1" --require-worktree "$tree1" \
+  ".ok == true and .identities.worktree == \"$tree1\""
 
 # a second commit, then packed refs: the run records the new HEAD
 ( cd "$w" && echo two >notes && g add notes && g commit -qm two && g pack-refs --all )
@@ -99,6 +106,31 @@ verify 0 "$tmp/b.json" --require-revision "$rev2" ".identities.revision == \"$re
 # the gate handed the older archive for the newer commit refuses it
 verify 1 "$tmp/a.json" --require-revision "$rev2" \
   '.ok == false and .status == null and .code == "archive_revision_mismatch" and (.failures | map(.code) == ["archive_revision_mismatch"])'
+# run b saw run a's output (reports/out.txt, gitignored): not the commit's tree
+tree2=$(g -C "$w" rev-parse 'HEAD^{tree}')
+[ -s "$w/reports/out.txt" ] || fail "run a wrote no reports/out.txt"
+jq -e --arg t "$tree2" '.worktree != $t and (.worktree | length == 40)' "$tmp/b.receipt.json" >/dev/null \
+  || fail "run b on a dirty work tree: worktree $(jq -c .worktree "$tmp/b.receipt.json")"
+verify 1 "$tmp/b.json" --require-revision "$rev2" --require-worktree "$tree2" \
+  '.ok == false and (.failures | map(.code) == ["archive_worktree_mismatch"])'
+# cleaned, the same commit's run records its tree
+rm -rf "$w/reports"/*
+run "$w" b2
+verify 0 "$tmp/b2.json" --require-revision "$rev2" --require-worktree "$tree2" \
+  ".identities.worktree == \"$tree2\""
+# an uncommitted edit: the revision is the commit's, the files are not
+echo edited >>"$w/notes"
+run "$w" b3
+rm -rf "$w/reports"/*
+verify 1 "$tmp/b3.json" --require-revision "$rev2" --require-worktree "$tree2" \
+  '(.failures | map(.code) == ["archive_worktree_mismatch"]) and .identities.revision != null'
+set +e
+"$OTA_VERIFY" archive "$tmp/b3.json" --trust "$PIN" --require-worktree "$tree2" >/dev/null 2>"$tmp/verr"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] && grep -q "^ota-verify: archive_worktree_mismatch: receipt.worktree: the receipt records worktree " "$tmp/verr" \
+  || fail "text refusal (worktree): exit $rc: $(cat "$tmp/verr")"
+( cd "$w" && g checkout -q notes )
 # a SHA-256-length id that is not the revision
 verify 1 "$tmp/a.json" --require-revision "$(printf 'a%.0s' $(seq 64))" '.code == "archive_revision_mismatch"'
 set +e
@@ -118,6 +150,10 @@ schema receipt.schema.json "$tmp/c.receipt.json"
 schema archive.schema.json "$tmp/c.json"
 verify 0 "$tmp/c.json" '.ok == true and .identities.revision == null'
 verify 1 "$tmp/c.json" --require-revision "$rev1" '.code == "archive_revision_mismatch"'
+jq -e 'has("worktree") and .worktree == null' "$tmp/c.receipt.json" >/dev/null \
+  || fail "no .git: worktree $(jq -c .worktree "$tmp/c.receipt.json")"
+verify 1 "$tmp/c.json" --require-worktree "$tree1" \
+  '.code == "archive_worktree_mismatch" and .identities.worktree == null and (.failures[0].message | test("null: none hashed"))'
 
 # ---- an archive written before the member existed ----
 V=$OTA_SOURCE_DIR/vectors/archive/a.json
@@ -130,6 +166,12 @@ rc=$?
 set -e
 [ "$rc" -eq 1 ] && jq -e '.code == "archive_revision_mismatch"' "$tmp/out" >/dev/null \
   || fail "old vector with --require-revision: exit $rc: $(cat "$tmp/out")"
+set +e
+"$OTA_VERIFY" archive "$V" --trust "$VP" --require-worktree "$tree1" --json >"$tmp/out"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] && jq -e '.code == "archive_worktree_mismatch" and .identities.worktree == null and (.failures[0].message | test("before the member existed"))' "$tmp/out" >/dev/null \
+  || fail "old vector with --require-worktree: exit $rc: $(cat "$tmp/out")"
 
 # ---- usage ----
 for bad in "${rev1^^}" "${rev1:0:39}" "${rev1}0" "g${rev1:1}" "" "$rev1 "; do
@@ -140,6 +182,14 @@ for bad in "${rev1^^}" "${rev1:0:39}" "${rev1}0" "g${rev1:1}" "" "$rev1 "; do
   [ "$rc" -eq 2 ] || fail "--require-revision '$bad': exit $rc, want 2"
   jq -e '.ok == false and .code == "usage" and .status == null and (.failures | length == 1)' "$tmp/out" >/dev/null \
     || fail "--require-revision '$bad': $(cat "$tmp/out")"
+done
+for bad in "${tree1^^}" "${tree1:0:39}" "$tree1 " ""; do
+  set +e
+  "$OTA_VERIFY" archive "$tmp/a.json" --trust "$PIN" --require-worktree "$bad" --json >"$tmp/out" 2>/dev/null
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && jq -e '.code == "usage" and (.failures | length == 1)' "$tmp/out" >/dev/null \
+    || fail "--require-worktree '$bad': exit $rc: $(cat "$tmp/out")"
 done
 set +e
 "$OTA_VERIFY" archive "$tmp/a.json" --trust "$PIN" --require-revision "$rev1" --require-revision "$rev2" --json >"$tmp/out" 2>/dev/null

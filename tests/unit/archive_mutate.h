@@ -31,6 +31,16 @@ typedef struct fixture {
 	/* the revision fx.ra records, required of every verification (NULL:
 	 * none required: archives written before the member existed) */
 	char revision[72];
+	/* the worktree fx.ra records ("": none required). Each run of the
+	 * fixture saw the outputs of the runs before it, so each recorded its
+	 * own: a verification requires the one the run of the receipt's txn
+	 * recorded (runs[]), fx.ra's for a txn none of them had. */
+	char worktree[72];
+	struct {
+		char txn[128];
+		char worktree[72];
+	} runs[4];
+	size_t nruns;
 } fixture;
 
 static fixture fx;
@@ -62,6 +72,32 @@ static inline json_t *receipt_of(const json_t *ar)
 	return r;
 }
 
+/* The worktree a verification of doc requires (see fixture.runs), NULL: none. */
+static inline const char *required_worktree(const json_t *doc)
+{
+	if (fx.worktree[0] == '\0')
+		return NULL;
+	json_t *r = receipt_of(doc);
+	const char *txn = json_string_value(json_object_get(r, "txn")), *want = fx.worktree;
+	for (size_t i = 0; txn != NULL && i < fx.nruns; i++)
+		if (strcmp(fx.runs[i].txn, txn) == 0)
+			want = fx.runs[i].worktree;
+	json_decref(r);
+	return want;
+}
+
+/* Records the txn and worktree of the fixture run whose receipt is r. */
+static inline void fixture_run(const json_t *r)
+{
+	const char *txn = json_string_value(json_object_get(r, "txn"));
+	const char *wt = json_string_value(json_object_get(r, "worktree"));
+	if (txn == NULL || wt == NULL || fx.nruns == sizeof fx.runs / sizeof fx.runs[0])
+		return;
+	snprintf(fx.runs[fx.nruns].txn, sizeof fx.runs[0].txn, "%s", txn);
+	snprintf(fx.runs[fx.nruns].worktree, sizeof fx.runs[0].worktree, "%s", wt);
+	fx.nruns++;
+}
+
 static inline ota_err verify_doc(const json_t *doc, const uint8_t *pin, size_t pin_len, const char *ledger,
                           ota_err *first)
 {
@@ -73,6 +109,7 @@ static inline ota_err verify_doc(const json_t *doc, const uint8_t *pin, size_t p
 	o.ledger = ledger;
 	o.ledger_init = true; /* the tests' ledgers are made on first use */
 	o.require_revision = fx.revision[0] != '\0' ? fx.revision : NULL;
+	o.require_worktree = required_worktree(doc);
 	ota_archive_report *r = NULL;
 	ota_err rc = ota_archive_verify(ota_bytes_make(text, strlen(text)), &o, &r, NULL);
 	if (first != NULL)
@@ -529,10 +566,12 @@ static inline void resign_consistent(json_t *doc)
 }
 
 /*
- * doc with one hex digit of the receipt's revision changed inside the signed
- * COSE bytes, not re-signed (its identity recomputed): the signature breaks.
+ * doc with one hex digit of the receipt's member (revision or worktree, of
+ * value id) changed inside the signed COSE bytes, not re-signed (its
+ * identity recomputed): the signature breaks.
  */
-static inline ota_err revision_edited_unsigned(const json_t *doc, ota_err *first)
+static inline ota_err id_edited_unsigned(const json_t *doc, const char *member, const char *id_value,
+                                         ota_err *first)
 {
 	json_t *d = json_deep_copy(doc);
 	json_t *rm = json_object_get(d, "receipt");
@@ -541,14 +580,15 @@ static inline ota_err revision_edited_unsigned(const json_t *doc, ota_err *first
 	size_t ml = 0;
 	assert_ota(ota_base64_decode(b64, strlen(b64), &m, &ml), OTA_OK);
 	char needle[96];
-	snprintf(needle, sizeof needle, "\"revision\":\"%s\"", fx.revision);
+	snprintf(needle, sizeof needle, "\"%s\":\"%s\"", member, id_value);
 	size_t nl = strlen(needle);
 	uint8_t *hit = NULL;
 	for (size_t i = 0; hit == NULL && i + nl <= ml; i++)
 		if (memcmp(m + i, needle, nl) == 0)
 			hit = m + i;
 	assert_non_null(hit);
-	hit[12] = (uint8_t)flip_char((char)hit[12]);
+	size_t at = strlen(member) + 4; /* the first digit */
+	hit[at] = (uint8_t)flip_char((char)hit[at]);
 	char id[OTA_ID_LEN + 1], *enc = NULL;
 	assert_ota(ota_sha256_id(ota_bytes_make(m, ml), id), OTA_OK);
 	assert_ota(ota_base64_encode(ota_bytes_make(m, ml), &enc), OTA_OK);

@@ -206,6 +206,23 @@ static int setup(void **state)
 		return -1;
 	}
 	snprintf(fx.revision, sizeof fx.revision, "%s", rev);
+	/* and the work tree it hashed */
+	const char *wt = json_string_value(json_object_get(fx.ra, "worktree"));
+	if (wt == NULL || strlen(wt) != 40) {
+		fprintf(stderr, "the receipt records no worktree of the git repository\n");
+		return -1;
+	}
+	snprintf(fx.worktree, sizeof fx.worktree, "%s", wt);
+	const json_t *docs[] = {fx.a, fx.b, fx.broken, fx.refused};
+	for (size_t i = 0; i < 4; i++) {
+		json_t *r = receipt_of(docs[i]);
+		fixture_run(r);
+		json_decref(r);
+	}
+	if (fx.nruns != 4) {
+		fprintf(stderr, "a fixture run recorded no worktree\n");
+		return -1;
+	}
 	have_fixture = true;
 	return 0;
 }
@@ -271,30 +288,53 @@ static void test_named(void **state)
 		rc = receipt_edit(k2, 4, json_string(st[i]), &first);
 		expect_refused("edited segment status", rc, first);
 	}
-	/* the revision: edited without re-signing breaks the signature; edited,
-	 * nulled or dropped and re-signed, it is not the one the gate requires */
-	rc = revision_edited_unsigned(fx.a, &first);
-	expect_refused("revision edited, not re-signed", rc, first);
-	assert_int_equal(first, OTA_ERR_SIG_INVALID);
-	{
-		const char *k[] = {"revision"};
+	/* the revision and the worktree: edited without re-signing breaks the
+	 * signature; edited, nulled or dropped and re-signed, each is not the
+	 * one the gate requires */
+	static const struct {
+		const char *member;
+		ota_err mismatch;
+	} ids_req[] = {{"revision", OTA_ERR_ARCHIVE_REVISION_MISMATCH},
+	               {"worktree", OTA_ERR_ARCHIVE_WORKTREE_MISMATCH}};
+	for (size_t m = 0; m < 2; m++) {
+		const char *name = ids_req[m].member, *val = m == 0 ? fx.revision : fx.worktree;
+		char what[64];
+		rc = id_edited_unsigned(fx.a, name, val, &first);
+		snprintf(what, sizeof what, "%s edited, not re-signed", name);
+		expect_refused(what, rc, first);
+		assert_int_equal(first, OTA_ERR_SIG_INVALID);
+		const char *k[] = {name};
 		char other[sizeof fx.revision];
-		snprintf(other, sizeof other, "%s", fx.revision);
+		snprintf(other, sizeof other, "%s", val);
 		other[0] = flip_char(other[0]);
 		rc = receipt_edit(k, 1, json_string(other), &first);
-		expect_refused("revision edited (re-signed)", rc, first);
-		assert_int_equal(first, OTA_ERR_ARCHIVE_REVISION_MISMATCH);
+		snprintf(what, sizeof what, "%s edited (re-signed)", name);
+		expect_refused(what, rc, first);
+		assert_int_equal(first, ids_req[m].mismatch);
 		rc = receipt_edit(k, 1, json_null(), &first);
-		expect_refused("revision null (re-signed)", rc, first);
-		assert_int_equal(first, OTA_ERR_ARCHIVE_REVISION_MISMATCH);
+		snprintf(what, sizeof what, "%s null (re-signed)", name);
+		expect_refused(what, rc, first);
+		assert_int_equal(first, m == 0 ? OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL
+		                               : OTA_ERR_ARCHIVE_WORKTREE_MISMATCH);
 		json_t *r = json_deep_copy(fx.ra), *doc = json_deep_copy(fx.a);
-		json_object_del(r, "revision");
+		json_object_del(r, name);
 		resign(doc, r);
 		rc = verify_doc(doc, fx.pin_a, fx.pin_a_len, NULL, &first);
-		expect_refused("revision dropped (re-signed)", rc, first);
-		assert_int_equal(first, OTA_ERR_ARCHIVE_REVISION_MISMATCH);
+		snprintf(what, sizeof what, "%s dropped (re-signed)", name);
+		expect_refused(what, rc, first);
+		assert_int_equal(first, m == 0 ? OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL
+		                               : OTA_ERR_ARCHIVE_WORKTREE_MISMATCH);
 		json_decref(r);
 		json_decref(doc);
+	}
+	{
+		/* a worktree that is not of the revision's kind (SHA-256 length) */
+		const char *k[] = {"worktree"};
+		char longer[128];
+		snprintf(longer, sizeof longer, "%s%.24s", fx.worktree, fx.worktree);
+		rc = receipt_edit(k, 1, json_string(longer), &first);
+		expect_refused("worktree longer than the revision (re-signed)", rc, first);
+		assert_int_equal(first, OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL);
 	}
 	/* every identity of the receipt replaced with the other archive's */
 	static const char *const ids[] = {"capability_identity", "effective_identity",
@@ -463,6 +503,7 @@ static void verifies_as(json_t *doc, const char *status)
 	memset(&o, 0, sizeof o);
 	o.pinned = ota_bytes_make(fx.pin_a, fx.pin_a_len);
 	o.require_revision = fx.revision; /* the same repository, the same commit */
+	o.require_worktree = required_worktree(doc); /* and the files it saw */
 	ota_archive_report *r = NULL;
 	ota_err rc = ota_archive_verify(ota_bytes_make(text, strlen(text)), &o, &r, NULL);
 	for (size_t i = 0; i < ota_archive_report_failure_count(r); i++) {

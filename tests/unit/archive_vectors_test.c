@@ -318,7 +318,7 @@ static void test_revision(void **state)
 	}
 	generated_suite(true, "receipt with a revision", 150, true);
 	{
-		ota_err rc = revision_edited_unsigned(doc, &first);
+		ota_err rc = id_edited_unsigned(doc, "revision", fx.revision, &first);
 		expect_refused("revision edited, not re-signed", rc, first);
 		assert_int_equal(first, OTA_ERR_SIG_INVALID);
 		const char *k[] = {"revision"};
