@@ -9,8 +9,11 @@
 #        on oci_local with the default image store, lease database and
 #        nonce store under /var/lib/ota; every record signed by the runner
 #        against a single-use challenge; the receipt and the archive;
-#   8.   ota-verify archive against the pinned trust root (and a tampered
-#        archive refused).
+#   8.   ota-verify archive against the pinned trust root, as a merge gate
+#        runs it: the status, the lane, the commit and its exact files
+#        (git rev-parse HEAD and HEAD^{tree}; the example is committed to
+#        a fresh git repository first); a gate wanting another lane or
+#        another commit's files and a tampered archive refused.
 # Idempotent: each run works in a fresh directory under .ota/demo/; the
 # demo's trust root (.ota/demo/trust) is created once and reused.
 # Environment: OTA_BIN_DIR (skip the build, use these CLIs).
@@ -94,6 +97,14 @@ store=/var/lib/ota/images
 ./scripts/make-test-rootfs.sh busybox-image "$store" busybox:ota-examples >/dev/null
 repo=$demo/build-output
 cp -a examples/build-output "$repo"
+# a checkout of a commit, as CI has: the receipt records the commit and the
+# git tree of the files the run saw
+git() { command git -C "$repo" -c user.name=demo -c user.email=demo@example.invalid \
+  -c init.defaultBranch=main -c safe.directory='*' "$@"; }
+git init -q && git add -A && git commit -qm "the example" || {
+  echo "demo: FAILED: git could not commit the example" >&2
+  exit 1
+}
 "$OTA" cleanup >/dev/null # finalize leases an earlier interrupted run may have left
 (cd "$repo" && "$OTA" doctor --workflow ci --image-store "$store") || {
   echo "demo: ota doctor found problems: this machine cannot enforce the example's boundary" >&2
@@ -113,9 +124,14 @@ echo "receipt: $receipt (status $(jq -r .sandbox_policy.status "$receipt"))"
 echo "archive: $archive"
 
 step "8. verify the archive offline against the pinned trust root"
+rev=$(git rev-parse HEAD)
+tree=$(git rev-parse 'HEAD^{tree}')
+echo "receipt: revision $(jq -r .revision "$receipt"), worktree $(jq -r .worktree "$receipt")"
 cmd=("$VERIFY" archive "$archive" --trust "$pinned" --require-status enforced_through_completion
-     --require-lane workflow:ci)
-echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion --require-lane workflow:ci"
+     --require-lane workflow:ci --require-revision "$rev" --require-worktree "$tree")
+echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion \\"
+echo "    --require-lane workflow:ci --require-revision \$(git rev-parse HEAD) \\"
+echo "    --require-worktree \$(git rev-parse 'HEAD^{tree}')"
 "${cmd[@]}"
 # refused WHAT NAME ARGS...: ota-verify ARGS must refuse (exit 1); prints
 # its first line, else the demo fails
@@ -131,6 +147,11 @@ refused() {
 }
 # a merge gate that wanted another lane: the archive is of workflow ci
 refused "a gate requiring task build" lane archive "$archive" --trust "$pinned" --require-lane task:build
+# the next commit's files are not the ones this run saw
+echo "# an edit" >>"$repo/ota.yaml"
+git commit -qam "an edit after the run"
+refused "a gate requiring the next commit's files" worktree archive "$archive" --trust "$pinned" \
+  --require-worktree "$(git rev-parse 'HEAD^{tree}')"
 jq '.evidence[0].adapter_version = "0.0.0-tampered"' "$archive" >"$demo/archive.tampered.json"
 refused "a tampered archive" tampered archive "$demo/archive.tampered.json" --trust "$pinned"
 
