@@ -573,8 +573,21 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ro.oci.runtime.version = version;
 	int status = 0;
 	bool evidence_lost = false; /* the archive or the asked-for receipt not written */
+	ota_error rev_err, wt_err;
+	ota_error_clear(&rev_err); /* a run refused before reading them leaves them so */
+	ota_error_clear(&wt_err);
+	ro.revision_error = &rev_err;
+	ro.worktree_error = &wt_err;
 	rc = ota_runner_run(p, adm, &ro, &receipt, &status, &e);
 	ota_nonce_store_close(nonces);
+	/* a merge gate requiring the revision or the work tree will refuse
+	 * this run's archive: say why now (no .git at all is not news) */
+	if (receipt != NULL && rev_err.code != OTA_OK && rev_err.code != OTA_ERR_NOT_FOUND)
+		fprintf(stderr, "ota: note: the revision is not recorded: %s: %s: %s\n",
+		        ota_err_name(rev_err.code), rev_err.where, rev_err.what);
+	if (receipt != NULL && wt_err.code != OTA_OK)
+		fprintf(stderr, "ota: note: the work tree is not recorded: %s: %s: %s\n",
+		        ota_err_name(wt_err.code), wt_err.where, wt_err.what);
 	if (receipt != NULL) {
 		json_object_set(receipt, "sandbox_admission", adm);
 		if (!o.no_archive) {

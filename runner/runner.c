@@ -941,15 +941,20 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	 * carve-out names it); null when none resolves, never a guess. */
 	char revision[OTA_RUNNER_REVISION_MAX + 1], worktree[OTA_RUNNER_REVISION_MAX + 1] = "";
 	{
-		ota_error re;
+		ota_error re, we;
 		ota_error_clear(&re);
+		ota_error_clear(&we);
 		if (ota_runner_repo_revision(o->repo, revision, &re) != OTA_OK)
 			revision[0] = '\0';
 		/* and the files it ran on, as the git tree of the revision's
 		 * kind (runner/worktree.c): a gate compares it with REV^{tree} */
 		if (revision[0] != '\0' &&
-		    ota_runner_worktree_id(o->repo, strlen(revision), worktree, &re) != OTA_OK)
+		    ota_runner_worktree_id(o->repo, strlen(revision), worktree, &we) != OTA_OK)
 			worktree[0] = '\0';
+		if (o->revision_error != NULL)
+			*o->revision_error = re;
+		if (o->worktree_error != NULL)
+			*o->worktree_error = we;
 	}
 	const json_t *eff = ota_policy_effective_json(p);
 	const json_t *can = ota_policy_canonical_json(p);

@@ -54,6 +54,14 @@ typedef struct ota_runner_opts {
 	 */
 	void (*on_orphan)(void *ctx, const json_t *finalized, ota_err signing);
 	void *on_orphan_ctx;
+	/*
+	 * Why the receipt's "revision" or "worktree" is null (each may be
+	 * NULL: not reported): set to the error of ota_runner_repo_revision or
+	 * ota_runner_worktree_id, cleared when the member was recorded or not
+	 * tried (no worktree without a revision).
+	 */
+	ota_error *revision_error;
+	ota_error *worktree_error;
 } ota_runner_opts;
 
 /* One effective segment mapped onto an oci_local plan. */

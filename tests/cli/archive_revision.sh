@@ -131,6 +131,17 @@ set -e
 [ "$rc" -eq 1 ] && grep -q "^ota-verify: archive_worktree_mismatch: receipt.worktree: the receipt records worktree " "$tmp/verr" \
   || fail "text refusal (worktree): exit $rc: $(cat "$tmp/verr")"
 ( cd "$w" && g checkout -q notes )
+# a work tree git could not store (a FIFO): not recorded, never approximated,
+# and ota run says why
+mkfifo "$w/pipe"
+run "$w" f
+rm -f "$w/pipe"
+rm -rf "$w/reports"/*
+jq -e --arg r "$rev2" '.revision == $r and .worktree == null' "$tmp/f.receipt.json" >/dev/null \
+  || fail "FIFO in the work tree: $(jq -c '{revision, worktree}' "$tmp/f.receipt.json")"
+grep -q "^ota: note: the work tree is not recorded: unsupported: pipe: " "$tmp/f.err" \
+  || fail "no note on the unrecorded work tree: $(cat "$tmp/f.err")"
+verify 1 "$tmp/f.json" --require-worktree "$tree2" '.code == "archive_worktree_mismatch" and .identities.worktree == null'
 # a SHA-256-length id that is not the revision
 verify 1 "$tmp/a.json" --require-revision "$(printf 'a%.0s' $(seq 64))" '.code == "archive_revision_mismatch"'
 set +e
