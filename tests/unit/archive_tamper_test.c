@@ -34,17 +34,6 @@
 
 #include "archive_mutate.h"
 
-static int sh(const char *fmt, ...) OTA_PRINTF(1, 2);
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 static const char *cli(void)
 {
 	const char *c = getenv("OTA_CLI");
@@ -54,18 +43,18 @@ static const char *cli(void)
 static bool make_trust(const char *dir, const char *domain)
 {
 	const char *o = cli();
-	return sh("'%s' trust init --domain %s --dir %s --root-keys 1 --threshold 1 >/dev/null && "
-	          "'%s' trust add-principal --dir %s --id ci-runner --role runner --repo '*' "
-	          "--lane '*' --provider-target oci_local --sign %s/keys/root-1.pem >/dev/null && "
-	          "'%s' trust add-key --dir %s --principal ci-runner --generate %s/keys/runner.pem "
-	          "--sign %s/keys/root-1.pem >/dev/null",
-	          o, domain, dir, o, dir, dir, o, dir, dir, dir) == 0;
+	return test_sh_status("'%s' trust init --domain %s --dir %s --root-keys 1 --threshold 1 >/dev/null && "
+			      "'%s' trust add-principal --dir %s --id ci-runner --role runner --repo '*' "
+			      "--lane '*' --provider-target oci_local --sign %s/keys/root-1.pem >/dev/null && "
+			      "'%s' trust add-key --dir %s --principal ci-runner --generate %s/keys/runner.pem "
+			      "--sign %s/keys/root-1.pem >/dev/null",
+			      o, domain, dir, o, dir, dir, o, dir, dir, dir) == 0;
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	if (geteuid() != 0 || sh("command -v runc >/dev/null") != 0) {
+	if (geteuid() != 0 || test_sh_status("command -v runc >/dev/null") != 0) {
 		fprintf(stderr, "SKIP: needs root and runc\n");
 		return 0;
 	}
@@ -80,36 +69,36 @@ static int setup(void **state)
 		pclose(u);
 	}
 	const char *d = fx.dir;
-	if (sh("OTA_CACHE=%s/cache bash %s/scripts/make-test-rootfs.sh busybox-image %s/img bb:1 "
-	       ">/dev/null 2>&1",
-	       d, OTA_SOURCE_DIR, d) != 0)
+	if (test_sh_status("OTA_CACHE=%s/cache bash %s/scripts/make-test-rootfs.sh busybox-image %s/img bb:1 "
+			   ">/dev/null 2>&1",
+			   d, OTA_SOURCE_DIR, d) != 0)
 		return -1;
 	char w[4096];
 	snprintf(w, sizeof w, "%s/w", d);
-	if (sh("mkdir -p %s/reports %s/.ota && cat > %s/ota.yaml <<'EOF'\n"
-	       "version: 1\nproject:\n  name: tamper\nexecution:\n  supported: [container]\n"
-	       "  default_context: box\n  lifecycle: ephemeral\n  backends:\n    container:\n"
-	       "      image: bb:1\n      platform: %s/%s\n      engines: [docker]\n"
-	       "  contexts:\n    box:\n      backend: container\n      lifecycle: ephemeral\n"
-	       "tasks:\n  build:\n    context: box\n    run: \"echo built > reports/build.txt\"\n"
-	       "    runtime_boundary:\n      filesystem: {repo_root_mode: read_only, writable_paths: "
-	       "[reports], protected_paths: [ota.yaml]}\n      network: {default: deny}\n"
-	       "    safe_for_agent: true\n  check:\n    context: box\n"
-	       "    run: \"test -s reports/build.txt && echo checked > reports/check.txt\"\n"
-	       "    runtime_boundary:\n      filesystem: {repo_root_mode: read_only, writable_paths: "
-	       "[reports], protected_paths: [ota.yaml]}\n      network: {default: deny}\n"
-	       "    safe_for_agent: true\nworkflows:\n  default: ci\n  ci:\n    setup: {task: build}\n"
-	       "    run: {task: check}\nagent:\n  safe_tasks: [build, check]\nEOF\n"
-	       "cat > %s/.ota/org-policy.yaml <<'EOF'\npolicies:\n  sandbox:\n"
-	       "    network: {default: deny}\nEOF\n",
-	       w, w, w, os, arch, w) != 0)
+	if (test_sh_status("mkdir -p %s/reports %s/.ota && cat > %s/ota.yaml <<'EOF'\n"
+			   "version: 1\nproject:\n  name: tamper\nexecution:\n  supported: [container]\n"
+			   "  default_context: box\n  lifecycle: ephemeral\n  backends:\n    container:\n"
+			   "      image: bb:1\n      platform: %s/%s\n      engines: [docker]\n"
+			   "  contexts:\n    box:\n      backend: container\n      lifecycle: ephemeral\n"
+			   "tasks:\n  build:\n    context: box\n    run: \"echo built > reports/build.txt\"\n"
+			   "    runtime_boundary:\n      filesystem: {repo_root_mode: read_only, writable_paths: "
+			   "[reports], protected_paths: [ota.yaml]}\n      network: {default: deny}\n"
+			   "    safe_for_agent: true\n  check:\n    context: box\n"
+			   "    run: \"test -s reports/build.txt && echo checked > reports/check.txt\"\n"
+			   "    runtime_boundary:\n      filesystem: {repo_root_mode: read_only, writable_paths: "
+			   "[reports], protected_paths: [ota.yaml]}\n      network: {default: deny}\n"
+			   "    safe_for_agent: true\nworkflows:\n  default: ci\n  ci:\n    setup: {task: build}\n"
+			   "    run: {task: check}\nagent:\n  safe_tasks: [build, check]\nEOF\n"
+			   "cat > %s/.ota/org-policy.yaml <<'EOF'\npolicies:\n  sandbox:\n"
+			   "    network: {default: deny}\nEOF\n",
+			   w, w, w, os, arch, w) != 0)
 		return -1;
 	/* a git repository: the runs record its commit in the receipt */
-	if (sh("cd %s && export HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t "
-	       "GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t && unset GIT_DIR && "
-	       "git -c init.defaultBranch=main init -q . && git add ota.yaml .ota/org-policy.yaml && "
-	       "git -c safe.directory='*' commit -qm tamper",
-	       w) != 0)
+	if (test_sh_status("cd %s && export HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t "
+			   "GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t && unset GIT_DIR && "
+			   "git -c init.defaultBranch=main init -q . && git add ota.yaml .ota/org-policy.yaml && "
+			   "git -c safe.directory='*' commit -qm tamper",
+			   w) != 0)
 		return -1;
 	char ta[2048], tb[2048];
 	snprintf(ta, sizeof ta, "%s/ta", d);
@@ -118,12 +107,12 @@ static int setup(void **state)
 		return -1;
 	for (int i = 0; i < 2; i++) {
 		const char *t = i == 0 ? ta : tb;
-		if (sh("cd %s && '%s' up --workflow ci --agent --runtime-root /run/ota/tamper-%d "
-		       "--lease-db %s/leases.db --state-dir %s/state --image-store %s/img "
-		       "--key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
-		       "--archive %s/%c.json >/dev/null 2>%s/err-%d",
-		       w, cli(), (int)getpid(), d, d, d, t, d, t, d, i == 0 ? 'a' : 'b', d, i) != 0) {
-			sh("cat %s/err-%d >&2", d, i);
+		if (test_sh_status("cd %s && '%s' up --workflow ci --agent --runtime-root /run/ota/tamper-%d "
+				   "--lease-db %s/leases.db --state-dir %s/state --image-store %s/img "
+				   "--key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
+				   "--archive %s/%c.json >/dev/null 2>%s/err-%d",
+				   w, cli(), (int)getpid(), d, d, d, t, d, t, d, i == 0 ? 'a' : 'b', d, i) != 0) {
+			test_sh_status("cat %s/err-%d >&2", d, i);
 			return -1;
 		}
 	}
@@ -140,7 +129,7 @@ static int setup(void **state)
 		pclose(q);
 		rp[strcspn(rp, "\n")] = '\0';
 		snprintf(fb, sizeof fb, "%s/bin", d);
-		if (sh("mkdir -p %s", fb) != 0)
+		if (test_sh_status("mkdir -p %s", fb) != 0)
 			return -1;
 		snprintf(fb, sizeof fb, "%s/bin/runc", d);
 		FILE *f = fopen(fb, "w");
@@ -159,21 +148,21 @@ static int setup(void **state)
 		if (chmod(fb, 0755) != 0)
 			return -1;
 	}
-	if (sh("cd %s && PATH=%s/bin:$PATH '%s' up --workflow ci --agent "
-	       "--runtime-root /run/ota/tamper-%d --lease-db %s/leases.db --state-dir %s/state "
-	       "--image-store %s/img --key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
-	       "--archive %s/broken.json >/dev/null 2>%s/err-broken; test -s %s/broken.json",
-	       w, d, cli(), (int)getpid(), d, d, d, ta, d, ta, d, d, d) != 0) {
-		sh("cat %s/err-broken %s/bin/runc >&2", d, d);
+	if (test_sh_status("cd %s && PATH=%s/bin:$PATH '%s' up --workflow ci --agent "
+			   "--runtime-root /run/ota/tamper-%d --lease-db %s/leases.db --state-dir %s/state "
+			   "--image-store %s/img --key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
+			   "--archive %s/broken.json >/dev/null 2>%s/err-broken; test -s %s/broken.json",
+			   w, d, cli(), (int)getpid(), d, d, d, ta, d, ta, d, d, d) != 0) {
+		test_sh_status("cat %s/err-broken %s/bin/runc >&2", d, d);
 		return -1;
 	}
 	/* A fourth run refused before anything: the image store is empty. */
-	if (sh("mkdir -p %s/noimg && cd %s && '%s' up --workflow ci --agent "
-	       "--runtime-root /run/ota/tamper-%d --lease-db %s/leases.db --state-dir %s/state "
-	       "--image-store %s/noimg --key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
-	       "--archive %s/refused.json >/dev/null 2>%s/err-refused; test -s %s/refused.json",
-	       d, w, cli(), (int)getpid(), d, d, d, ta, d, ta, d, d, d) != 0) {
-		sh("cat %s/err-refused >&2", d);
+	if (test_sh_status("mkdir -p %s/noimg && cd %s && '%s' up --workflow ci --agent "
+			   "--runtime-root /run/ota/tamper-%d --lease-db %s/leases.db --state-dir %s/state "
+			   "--image-store %s/noimg --key %s/keys/runner.pem --nonce-db %s/nonces.db --trust %s "
+			   "--archive %s/refused.json >/dev/null 2>%s/err-refused; test -s %s/refused.json",
+			   d, w, cli(), (int)getpid(), d, d, d, ta, d, ta, d, d, d) != 0) {
+		test_sh_status("cat %s/err-refused >&2", d);
 		return -1;
 	}
 	char p[4096];
@@ -231,9 +220,9 @@ static int teardown(void **state)
 {
 	(void)state;
 	if (fx.dir != NULL) {
-		sh("runc --root /run/ota/tamper-%d list -q 2>/dev/null | xargs -r -n1 runc --root "
-		   "/run/ota/tamper-%d delete -f 2>/dev/null; rm -rf /run/ota/tamper-%d",
-		   (int)getpid(), (int)getpid(), (int)getpid());
+		test_sh_status("runc --root /run/ota/tamper-%d list -q 2>/dev/null | xargs -r -n1 runc --root "
+			       "/run/ota/tamper-%d delete -f 2>/dev/null; rm -rf /run/ota/tamper-%d",
+			       (int)getpid(), (int)getpid(), (int)getpid());
 		test_rmtree(fx.dir);
 		free(fx.dir);
 	}

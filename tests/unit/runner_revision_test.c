@@ -18,22 +18,7 @@
 
 static char *tmp;
 
-static int sh(const char *fmt, ...) OTA_PRINTF(1, 2);
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/* A clean git environment: no user config, fixed identity. */
-#define GIT                                                                                  \
-	"env -u GIT_DIR -u GIT_WORK_TREE HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 "            \
-	"GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t " \
-	"git -c init.defaultBranch=main -c safe.directory=*"
+#define GIT TEST_GIT
 
 static bool have_git;
 
@@ -41,7 +26,7 @@ static int setup(void **state)
 {
 	(void)state;
 	tmp = test_tmpdir();
-	have_git = sh("command -v git >/dev/null") == 0;
+	have_git = test_sh_status("command -v git >/dev/null") == 0;
 	return 0;
 }
 
@@ -57,9 +42,9 @@ static int teardown(void **state)
 static void repo(char *out, size_t cap, const char *name, const char *extra)
 {
 	snprintf(out, cap, "%s/%s", tmp, name);
-	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q %s . && echo x > f && " GIT
-	                    " add f && " GIT " commit -qm one",
-	                    out, out, extra),
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q %s . && echo x > f && " GIT
+					" add f && " GIT " commit -qm one",
+					out, out, extra),
 	                 0);
 }
 
@@ -111,25 +96,25 @@ static void test_branch_detached_packed(void **state)
 	assert_int_equal(strlen(first), 40);
 	expect(d, OTA_OK, first);
 	/* a second commit on the branch (loose ref) */
-	assert_int_equal(sh("cd %s && echo y > f && " GIT " commit -qam two", d), 0);
+	assert_int_equal(test_sh_status("cd %s && echo y > f && " GIT " commit -qam two", d), 0);
 	rev_parse(d, "HEAD", head, sizeof head);
 	assert_string_not_equal(head, first);
 	expect(d, OTA_OK, head);
 	/* packed: the loose ref is gone, packed-refs has it (with a tag and its peel) */
-	assert_int_equal(sh("cd %s && " GIT " tag -a -m t v1 HEAD~1 && " GIT " pack-refs --all && "
-	                    "test ! -e .git/refs/heads/main && grep -q '^\\^' .git/packed-refs",
-	                    d),
+	assert_int_equal(test_sh_status("cd %s && " GIT " tag -a -m t v1 HEAD~1 && " GIT " pack-refs --all && "
+					"test ! -e .git/refs/heads/main && grep -q '^\\^' .git/packed-refs",
+					d),
 	                 0);
 	expect(d, OTA_OK, head);
 	/* a loose ref wins over the packed one, as in git */
-	assert_int_equal(sh("cd %s && " GIT " update-ref refs/heads/main %s", d, first), 0);
+	assert_int_equal(test_sh_status("cd %s && " GIT " update-ref refs/heads/main %s", d, first), 0);
 	expect(d, OTA_OK, first);
 	/* detached */
-	assert_int_equal(sh("cd %s && " GIT " checkout -q --detach %s", d, head), 0);
+	assert_int_equal(test_sh_status("cd %s && " GIT " checkout -q --detach %s", d, head), 0);
 	expect(d, OTA_OK, head);
 	/* a symbolic ref to a symbolic ref */
-	assert_int_equal(sh("cd %s && " GIT " symbolic-ref refs/heads/alias refs/heads/main && "
-	                    GIT " symbolic-ref HEAD refs/heads/alias", d),
+	assert_int_equal(test_sh_status("cd %s && " GIT " symbolic-ref refs/heads/alias refs/heads/main && "
+					GIT " symbolic-ref HEAD refs/heads/alias", d),
 	                 0);
 	rev_parse(d, "HEAD", head, sizeof head);
 	assert_string_equal(head, first);
@@ -143,10 +128,10 @@ static void test_sha256(void **state)
 		skip();
 	char d[4096], head[128];
 	snprintf(d, sizeof d, "%s/r256", tmp);
-	if (sh("mkdir -p %s && cd %s && " GIT " init -q --object-format=sha256 . 2>/dev/null", d, d) !=
+	if (test_sh_status("mkdir -p %s && cd %s && " GIT " init -q --object-format=sha256 . 2>/dev/null", d, d) !=
 	    0)
 		skip(); /* a git without SHA-256 repositories */
-	assert_int_equal(sh("cd %s && echo x > f && " GIT " add f && " GIT " commit -qm one", d), 0);
+	assert_int_equal(test_sh_status("cd %s && echo x > f && " GIT " add f && " GIT " commit -qm one", d), 0);
 	rev_parse(d, "HEAD", head, sizeof head);
 	assert_int_equal(strlen(head), 64);
 	expect(d, OTA_OK, head);
@@ -165,16 +150,16 @@ static void test_none(void **state)
 		return;
 	/* unborn branch: HEAD names refs/heads/main, which does not exist */
 	snprintf(d, sizeof d, "%s/unborn", tmp);
-	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q .", d, d), 0);
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q .", d, d), 0);
 	expect(d, OTA_ERR_NOT_FOUND, NULL);
 	/* .git a symlink to a real repository elsewhere: not followed */
 	char r[4096], l[4096];
 	repo(r, sizeof r, "target", "");
 	test_mkdir_in(tmp, "linked", l, sizeof l);
-	assert_int_equal(sh("ln -s %s/.git %s/.git", r, l), 0);
+	assert_int_equal(test_sh_status("ln -s %s/.git %s/.git", r, l), 0);
 	expect(l, OTA_ERR_PATH_SYMLINK, NULL);
 	/* a linked worktree: .git is a file ("gitdir: ...") */
-	assert_int_equal(sh("cd %s && " GIT " worktree add -q %s/wt 2>/dev/null", r, tmp), 0);
+	assert_int_equal(test_sh_status("cd %s && " GIT " worktree add -q %s/wt 2>/dev/null", r, tmp), 0);
 	snprintf(l, sizeof l, "%s/wt", tmp);
 	expect(l, OTA_ERR_NOT_DIRECTORY, NULL);
 }
@@ -191,14 +176,14 @@ static void test_hostile(void **state)
 	char other[4096];
 	snprintf(other, sizeof other, "%s/other-ref", tmp);
 	write_file(tmp, "other-ref", "0123456789012345678901234567890123456789\n");
-	assert_int_equal(sh("rm %s/.git/refs/heads/main && ln -s %s %s/.git/refs/heads/main", d,
-	                    other, d),
+	assert_int_equal(test_sh_status("rm %s/.git/refs/heads/main && ln -s %s %s/.git/refs/heads/main", d,
+					other, d),
 	                 0);
 	expect(d, OTA_ERR_PATH_SYMLINK, NULL);
 	/* a refs/heads a symlink */
-	assert_int_equal(sh("rm -r %s/.git/refs/heads && ln -s %s %s/.git/refs/heads", d, tmp, d), 0);
+	assert_int_equal(test_sh_status("rm -r %s/.git/refs/heads && ln -s %s %s/.git/refs/heads", d, tmp, d), 0);
 	expect(d, OTA_ERR_PATH_SYMLINK, NULL);
-	assert_int_equal(sh("rm %s/.git/refs/heads && mkdir %s/.git/refs/heads", d, d), 0);
+	assert_int_equal(test_sh_status("rm %s/.git/refs/heads && mkdir %s/.git/refs/heads", d, d), 0);
 	write_file(d, ".git/refs/heads/main", "");
 	expect(d, OTA_ERR_UNSUPPORTED, NULL);
 	/* no trailing newline is fine, uppercase, short, long, two lines are not */
@@ -235,12 +220,12 @@ static void test_hostile(void **state)
 	write_file(d, ".git/refs/heads/b", "ref: refs/heads/a\n");
 	expect(d, OTA_ERR_UNSUPPORTED, NULL);
 	/* HEAD too large */
-	assert_int_equal(sh("head -c 5000 /dev/zero | tr '\\0' a > %s/.git/HEAD", d), 0);
+	assert_int_equal(test_sh_status("head -c 5000 /dev/zero | tr '\\0' a > %s/.git/HEAD", d), 0);
 	expect(d, OTA_ERR_TOO_LARGE, NULL);
 	/* HEAD a FIFO is never read */
-	assert_int_equal(sh("rm %s/.git/HEAD && mkfifo %s/.git/HEAD", d, d), 0);
+	assert_int_equal(test_sh_status("rm %s/.git/HEAD && mkfifo %s/.git/HEAD", d, d), 0);
 	expect(d, OTA_ERR_NOT_REGULAR, NULL);
-	assert_int_equal(sh("rm %s/.git/HEAD", d), 0);
+	assert_int_equal(test_sh_status("rm %s/.git/HEAD", d), 0);
 	write_file(d, ".git/HEAD", "ref: refs/heads/p\n");
 	/* packed-refs: found, unterminated, malformed, listed twice */
 	char pk[512];
@@ -277,8 +262,8 @@ static void test_hostile(void **state)
 	write_file(d, ".git/packed-refs", pk);
 	expect(d, OTA_ERR_UNSUPPORTED, NULL);
 	/* packed-refs a symlink */
-	assert_int_equal(sh("rm %s/.git/packed-refs && ln -s %s/other-ref %s/.git/packed-refs", d,
-	                    tmp, d),
+	assert_int_equal(test_sh_status("rm %s/.git/packed-refs && ln -s %s/other-ref %s/.git/packed-refs", d,
+					tmp, d),
 	                 0);
 	expect(d, OTA_ERR_PATH_SYMLINK, NULL);
 }

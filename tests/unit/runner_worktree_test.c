@@ -24,29 +24,14 @@
 static char *tmp;
 static bool have_git;
 
-static int sh(const char *fmt, ...) OTA_PRINTF(1, 2);
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/* A clean git environment: no user config, fixed identity. */
-#define GIT                                                                                  \
-	"env -u GIT_DIR -u GIT_WORK_TREE HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 "            \
-	"GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t " \
-	"git -c init.defaultBranch=main -c safe.directory=* -c protocol.file.allow=always "     \
-	"-c advice.addEmbeddedRepo=false"
+/* TEST_GIT, and submodules from local paths */
+#define GIT TEST_GIT " -c protocol.file.allow=always -c advice.addEmbeddedRepo=false"
 
 static int setup(void **state)
 {
 	(void)state;
 	tmp = test_tmpdir();
-	have_git = sh("command -v git >/dev/null") == 0;
+	have_git = test_sh_status("command -v git >/dev/null") == 0;
 	return 0;
 }
 
@@ -108,15 +93,15 @@ static void refused(const char *dir, ota_err want, const char *where_has)
 static void populate(const char *d)
 {
 	assert_int_equal(
-		sh("cd %s && mkdir -p a a.b/c deep/x/y/z empty/inner .ota bin && "
-		   "echo 1 > a/f && echo 2 > a.b/c/g && echo 3 > a-b && echo 4 > a0 && "
-		   "echo 5 > deep/x/y/z/h && printf 'no newline' > 'sp ace' && "
-		   "printf '\\000\\001\\377' > binary && : > emptyfile && "
-		   "head -c 700000 /dev/urandom > big && "
-		   "printf '#!/bin/sh\\n' > bin/tool && chmod 755 bin/tool && chmod 744 a0 && "
-		   "ln -s a/f link && ln -s /nonexistent/x dangling && ln -s a linkdir && "
-		   "echo 'org: x' > .ota/org-policy.yaml",
-		   d),
+		test_sh_status("cd %s && mkdir -p a a.b/c deep/x/y/z empty/inner .ota bin && "
+			       "echo 1 > a/f && echo 2 > a.b/c/g && echo 3 > a-b && echo 4 > a0 && "
+			       "echo 5 > deep/x/y/z/h && printf 'no newline' > 'sp ace' && "
+			       "printf '\\000\\001\\377' > binary && : > emptyfile && "
+			       "head -c 700000 /dev/urandom > big && "
+			       "printf '#!/bin/sh\\n' > bin/tool && chmod 755 bin/tool && chmod 744 a0 && "
+			       "ln -s a/f link && ln -s /nonexistent/x dangling && ln -s a linkdir && "
+			       "echo 'org: x' > .ota/org-policy.yaml",
+			       d),
 		0);
 }
 
@@ -127,27 +112,27 @@ static void test_clean_checkout(void **state)
 		skip();
 	char d[4096], tree[128], id[OTA_RUNNER_REVISION_MAX + 1], again[OTA_RUNNER_REVISION_MAX + 1];
 	snprintf(d, sizeof d, "%s/clean", tmp);
-	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q .", d, d), 0);
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q .", d, d), 0);
 	populate(d);
-	assert_int_equal(sh("cd %s && " GIT " add -A && " GIT " commit -qm one", d), 0);
+	assert_int_equal(test_sh_status("cd %s && " GIT " add -A && " GIT " commit -qm one", d), 0);
 	git_line(d, "rev-parse HEAD^{tree}", tree, sizeof tree);
 	ours(d, 40, id);
 	assert_string_equal(id, tree);
 	/* what the toolkit writes into the repository is not the work tree */
-	assert_int_equal(sh("cd %s && mkdir -p .ota/archives .ota/cleanup && echo '{}' > "
-	                    ".ota/archives/txn.json && echo '{}' > .ota/cleanup/c.json",
-	                    d),
+	assert_int_equal(test_sh_status("cd %s && mkdir -p .ota/archives .ota/cleanup && echo '{}' > "
+					".ota/archives/txn.json && echo '{}' > .ota/cleanup/c.json",
+					d),
 	                 0);
 	ours(d, 40, again);
 	assert_string_equal(again, tree);
 	/* an empty directory neither */
-	assert_int_equal(sh("mkdir -p %s/more/empty", d), 0);
+	assert_int_equal(test_sh_status("mkdir -p %s/more/empty", d), 0);
 	ours(d, 40, again);
 	assert_string_equal(again, tree);
 	/* an empty repository is git's empty tree */
 	char e[4096];
 	snprintf(e, sizeof e, "%s/emptyrepo", tmp);
-	assert_int_equal(sh("mkdir -p %s/.git/objects %s/x && cd %s && " GIT " init -q .", e, e, e), 0);
+	assert_int_equal(test_sh_status("mkdir -p %s/.git/objects %s/x && cd %s && " GIT " init -q .", e, e, e), 0);
 	ours(e, 40, again);
 	assert_string_equal(again, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
 }
@@ -160,9 +145,9 @@ static void test_dirty(void **state)
 	char d[4096], tree[OTA_RUNNER_REVISION_MAX + 1], id[OTA_RUNNER_REVISION_MAX + 1],
 	     prev[OTA_RUNNER_REVISION_MAX + 1];
 	snprintf(d, sizeof d, "%s/dirty", tmp);
-	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q .", d, d), 0);
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q .", d, d), 0);
 	populate(d);
-	assert_int_equal(sh("cd %s && " GIT " add -A && " GIT " commit -qm one", d), 0);
+	assert_int_equal(test_sh_status("cd %s && " GIT " add -A && " GIT " commit -qm one", d), 0);
 	git_line(d, "rev-parse HEAD^{tree}", tree, sizeof tree);
 	const char *edits[] = {
 		"echo edited >> a/f",             /* content */
@@ -175,14 +160,14 @@ static void test_dirty(void **state)
 	};
 	snprintf(prev, sizeof prev, "%s", tree);
 	for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
-		assert_int_equal(sh("cd %s && %s", d, edits[i]), 0);
+		assert_int_equal(test_sh_status("cd %s && %s", d, edits[i]), 0);
 		expect_write_tree(d, 40, id);
 		if (strcmp(id, prev) == 0)
 			fail_msg("\"%s\" left the id unchanged", edits[i]);
 		snprintf(prev, sizeof prev, "%s", id);
 	}
 	/* a mode bit git does not store changes nothing */
-	assert_int_equal(sh("cd %s && chmod 600 a.b/c/g", d), 0);
+	assert_int_equal(test_sh_status("cd %s && chmod 600 a.b/c/g", d), 0);
 	ours(d, 40, id);
 	assert_string_equal(id, prev);
 }
@@ -195,41 +180,41 @@ static void test_gitlinks(void **state)
 	char d[4096], o[4096], tree[128], id[OTA_RUNNER_REVISION_MAX + 1];
 	snprintf(o, sizeof o, "%s/other", tmp);
 	snprintf(d, sizeof d, "%s/outer", tmp);
-	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q . && echo o > o && " GIT
-	                    " add o && " GIT " commit -qm o",
-	                    o, o),
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q . && echo o > o && " GIT
+					" add o && " GIT " commit -qm o",
+					o, o),
 	                 0);
 	/* a submodule (its .git a "gitdir: ../../.git/modules/lib/dep" file) */
-	assert_int_equal(sh("mkdir -p %s && cd %s && " GIT " init -q . && echo x > x && " GIT
-	                    " add x && " GIT " commit -qm one && " GIT
-	                    " submodule -q add %s lib/dep && " GIT " commit -qm sub && "
-	                    "grep -q '^gitdir: ../../.git/modules/lib/dep$' lib/dep/.git",
-	                    d, d, o),
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q . && echo x > x && " GIT
+					" add x && " GIT " commit -qm one && " GIT
+					" submodule -q add %s lib/dep && " GIT " commit -qm sub && "
+					"grep -q '^gitdir: ../../.git/modules/lib/dep$' lib/dep/.git",
+					d, d, o),
 	                 0);
 	git_line(d, "rev-parse HEAD^{tree}", tree, sizeof tree);
 	ours(d, 40, id);
 	assert_string_equal(id, tree);
 	/* an embedded repository (a .git directory), added as a gitlink */
-	assert_int_equal(sh("cd %s && mkdir emb && cd emb && " GIT " init -q . && echo e > e && " GIT
-	                    " add e && " GIT " commit -qm e",
-	                    d),
+	assert_int_equal(test_sh_status("cd %s && mkdir emb && cd emb && " GIT " init -q . && echo e > e && " GIT
+					" add e && " GIT " commit -qm e",
+					d),
 	                 0);
 	expect_write_tree(d, 40, id);
 	/* a new commit in it: the gitlink follows its HEAD */
-	assert_int_equal(sh("cd %s/emb && echo f > e && " GIT " commit -qam f", d), 0);
+	assert_int_equal(test_sh_status("cd %s/emb && echo f > e && " GIT " commit -qam f", d), 0);
 	char before[OTA_RUNNER_REVISION_MAX + 1];
 	snprintf(before, sizeof before, "%s", id);
 	expect_write_tree(d, 40, id);
 	assert_string_not_equal(id, before);
 	/* a submodule pointer that leads anywhere else is refused */
-	assert_int_equal(sh("cd %s && mkdir -p p1 && echo 'gitdir: ../../other/.git' > p1/.git", d), 0);
+	assert_int_equal(test_sh_status("cd %s && mkdir -p p1 && echo 'gitdir: ../../other/.git' > p1/.git", d), 0);
 	refused(d, OTA_ERR_UNSUPPORTED, "p1/.git");
-	assert_int_equal(sh("cd %s && echo 'gitdir: %s/.git' > p1/.git", d, o), 0);
+	assert_int_equal(test_sh_status("cd %s && echo 'gitdir: %s/.git' > p1/.git", d, o), 0);
 	refused(d, OTA_ERR_UNSUPPORTED, "p1/.git");
-	assert_int_equal(sh("cd %s && echo 'gitdir: ../.git/modules/nosuch' > p1/.git", d), 0);
+	assert_int_equal(test_sh_status("cd %s && echo 'gitdir: ../.git/modules/nosuch' > p1/.git", d), 0);
 	refused(d, OTA_ERR_NOT_FOUND, NULL);
 	/* a .git symlink is not followed */
-	assert_int_equal(sh("cd %s && rm p1/.git && ln -s ../.git p1/.git", d), 0);
+	assert_int_equal(test_sh_status("cd %s && rm p1/.git && ln -s ../.git p1/.git", d), 0);
 	refused(d, OTA_ERR_UNSUPPORTED, "p1/.git");
 }
 
@@ -240,16 +225,16 @@ static void test_sha256(void **state)
 		skip();
 	char d[4096], tree[128], id[OTA_RUNNER_REVISION_MAX + 1];
 	snprintf(d, sizeof d, "%s/r256", tmp);
-	if (sh("mkdir -p %s && cd %s && " GIT " init -q --object-format=sha256 . 2>/dev/null", d, d) !=
+	if (test_sh_status("mkdir -p %s && cd %s && " GIT " init -q --object-format=sha256 . 2>/dev/null", d, d) !=
 	    0)
 		skip(); /* a git without SHA-256 repositories */
 	populate(d);
-	assert_int_equal(sh("cd %s && " GIT " add -A && " GIT " commit -qm one", d), 0);
+	assert_int_equal(test_sh_status("cd %s && " GIT " add -A && " GIT " commit -qm one", d), 0);
 	git_line(d, "rev-parse HEAD^{tree}", tree, sizeof tree);
 	assert_int_equal(strlen(tree), 64);
 	ours(d, 64, id);
 	assert_string_equal(id, tree);
-	assert_int_equal(sh("cd %s && echo more >> big", d), 0);
+	assert_int_equal(test_sh_status("cd %s && echo more >> big", d), 0);
 	expect_write_tree(d, 64, id);
 	assert_string_not_equal(id, tree);
 }
@@ -259,9 +244,9 @@ static void test_refused(void **state)
 	(void)state;
 	char d[4096], id[OTA_RUNNER_REVISION_MAX + 1];
 	test_mkdir_in(tmp, "odd", d, sizeof d);
-	assert_int_equal(sh("cd %s && mkdir -p s && echo x > s/x && mkfifo s/fifo", d), 0);
+	assert_int_equal(test_sh_status("cd %s && mkdir -p s && echo x > s/x && mkfifo s/fifo", d), 0);
 	refused(d, OTA_ERR_UNSUPPORTED, "s/fifo");
-	assert_int_equal(sh("rm %s/s/fifo", d), 0);
+	assert_int_equal(test_sh_status("rm %s/s/fifo", d), 0);
 	/* without .git it still describes the files */
 	ota_error e;
 	ota_error_clear(&e);
@@ -277,7 +262,7 @@ static void test_refused(void **state)
 	int o = snprintf(deep, sizeof deep, "%s/deep", tmp);
 	for (unsigned i = 0; i <= OTA_MAX_WORKTREE_DEPTH + 1 && o < 8000; i++)
 		o += snprintf(deep + o, sizeof deep - (size_t)o, "/d");
-	assert_int_equal(sh("mkdir -p %s && echo x > %s/f", deep, deep), 0);
+	assert_int_equal(test_sh_status("mkdir -p %s && echo x > %s/f", deep, deep), 0);
 	snprintf(deep, sizeof deep, "%s/deep", tmp);
 	refused(deep, OTA_ERR_TOO_LARGE, NULL);
 }

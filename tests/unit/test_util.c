@@ -499,6 +499,17 @@ void test_sh(const char *fmt, ...)
 		fail_msg("command failed (%d): %s", rc, cmd);
 }
 
+int test_sh_status(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	assert_true(n > 0 && (size_t)n < sizeof cmd);
+	return system(cmd);
+}
+
 void test_fake_runtime(const char *path, const char *log)
 {
 	char text[2048];

@@ -41,6 +41,14 @@ int64_t test_db_int(const char *path, const char *sql);
 void test_db_integrity_ok(const char *path);
 /* Runs a shell command; fails the test on any other status than 0. */
 void test_sh(const char *fmt, ...) OTA_PRINTF(1, 2);
+/* Runs a shell command (at most 8 KiB) and returns system()'s status. */
+int test_sh_status(const char *fmt, ...) OTA_PRINTF(1, 2);
+/* git in a clean environment, for a shell command: no user or system
+ * config, no GIT_DIR, a fixed identity, main as the first branch. */
+#define TEST_GIT                                                                             \
+	"env -u GIT_DIR -u GIT_WORK_TREE HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 "            \
+	"GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t " \
+	"git -c init.defaultBranch=main -c safe.directory=*"
 /*
  * A fake OCI runtime at path (mode 0755): appends its arguments to log,
  * answers `state` as an unknown container, refuses `run`, succeeds at
