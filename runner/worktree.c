@@ -70,10 +70,13 @@ static ota_err fail(walk *w, ota_err code, const char *path, const char *what)
 	return ota_error_set(w->err, code, path[0] != '\0' ? path : ".", "%s", what);
 }
 
-/* path + "/" + name, for errors and for gitdir pointers */
+/* path + "/" + name, for errors (cut short at cap: the walk checks the
+ * lengths of the paths it descends into before it joins them) */
 static void join(char *out, size_t cap, const char *path, const char *name)
 {
-	snprintf(out, cap, "%s%s%s", path, path[0] != '\0' ? "/" : "", name);
+	int n = snprintf(out, cap, "%s%s%s", path, path[0] != '\0' ? "/" : "", name);
+	if (n < 0)
+		out[0] = '\0';
 }
 
 static ota_err hash_object(walk *w, const char *type, const uint8_t *body, size_t n,
