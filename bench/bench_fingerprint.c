@@ -28,12 +28,7 @@
 
 #include "provider-oci/oci_internal.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench_util.h"
 
 static void die(const char *what)
 {
@@ -43,7 +38,7 @@ static void die(const char *what)
 
 static double floor_walk(const char *dir)
 {
-	double t0 = now_s();
+	double t0 = bench_mono_s();
 	DIR *d = opendir(dir);
 	if (d == NULL)
 		die("opendir");
@@ -80,7 +75,7 @@ static double floor_walk(const char *dir)
 	EVP_DigestFinal_ex(md, h, &hl);
 	EVP_MD_CTX_free(md);
 	closedir(d);
-	return (now_s() - t0) * 1000.0;
+	return (bench_mono_s() - t0) * 1000.0;
 }
 
 int main(int argc, char **argv)
@@ -115,10 +110,10 @@ int main(int argc, char **argv)
 	double best = 0, base = 0;
 	for (int r = 0; r < rounds; r++) {
 		char out[65];
-		double t0 = now_s();
+		double t0 = bench_mono_s();
 		if (oci_fingerprint(repo, "prot", NULL, out, NULL) != OTA_OK)
 			die("oci_fingerprint");
-		double ms = (now_s() - t0) * 1000.0;
+		double ms = (bench_mono_s() - t0) * 1000.0;
 		double b = floor_walk(dir);
 		if (r == 0 || ms < best)
 			best = ms;

@@ -7,11 +7,20 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <time.h>
 
 static inline int bench_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* CLOCK_MONOTONIC in seconds. */
+static inline double bench_mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The median of v[0..n-1] (n > 0); sorts v. */

@@ -30,13 +30,6 @@
 
 #include "bench_util.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "bench_worktree: %s\n", what);
@@ -93,9 +86,9 @@ static double floor_walk(const char *dir)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (md == NULL || fd < 0)
 		die("floor setup");
-	double t0 = now_s();
+	double t0 = bench_mono_s();
 	floor_dir(fd, md);
-	double t = now_s() - t0;
+	double t = bench_mono_s() - t0;
 	close(fd);
 	EVP_MD_CTX_free(md);
 	return t;
@@ -105,12 +98,12 @@ static double ours(const char *dir, char id[OTA_RUNNER_REVISION_MAX + 1])
 {
 	ota_error e;
 	ota_error_clear(&e);
-	double t0 = now_s();
+	double t0 = bench_mono_s();
 	if (ota_runner_worktree_id(dir, 40, id, &e) != OTA_OK) {
 		fprintf(stderr, "bench_worktree: %s: %s\n", e.where, e.what);
 		exit(1);
 	}
-	return now_s() - t0;
+	return bench_mono_s() - t0;
 }
 
 static double git_write_tree(const char *dir, char *out, size_t cap)
@@ -122,11 +115,11 @@ static double git_write_tree(const char *dir, char *out, size_t cap)
 	         "GIT_CONFIG_NOSYSTEM=1 sh -c 'git -c safe.directory=\"*\" add -A && "
 	         "git -c safe.directory=\"*\" write-tree'",
 	         dir);
-	double t0 = now_s();
+	double t0 = bench_mono_s();
 	FILE *p = popen(cmd, "r");
 	if (p == NULL || fgets(out, (int)cap, p) == NULL)
 		die("git");
-	double t = now_s() - t0;
+	double t = bench_mono_s() - t0;
 	pclose(p);
 	out[strcspn(out, "\n")] = '\0';
 	char rm[1100];

@@ -75,6 +75,12 @@ verify() { # verify WANT_RC NAME [options...] -- jq filter last
   jq -e "$filter" "$tmp/out" >/dev/null || fail "verify $name $*: $(cat "$tmp/out")"
   echo "ok: verify $(basename "$name") $* -> exit $rc"
 }
+text_refusal() { # text_refusal PATTERN ARCHIVE [options...]: exit 1, stderr line matches
+  local pat=$1 rc=0
+  shift
+  "$OTA_VERIFY" archive "$@" --trust "$PIN" >/dev/null 2>"$tmp/verr" || rc=$?
+  [ "$rc" -eq 1 ] && grep -q "$pat" "$tmp/verr" || fail "text refusal $*: exit $rc: $(cat "$tmp/verr")"
+}
 
 # ---- a git repository ----
 w=$tmp/repo
@@ -124,12 +130,8 @@ run "$w" b3
 rm -rf "$w/reports"/*
 verify 1 "$tmp/b3.json" --require-revision "$rev2" --require-worktree "$tree2" \
   '(.failures | map(.code) == ["archive_worktree_mismatch"]) and .identities.revision != null'
-set +e
-"$OTA_VERIFY" archive "$tmp/b3.json" --trust "$PIN" --require-worktree "$tree2" >/dev/null 2>"$tmp/verr"
-rc=$?
-set -e
-[ "$rc" -eq 1 ] && grep -q "^ota-verify: archive_worktree_mismatch: receipt.worktree: the receipt records worktree " "$tmp/verr" \
-  || fail "text refusal (worktree): exit $rc: $(cat "$tmp/verr")"
+text_refusal "^ota-verify: archive_worktree_mismatch: receipt.worktree: the receipt records worktree " \
+  "$tmp/b3.json" --require-worktree "$tree2"
 ( cd "$w" && g checkout -q notes )
 # a work tree git could not store (a FIFO): not recorded, never approximated,
 # and ota run says why
@@ -144,12 +146,8 @@ grep -q "^ota: note: the work tree is not recorded: unsupported: pipe: " "$tmp/f
 verify 1 "$tmp/f.json" --require-worktree "$tree2" '.code == "archive_worktree_mismatch" and .identities.worktree == null'
 # a SHA-256-length id that is not the revision
 verify 1 "$tmp/a.json" --require-revision "$(printf 'a%.0s' $(seq 64))" '.code == "archive_revision_mismatch"'
-set +e
-"$OTA_VERIFY" archive "$tmp/a.json" --trust "$PIN" --require-revision "$rev2" >/dev/null 2>"$tmp/verr"
-rc=$?
-set -e
-[ "$rc" -eq 1 ] && grep -q "^ota-verify: archive_revision_mismatch: receipt.revision: " "$tmp/verr" \
-  || fail "text refusal: exit $rc: $(cat "$tmp/verr")"
+text_refusal "^ota-verify: archive_revision_mismatch: receipt.revision: " "$tmp/a.json" \
+  --require-revision "$rev2"
 
 # ---- no .git: null, never a guess ----
 p=$tmp/plain
@@ -169,20 +167,10 @@ verify 1 "$tmp/c.json" --require-worktree "$tree1" \
 # ---- an archive written before the member existed ----
 V=$OTA_SOURCE_DIR/vectors/archive/a.json
 VP=$OTA_SOURCE_DIR/vectors/archive/a.json.root.json
-"$OTA_VERIFY" archive "$V" --trust "$VP" --json >"$tmp/out" || fail "old vector: $(cat "$tmp/out")"
-jq -e '.ok == true and .identities.revision == null' "$tmp/out" >/dev/null || fail "old vector: $(cat "$tmp/out")"
-set +e
-"$OTA_VERIFY" archive "$V" --trust "$VP" --require-revision "$rev1" --json >"$tmp/out"
-rc=$?
-set -e
-[ "$rc" -eq 1 ] && jq -e '.code == "archive_revision_mismatch"' "$tmp/out" >/dev/null \
-  || fail "old vector with --require-revision: exit $rc: $(cat "$tmp/out")"
-set +e
-"$OTA_VERIFY" archive "$V" --trust "$VP" --require-worktree "$tree1" --json >"$tmp/out"
-rc=$?
-set -e
-[ "$rc" -eq 1 ] && jq -e '.code == "archive_worktree_mismatch" and .identities.worktree == null and (.failures[0].message | test("before the member existed"))' "$tmp/out" >/dev/null \
-  || fail "old vector with --require-worktree: exit $rc: $(cat "$tmp/out")"
+PIN=$VP verify 0 "$V" '.ok == true and .identities.revision == null and .identities.worktree == null'
+PIN=$VP verify 1 "$V" --require-revision "$rev1" '.code == "archive_revision_mismatch"'
+PIN=$VP verify 1 "$V" --require-worktree "$tree1" \
+  '.code == "archive_worktree_mismatch" and (.failures[0].message | test("before the member existed"))'
 
 # ---- usage ----
 for bad in "${rev1^^}" "${rev1:0:39}" "${rev1}0" "g${rev1:1}" "" "$rev1 "; do

@@ -486,15 +486,22 @@ bool test_lexists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
+/* the command of fmt, ap in cmd[8192], run: system()'s status */
+static int vsh(char cmd[8192], const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static int vsh(char cmd[8192], const char *fmt, va_list ap)
+{
+	int n = vsnprintf(cmd, 8192, fmt, ap);
+	assert_true(n > 0 && n < 8192);
+	return system(cmd);
+}
+
 void test_sh(const char *fmt, ...)
 {
-	char cmd[4096];
+	char cmd[8192];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	int rc = vsh(cmd, fmt, ap);
 	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof cmd);
-	int rc = system(cmd);
 	if (rc != 0)
 		fail_msg("command failed (%d): %s", rc, cmd);
 }
@@ -504,10 +511,9 @@ int test_sh_status(const char *fmt, ...)
 	char cmd[8192];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	int rc = vsh(cmd, fmt, ap);
 	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof cmd);
-	return system(cmd);
+	return rc;
 }
 
 void test_fake_runtime(const char *path, const char *log)
