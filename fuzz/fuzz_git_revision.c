@@ -115,7 +115,9 @@ static bool plain_ref_path(const char *s, size_t n)
 static bool write_ref(const char *name, const uint8_t *p, size_t n)
 {
 	char path[320];
-	snprintf(path, sizeof path, "%s/%s", g_git, name);
+	int pl = snprintf(path, sizeof path, "%s/%s", g_git, name);
+	if (pl < 0 || (size_t)pl >= sizeof path) /* names are at most 200 bytes */
+		return false;
 	for (char *q = path + strlen(g_git) + 1; (q = strchr(q, '/')) != NULL; q++) {
 		*q = '\0';
 		int r = mkdir(path, 0700);
