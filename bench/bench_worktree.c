@@ -99,7 +99,7 @@ static double ours(const char *dir, char id[OTA_RUNNER_REVISION_MAX + 1])
 	ota_error e;
 	ota_error_clear(&e);
 	double t0 = bench_mono_s();
-	if (ota_runner_worktree_id(dir, 40, id, &e) != OTA_OK) {
+	if (ota_runner_worktree_id(dir, 40, NULL, id, &e) != OTA_OK) {
 		fprintf(stderr, "bench_worktree: %s: %s\n", e.where, e.what);
 		exit(1);
 	}

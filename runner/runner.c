@@ -949,7 +949,7 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 		/* and the files it ran on, as the git tree of the revision's
 		 * kind (runner/worktree.c): a gate compares it with REV^{tree} */
 		if (revision[0] != '\0' &&
-		    ota_runner_worktree_id(o->repo, strlen(revision), worktree, &we) != OTA_OK)
+		    ota_runner_worktree_id(o->repo, strlen(revision), o->oci.cancel, worktree, &we) != OTA_OK)
 			worktree[0] = '\0';
 		if (o->revision_error != NULL)
 			*o->revision_error = re;

@@ -32,6 +32,7 @@
  * O_NOFOLLOW, so a symlink swapped in is never followed.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -62,8 +63,19 @@ typedef struct {
 	EVP_MD_CTX *ctx;
 	uint8_t *buf; /* READ_CHUNK */
 	uint64_t entries, bytes;
+	volatile sig_atomic_t *cancel; /* may be NULL */
 	ota_error *err;
 } walk;
+
+/* The caller's SIGINT/SIGTERM flag is set: stop at the next entry or chunk. */
+static bool cancelled(walk *w, const char *path)
+{
+	if (w->cancel == NULL || *w->cancel == 0)
+		return false;
+	ota_error_set(w->err, OTA_ERR_OCI_INTERRUPTED, path[0] != '\0' ? path : ".",
+	              "interrupted while the work tree was hashed");
+	return true;
+}
 
 static ota_err fail(walk *w, ota_err code, const char *path, const char *what)
 {
@@ -144,6 +156,10 @@ static ota_err hash_file(walk *w, int dirfd, const char *name, const char *path,
 		}
 		if (r == 0)
 			break;
+		if (cancelled(w, path)) {
+			rc = OTA_ERR_OCI_INTERRUPTED;
+			goto out;
+		}
 		if (EVP_DigestUpdate(w->ctx, w->buf, (size_t)r) != 1) {
 			rc = fail(w, OTA_ERR_CRYPTO, path, "hash");
 			goto out;
@@ -285,6 +301,10 @@ static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, ui
 		const char *name = de->d_name;
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || skipped(path, name))
 			continue;
+		if (cancelled(w, path)) {
+			rc = OTA_ERR_OCI_INTERRUPTED;
+			break;
+		}
 		if (++w->entries > OTA_MAX_WORKTREE_ENTRIES) {
 			rc = ota_error_set(w->err, OTA_ERR_TOO_LARGE, path[0] ? path : ".",
 			                   "the work tree holds more than %u entries",
@@ -384,14 +404,14 @@ static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, ui
 	return rc;
 }
 
-ota_err ota_runner_worktree_id(const char *repo, size_t hex_len,
+ota_err ota_runner_worktree_id(const char *repo, size_t hex_len, volatile sig_atomic_t *cancel,
                                char out[OTA_RUNNER_REVISION_MAX + 1], ota_error *err)
 {
 	out[0] = '\0';
 	if (repo == NULL || (hex_len != 40 && hex_len != 64))
 		return ota_error_set(err, OTA_ERR_USAGE, "repo",
 		                     "a repository and an id length of 40 or 64");
-	walk w = {.oid_len = hex_len / 2, .err = err};
+	walk w = {.oid_len = hex_len / 2, .cancel = cancel, .err = err};
 	w.md = hex_len == 40 ? EVP_sha1() : EVP_sha256();
 	w.rootfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w.rootfd < 0)

@@ -148,13 +148,16 @@ OTA_API OTA_NODISCARD ota_err ota_git_packed_refs_find(const uint8_t *b, size_t 
  * as a gitlink to the commit its HEAD resolves to (a submodule's .git file
  * only when it points into REPO/.git/modules). Equal to `git rev-parse
  * REV^{tree}` exactly when the work tree holds commit REV's files and
- * nothing else. out: the id and a NUL, "" on failure. Errors: unsupported
+ * nothing else. cancel (may be NULL): the caller's SIGINT/SIGTERM flag,
+ * checked at every entry and every 256 KiB read (oci_interrupted once set).
+ * out: the id and a NUL, "" on failure. Errors: unsupported
  * (a FIFO, socket or device; a file that changed while it was hashed; a
  * gitlink that does not resolve), too_large (OTA_MAX_WORKTREE_ENTRIES,
  * OTA_MAX_WORKTREE_BYTES, OTA_MAX_WORKTREE_DEPTH), not_found, io_error,
  * usage, out_of_memory; those of ota_runner_repo_revision for a gitlink.
  */
 OTA_API OTA_NODISCARD ota_err ota_runner_worktree_id(const char *repo, size_t hex_len,
+                                                     volatile sig_atomic_t *cancel,
                                                      char out[OTA_RUNNER_REVISION_MAX + 1],
                                                      ota_error *err);
 

@@ -19,6 +19,7 @@
  * work tree it refuses to describe, by its error name; and the submodule
  * pointer's parser on bytes.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,7 +371,7 @@ static void ours(const char *dir, size_t hex_len, char out[OTA_RUNNER_REVISION_M
 {
 	ota_error e;
 	ota_error_clear(&e);
-	ota_err rc = ota_runner_worktree_id(dir, hex_len, out, &e);
+	ota_err rc = ota_runner_worktree_id(dir, hex_len, NULL, out, &e);
 	if (rc != OTA_OK)
 		fail_msg("worktree %s: %s: %s: %s", dir, ota_err_name(rc), e.where, e.what);
 	assert_int_equal(strlen(out), hex_len);
@@ -390,7 +391,7 @@ static void refused(const char *dir, ota_err want, const char *where_has)
 	char out[OTA_RUNNER_REVISION_MAX + 1] = "junk";
 	ota_error e;
 	ota_error_clear(&e);
-	ota_err rc = ota_runner_worktree_id(dir, 40, out, &e);
+	ota_err rc = ota_runner_worktree_id(dir, 40, NULL, out, &e);
 	if (rc != want)
 		fail_msg("%s: %s, want %s (%s: %s)", dir, ota_err_name(rc), ota_err_name(want), e.where,
 		         e.what);
@@ -560,13 +561,23 @@ static void test_worktree_refused(void **state)
 	/* without .git it still describes the files */
 	ota_error e;
 	ota_error_clear(&e);
-	assert_int_equal(ota_runner_worktree_id(d, 40, id, &e), OTA_OK);
-	assert_int_equal(ota_runner_worktree_id(d, 41, id, &e), OTA_ERR_USAGE);
+	assert_int_equal(ota_runner_worktree_id(d, 40, NULL, id, &e), OTA_OK);
+	/* the caller's signal flag stops the walk; unset, it changes nothing */
+	volatile sig_atomic_t stop = 0;
+	char again[OTA_RUNNER_REVISION_MAX + 1];
+	assert_int_equal(ota_runner_worktree_id(d, 40, &stop, again, &e), OTA_OK);
+	assert_string_equal(again, id);
+	stop = 1;
+	ota_error_clear(&e);
+	assert_int_equal(ota_runner_worktree_id(d, 40, &stop, again, &e), OTA_ERR_OCI_INTERRUPTED);
+	assert_string_equal(again, "");
+	assert_string_equal(e.where, ".");
+	assert_int_equal(ota_runner_worktree_id(d, 41, NULL, id, &e), OTA_ERR_USAGE);
 	assert_string_equal(id, "");
-	assert_int_equal(ota_runner_worktree_id(NULL, 40, id, &e), OTA_ERR_USAGE);
+	assert_int_equal(ota_runner_worktree_id(NULL, 40, NULL, id, &e), OTA_ERR_USAGE);
 	char missing[4200];
 	snprintf(missing, sizeof missing, "%s/nosuch", tmp);
-	assert_int_equal(ota_runner_worktree_id(missing, 40, id, &e), OTA_ERR_NOT_FOUND);
+	assert_int_equal(ota_runner_worktree_id(missing, 40, NULL, id, &e), OTA_ERR_NOT_FOUND);
 	/* deeper than the cap */
 	char deep[8192];
 	int o = snprintf(deep, sizeof deep, "%s/deep", tmp);
