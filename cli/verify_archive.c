@@ -103,25 +103,19 @@ int verify_archive(int argc, char **argv)
 			ledger_init = true;
 			continue;
 		}
-		if (strcmp(a, "--trust") == 0 || strcmp(a, "--pinned") == 0)
-			opt = &pinned;
-		else if (strcmp(a, "--at") == 0)
-			opt = &at;
-		else if (strcmp(a, "--max-age") == 0)
-			opt = &max_age;
-		else if (strcmp(a, "--require-status") == 0)
-			opt = &status;
-		else if (strcmp(a, "--ledger") == 0)
-			opt = &ledger;
-		else if (strcmp(a, "--require-revision") == 0)
-			opt = &revision;
-		else if (strcmp(a, "--require-worktree") == 0)
-			opt = &worktree;
-		else if (strcmp(a, "--require-lane") == 0)
-			opt = &lane;
-		else if (strcmp(a, "--require-effective") == 0)
-			opt = &effective;
-		else if (strcmp(a, "--require-overlay") == 0) {
+		/* the options taking one value, each at most once */
+		const struct {
+			const char *name;
+			const char **val;
+		} one[] = {{"--trust", &pinned},         {"--pinned", &pinned},
+		           {"--at", &at},                {"--max-age", &max_age},
+		           {"--require-status", &status}, {"--ledger", &ledger},
+		           {"--require-revision", &revision}, {"--require-worktree", &worktree},
+		           {"--require-lane", &lane},    {"--require-effective", &effective}};
+		for (size_t k = 0; opt == NULL && k < sizeof one / sizeof one[0]; k++)
+			if (strcmp(a, one[k].name) == 0)
+				opt = one[k].val;
+		if (opt == NULL && strcmp(a, "--require-overlay") == 0) {
 			/* repeatable: every overlay named must have been applied */
 			if (i + 1 >= argc || argv[i + 1][0] == '-')
 				return usage(json, "an option without its value", a);
@@ -130,12 +124,13 @@ int verify_archive(int argc, char **argv)
 			/* the values are judged by ota_archive_verify (usage) */
 			overlays[noverlays++] = argv[++i];
 			continue;
-		} else if (a[0] != '-' && path == NULL)
+		}
+		if (opt == NULL && a[0] != '-' && path == NULL) {
 			path = a;
-		else
-			return usage(json, a[0] == '-' ? "unknown option" : "more than one archive", a);
-		if (opt == NULL)
 			continue;
+		}
+		if (opt == NULL)
+			return usage(json, a[0] == '-' ? "unknown option" : "more than one archive", a);
 		/* a gate's own options are never overridden by a later copy */
 		if (i + 1 >= argc || argv[i + 1][0] == '-')
 			return usage(json, "an option without its value", a);

@@ -287,9 +287,7 @@ ota_err ota_runner_repo_revision(const char *repo, char out[OTA_RUNNER_REVISION_
 	close(rfd);
 	if (rc != OTA_OK)
 		return rc;
-	rc = resolve(gitfd, out, err);
+	rc = ota_git_resolve_head(gitfd, out, err);
 	close(gitfd);
-	if (rc != OTA_OK)
-		out[0] = '\0';
 	return rc;
 }

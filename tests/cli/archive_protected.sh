@@ -20,21 +20,8 @@ set -euo pipefail
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
 python3 -c 'import cryptography' 2>/dev/null || { echo "SKIP: python3-cryptography missing"; exit 0; }
-tmp=$(mktemp -d /tmp/ota-archive-prot-XXXXXX)
-root=/run/ota/test-prot-$$
-cleanup() {
-  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
-  rm -rf "$tmp" "$root"
-}
-trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export OTA_CACHE=$tmp/cache
-
-T=$tmp/trust
-runner_trust "$T" prot.test
-PIN=$T/versions/1.root.json
-img=$tmp/img
-bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+runner_world prot
 
 w=$tmp/repo
 mkdir -p "$w/reports"

@@ -20,8 +20,6 @@ set -euo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-schema() { /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
-  "$OTA_SOURCE_DIR/docs/schemas/$1" "${@:2}" >/dev/null || fail "${*:2} against $1"; }
 vtmp=$(mktemp -d /tmp/ota-archive-req-v-XXXXXX)
 trap 'rm -rf "$vtmp"' EXIT
 # without root too: the committed vectors' reports (passes and refusals) and
@@ -32,24 +30,12 @@ for f in "$OTA_SOURCE_DIR"/vectors/archive/*.json; do
 done
 "$OTA_VERIFY" archive "$vtmp/none.json" --trust "$f.root.json" --json >"$vtmp/io.json" 2>/dev/null || true
 "$OTA_VERIFY" archive "$f" --trust "$f.root.json" --bogus --json >"$vtmp/usage.json" 2>/dev/null || true
-schema verify-archive.schema.json "$vtmp"/*.json
+schema_check verify-archive.schema.json "$vtmp"/*.json
 [ "$(jq -s 'map(select(.ok)) | length' "$vtmp"/*.json)" -ge 1 ] || fail "no passing vector"
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
-tmp=$(mktemp -d /tmp/ota-archive-req-XXXXXX)
-root=/run/ota/test-req-$$
-cleanup() {
-  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
-  rm -rf "$tmp" "$root" "$vtmp"
-}
-trap cleanup EXIT
-export OTA_CACHE=$tmp/cache
-
-T=$tmp/trust
-runner_trust "$T" req.test
-PIN=$T/versions/1.root.json
-img=$tmp/img
-bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+world_rm=("$vtmp")
+runner_world req
 
 w=$tmp/repo
 mkdir -p "$w/reports/keep"
@@ -86,21 +72,6 @@ run() { # run NAME [--overlay F]: ota run build, archive at $tmp/NAME.json
       --nonce-db "$tmp/nonces.db" --trust "$T" --archive "$tmp/$name.json" "$@" \
       >/dev/null 2>"$tmp/$name.err" ) || fail "run $name: $(cat "$tmp/$name.err")"
 }
-verify() { # verify WANT_RC ARCHIVE [options...] -- jq filter last
-  local want=$1 name=$2
-  shift 2
-  local filter=${*: -1}
-  set -- "${@:1:$#-1}"
-  set +e
-  "$OTA_VERIFY" archive "$name" --trust "$PIN" --json "$@" >"$tmp/out" 2>"$tmp/verr"
-  local rc=$?
-  set -e
-  [ "$rc" -eq "$want" ] || fail "verify $(basename "$name") $*: exit $rc, want $want: $(cat "$tmp/out" "$tmp/verr")"
-  jq -e "$filter" "$tmp/out" >/dev/null || fail "verify $(basename "$name") $*: $(cat "$tmp/out")"
-  [ "$(jq -s length "$tmp/out")" -eq 1 ] || fail "verify $(basename "$name") $*: not one JSON document"
-  schema verify-archive.schema.json "$tmp/out"
-  echo "ok: verify $(basename "$name") $* -> exit $rc"
-}
 
 run narrowed --overlay "$tmp/org.yaml"
 run plain
@@ -113,44 +84,44 @@ case "$ov" in sha256:*) ;; *) fail "overlay identity: $ov" ;; esac
 
 N=$tmp/narrowed.json P=$tmp/plain.json
 # the report names what the requirements take
-verify 0 "$N" ".ok == true and .identities.effective == \"$eff_n\" and .identities.lane == \"task:build\" and .identities.restriction_overlays == [\"$ov\"]"
-verify 0 "$P" ".ok == true and .identities.effective == \"$eff_p\" and .identities.restriction_overlays == []"
+verify_gate 0 "$N" ".ok == true and .identities.effective == \"$eff_n\" and .identities.lane == \"task:build\" and .identities.restriction_overlays == [\"$ov\"]"
+verify_gate 0 "$P" ".ok == true and .identities.effective == \"$eff_p\" and .identities.restriction_overlays == []"
 cp "$tmp/out" "$tmp/ok.json"
 
 # the lane
-verify 0 "$N" --require-lane build '.ok == true'
-verify 0 "$N" --require-lane task:build '.ok == true'
-verify 1 "$N" --require-lane lint '.code == "archive_lane_not_required"'
-verify 1 "$N" --require-lane workflow:build '.code == "archive_lane_not_required"'
+verify_gate 0 "$N" --require-lane build '.ok == true'
+verify_gate 0 "$N" --require-lane task:build '.ok == true'
+verify_gate 1 "$N" --require-lane lint '.code == "archive_lane_not_required"'
+verify_gate 1 "$N" --require-lane workflow:build '.code == "archive_lane_not_required"'
 
 # the org policy's overlay
-verify 0 "$N" --require-overlay "$ov" '.ok == true'
-verify 1 "$P" --require-overlay "$ov" \
+verify_gate 0 "$N" --require-overlay "$ov" '.ok == true'
+verify_gate 1 "$P" --require-overlay "$ov" \
   '.code == "archive_overlay_not_applied" and (.failures | map(.code) == ["archive_overlay_not_applied"])'
-verify 1 "$N" --require-overlay "$ov" --require-overlay "$eff_p" '.code == "archive_overlay_not_applied"'
+verify_gate 1 "$N" --require-overlay "$ov" --require-overlay "$eff_p" '.code == "archive_overlay_not_applied"'
 
 # the whole effective policy
-verify 0 "$N" --require-effective "$eff_n" --require-overlay "$ov" --require-lane build '.ok == true'
-verify 1 "$P" --require-effective "$eff_n" '.code == "archive_effective_not_required"'
-verify 0 "$P" --require-effective "$eff_p" '.ok == true'
+verify_gate 0 "$N" --require-effective "$eff_n" --require-overlay "$ov" --require-lane build '.ok == true'
+verify_gate 1 "$P" --require-effective "$eff_n" '.code == "archive_effective_not_required"'
+verify_gate 0 "$P" --require-effective "$eff_p" '.ok == true'
 # every unmet requirement is named
-verify 1 "$P" --require-effective "$eff_n" --require-overlay "$ov" --require-lane lint \
+verify_gate 1 "$P" --require-effective "$eff_n" --require-overlay "$ov" --require-lane lint \
   '(.failures | map(.code) | sort) == ["archive_effective_not_required", "archive_lane_not_required", "archive_overlay_not_applied"]'
 
 # malformed or repeated: usage, exit 2, one JSON document
-verify 2 "$N" --require-lane '' '.code == "usage"'
-verify 2 "$N" --require-lane task: '.code == "usage"'
-verify 2 "$N" --require-lane build --require-lane lint '.code == "usage"'
-verify 2 "$N" --require-overlay org.yaml '.code == "usage"'
-verify 2 "$N" --require-overlay "${ov^^}" '.code == "usage"'
-verify 2 "$N" --require-effective "$eff_n" --require-effective "$eff_p" '.code == "usage"'
-verify 2 "$N" --require-effective sha256:00 '.code == "usage"'
-verify 2 "$N" --require-overlay '.code == "usage"'
+verify_gate 2 "$N" --require-lane '' '.code == "usage"'
+verify_gate 2 "$N" --require-lane task: '.code == "usage"'
+verify_gate 2 "$N" --require-lane build --require-lane lint '.code == "usage"'
+verify_gate 2 "$N" --require-overlay org.yaml '.code == "usage"'
+verify_gate 2 "$N" --require-overlay "${ov^^}" '.code == "usage"'
+verify_gate 2 "$N" --require-effective "$eff_n" --require-effective "$eff_p" '.code == "usage"'
+verify_gate 2 "$N" --require-effective sha256:00 '.code == "usage"'
+verify_gate 2 "$N" --require-overlay '.code == "usage"'
 # the schema is not vacuous: a success that names a failure, or without its
 # identities, is invalid
 jq '.failures = [{"code": "archive_lane_not_required", "where": "x", "message": "y"}]' "$tmp/ok.json" >"$tmp/bad1.json"
 jq 'del(.identities.lane)' "$tmp/ok.json" >"$tmp/bad2.json"
 for b in bad1 bad2; do
-  ! (schema verify-archive.schema.json "$tmp/$b.json") 2>/dev/null || fail "$b.json passes the schema"
+  ! (schema_check verify-archive.schema.json "$tmp/$b.json") 2>/dev/null || fail "$b.json passes the schema"
 done
 echo "PASS"

@@ -16,26 +16,11 @@ set -euo pipefail
 command -v git >/dev/null || { echo "SKIP: git missing"; exit 0; }
 command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
-tmp=$(mktemp -d /tmp/ota-archive-rev-XXXXXX)
-root=/run/ota/test-rev-$$
-cleanup() {
-  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
-  rm -rf "$tmp" "$root"
-}
-trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export OTA_CACHE=$tmp/cache
-schema() { /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
-  "$OTA_SOURCE_DIR/docs/schemas/$1" "$2" || fail "$2 against $1"; }
+runner_world rev
 g() { env -u GIT_DIR -u GIT_WORK_TREE HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 \
   GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t \
   git -c init.defaultBranch=main -c safe.directory='*' "$@"; }
-
-T=$tmp/trust
-runner_trust "$T" rev.test
-PIN=$T/versions/1.root.json
-img=$tmp/img
-bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
 
 make_repo() { # make_repo DIR
   mkdir -p "$1/reports"
@@ -62,19 +47,6 @@ run() { # run DIR NAME: ota run build, archive and receipt under $tmp/NAME.*
       --receipt "$tmp/$2.receipt.json" >/dev/null 2>"$tmp/$2.err" ) \
     || fail "run $2: $(cat "$tmp/$2.err")"
 }
-verify() { # verify WANT_RC NAME [options...] -- jq filter last
-  local want=$1 name=$2
-  shift 2
-  local filter=${*: -1}
-  set -- "${@:1:$#-1}"
-  set +e
-  "$OTA_VERIFY" archive "$name" --trust "$PIN" --json "$@" >"$tmp/out" 2>"$tmp/verr"
-  local rc=$?
-  set -e
-  [ "$rc" -eq "$want" ] || fail "verify $name $*: exit $rc, want $want: $(cat "$tmp/out" "$tmp/verr")"
-  jq -e "$filter" "$tmp/out" >/dev/null || fail "verify $name $*: $(cat "$tmp/out")"
-  echo "ok: verify $(basename "$name") $* -> exit $rc"
-}
 text_refusal() { # text_refusal PATTERN ARCHIVE [options...]: exit 1, stderr line matches
   local pat=$1 rc=0
   shift
@@ -90,16 +62,16 @@ rev1=$(g -C "$w" rev-parse HEAD)
 run "$w" a
 jq -e --arg r "$rev1" '.revision == $r' "$tmp/a.receipt.json" >/dev/null \
   || fail "receipt revision $(jq -c .revision "$tmp/a.receipt.json"), want $rev1"
-schema receipt.schema.json "$tmp/a.receipt.json"
-schema archive.schema.json "$tmp/a.json"
-verify 0 "$tmp/a.json" --require-revision "$rev1" \
+schema_check receipt.schema.json "$tmp/a.receipt.json"
+schema_check archive.schema.json "$tmp/a.json"
+verify_gate 0 "$tmp/a.json" --require-revision "$rev1" \
   ".ok == true and .identities.revision == \"$rev1\" and .status == \"enforced_through_completion\""
-verify 0 "$tmp/a.json" ".ok == true and .identities.revision == \"$rev1\""
+verify_gate 0 "$tmp/a.json" ".ok == true and .identities.revision == \"$rev1\""
 # the work tree: the commit's files and nothing else (reports/ is empty)
 tree1=$(g -C "$w" rev-parse 'HEAD^{tree}')
 jq -e --arg t "$tree1" '.worktree == $t' "$tmp/a.receipt.json" >/dev/null \
   || fail "receipt worktree $(jq -c .worktree "$tmp/a.receipt.json"), want $tree1"
-verify 0 "$tmp/a.json" --require-revision "$rev1" --require-worktree "$tree1" \
+verify_gate 0 "$tmp/a.json" --require-revision "$rev1" --require-worktree "$tree1" \
   ".ok == true and .identities.worktree == \"$tree1\""
 
 # a second commit, then packed refs: the run records the new HEAD
@@ -108,27 +80,27 @@ verify 0 "$tmp/a.json" --require-revision "$rev1" --require-worktree "$tree1" \
 rev2=$(g -C "$w" rev-parse HEAD)
 [ "$rev2" != "$rev1" ] || fail "no new commit"
 run "$w" b
-verify 0 "$tmp/b.json" --require-revision "$rev2" ".identities.revision == \"$rev2\""
+verify_gate 0 "$tmp/b.json" --require-revision "$rev2" ".identities.revision == \"$rev2\""
 # the gate handed the older archive for the newer commit refuses it
-verify 1 "$tmp/a.json" --require-revision "$rev2" \
+verify_gate 1 "$tmp/a.json" --require-revision "$rev2" \
   '.ok == false and .status == null and .code == "archive_revision_mismatch" and (.failures | map(.code) == ["archive_revision_mismatch"])'
 # run b saw run a's output (reports/out.txt, gitignored): not the commit's tree
 tree2=$(g -C "$w" rev-parse 'HEAD^{tree}')
 [ -s "$w/reports/out.txt" ] || fail "run a wrote no reports/out.txt"
 jq -e --arg t "$tree2" '.worktree != $t and (.worktree | length == 40)' "$tmp/b.receipt.json" >/dev/null \
   || fail "run b on a dirty work tree: worktree $(jq -c .worktree "$tmp/b.receipt.json")"
-verify 1 "$tmp/b.json" --require-revision "$rev2" --require-worktree "$tree2" \
+verify_gate 1 "$tmp/b.json" --require-revision "$rev2" --require-worktree "$tree2" \
   '.ok == false and (.failures | map(.code) == ["archive_worktree_mismatch"])'
 # cleaned, the same commit's run records its tree
 rm -rf "$w/reports"/*
 run "$w" b2
-verify 0 "$tmp/b2.json" --require-revision "$rev2" --require-worktree "$tree2" \
+verify_gate 0 "$tmp/b2.json" --require-revision "$rev2" --require-worktree "$tree2" \
   ".identities.worktree == \"$tree2\""
 # an uncommitted edit: the revision is the commit's, the files are not
 echo edited >>"$w/notes"
 run "$w" b3
 rm -rf "$w/reports"/*
-verify 1 "$tmp/b3.json" --require-revision "$rev2" --require-worktree "$tree2" \
+verify_gate 1 "$tmp/b3.json" --require-revision "$rev2" --require-worktree "$tree2" \
   '(.failures | map(.code) == ["archive_worktree_mismatch"]) and .identities.revision != null'
 text_refusal "^ota-verify: archive_worktree_mismatch: receipt.worktree: the receipt records worktree " \
   "$tmp/b3.json" --require-worktree "$tree2"
@@ -143,9 +115,9 @@ jq -e --arg r "$rev2" '.revision == $r and .worktree == null' "$tmp/f.receipt.js
   || fail "FIFO in the work tree: $(jq -c '{revision, worktree}' "$tmp/f.receipt.json")"
 grep -q "^ota: note: the work tree is not recorded: unsupported: pipe: " "$tmp/f.err" \
   || fail "no note on the unrecorded work tree: $(cat "$tmp/f.err")"
-verify 1 "$tmp/f.json" --require-worktree "$tree2" '.code == "archive_worktree_mismatch" and .identities.worktree == null'
+verify_gate 1 "$tmp/f.json" --require-worktree "$tree2" '.code == "archive_worktree_mismatch" and .identities.worktree == null'
 # a SHA-256-length id that is not the revision
-verify 1 "$tmp/a.json" --require-revision "$(printf 'a%.0s' $(seq 64))" '.code == "archive_revision_mismatch"'
+verify_gate 1 "$tmp/a.json" --require-revision "$(printf 'a%.0s' $(seq 64))" '.code == "archive_revision_mismatch"'
 text_refusal "^ota-verify: archive_revision_mismatch: receipt.revision: " "$tmp/a.json" \
   --require-revision "$rev2"
 
@@ -155,21 +127,21 @@ make_repo "$p"
 run "$p" c
 jq -e 'has("revision") and .revision == null' "$tmp/c.receipt.json" >/dev/null \
   || fail "no .git: revision $(jq -c .revision "$tmp/c.receipt.json")"
-schema receipt.schema.json "$tmp/c.receipt.json"
-schema archive.schema.json "$tmp/c.json"
-verify 0 "$tmp/c.json" '.ok == true and .identities.revision == null'
-verify 1 "$tmp/c.json" --require-revision "$rev1" '.code == "archive_revision_mismatch"'
+schema_check receipt.schema.json "$tmp/c.receipt.json"
+schema_check archive.schema.json "$tmp/c.json"
+verify_gate 0 "$tmp/c.json" '.ok == true and .identities.revision == null'
+verify_gate 1 "$tmp/c.json" --require-revision "$rev1" '.code == "archive_revision_mismatch"'
 jq -e 'has("worktree") and .worktree == null' "$tmp/c.receipt.json" >/dev/null \
   || fail "no .git: worktree $(jq -c .worktree "$tmp/c.receipt.json")"
-verify 1 "$tmp/c.json" --require-worktree "$tree1" \
+verify_gate 1 "$tmp/c.json" --require-worktree "$tree1" \
   '.code == "archive_worktree_mismatch" and .identities.worktree == null and (.failures[0].message | test("null: none hashed"))'
 
 # ---- an archive written before the member existed ----
 V=$OTA_SOURCE_DIR/vectors/archive/a.json
 VP=$OTA_SOURCE_DIR/vectors/archive/a.json.root.json
-PIN=$VP verify 0 "$V" '.ok == true and .identities.revision == null and .identities.worktree == null'
-PIN=$VP verify 1 "$V" --require-revision "$rev1" '.code == "archive_revision_mismatch"'
-PIN=$VP verify 1 "$V" --require-worktree "$tree1" \
+PIN=$VP verify_gate 0 "$V" '.ok == true and .identities.revision == null and .identities.worktree == null'
+PIN=$VP verify_gate 1 "$V" --require-revision "$rev1" '.code == "archive_revision_mismatch"'
+PIN=$VP verify_gate 1 "$V" --require-worktree "$tree1" \
   '.code == "archive_worktree_mismatch" and (.failures[0].message | test("before the member existed"))'
 
 # ---- usage ----

@@ -27,10 +27,6 @@ cleanup() {
 trap cleanup EXIT
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-schema() {
-  /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
-    "$OTA_SOURCE_DIR/docs/schemas/$1" "${@:2}" >/dev/null || fail "${*:2} against $1"
-}
 man_dir=$OTA_SOURCE_DIR/man
 
 # ---- 1. usage text options are in the SYNOPSIS ----
@@ -162,7 +158,7 @@ grep -q '^trusted acme.example version 2$' out || fail "ota-verify trust output:
 "$OTA" trust sign --dir trust --key trust/keys/root-v3-1.pem >out 2>&1 || fail "sign v3-1: $(cat out)"
 "$OTA" trust sign --dir trust --key trust/keys/root-v3-2.pem >out 2>&1 || fail "sign v3-2: $(cat out)"
 grep -q '^published acme.example version 3$' out || fail "rotation not published: $(cat out)"
-schema trust-root.schema.json trust/versions/1.root.json trust/versions/2.root.json \
+schema_check trust-root.schema.json trust/versions/1.root.json trust/versions/2.root.json \
   trust/versions/3.root.json
 # ota-verify trust --json: {ok: true, trusted: the snapshot summary}
 "$OTA_VERIFY" trust --pinned trust/versions/1.root.json trust/versions/2.root.json \
@@ -214,9 +210,9 @@ cp "$OTA_SOURCE_DIR/vectors/ota-examples/reference/enforced-oci-sandbox/ota.yaml
   # dry runs take the org-policy options (ota(1) SYNOPSIS)
   "$OTA" run verify --agent --dry-run --no-org-policy --json >/dev/null || fail "dry run --no-org-policy"
 )
-schema policy-validate.schema.json "$tmp/validate.json"
-schema policy-lanes.schema.json "$tmp/workflows.json"
-schema policy-show.schema.json "$tmp/show.json"
+schema_check policy-validate.schema.json "$tmp/validate.json"
+schema_check policy-lanes.schema.json "$tmp/workflows.json"
+schema_check policy-show.schema.json "$tmp/show.json"
 jq -e '.selected_segment | has("canonical") and has("effective")' "$tmp/show.json" >/dev/null ||
   fail "policy show TASK --workflow W: no selected_segment"
 
@@ -243,8 +239,8 @@ else
     jq -e '.receipt.cose_sign1 == null and
       .receipt.unsigned.sandbox_policy.attestation.verification == "runner_owned_unsigned"' \
       "$archive" >/dev/null || fail "unsigned archive receipt: $(jq -c .receipt "$archive" | head -c 300)"
-    schema archive.schema.json "$archive"
-    schema receipt.schema.json "$repo/receipt.json"
+    schema_check archive.schema.json "$archive"
+    schema_check receipt.schema.json "$repo/receipt.json"
   fi
   # ota-verify(1): a trust root with a runner, a run that writes its
   # archive, and the merge gate's check (in a git repository)
@@ -281,7 +277,7 @@ else
       fail "ota-verify archive: $(cat "$tmp/v.out")"
     grep -qE '^ok: archive reconciles: status enforced_through_completion, [0-9]+ signatures verified$' \
       "$tmp/v.out" || fail "ota-verify archive output: $(cat "$tmp/v.out")"
-    schema archive.schema.json "$a2"
+    schema_check archive.schema.json "$a2"
   fi
 fi
 

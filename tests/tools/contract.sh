@@ -40,3 +40,50 @@ runner_trust() {
   "$OTA" trust add-key --dir "$1" --principal ci-runner --generate "$1/keys/runner.pem" \
     --sign "$1/keys/root-1.pem" >/dev/null
 }
+
+# schema_check SCHEMA DOC...: each DOC validates against docs/schemas/SCHEMA
+# (calls the script's fail otherwise).
+schema_check() {
+  /usr/bin/python3 -W ignore::DeprecationWarning "$OTA_SOURCE_DIR/tests/tools/validate_schema.py" \
+    "$OTA_SOURCE_DIR/docs/schemas/$1" "${@:2}" >/dev/null || fail "${*:2} against $1"
+}
+
+# runner_world NAME: what a test of signed `ota run`s needs (root and runc
+# checked by the caller): tmp, a fresh directory; root, a runtime root of its
+# own; OTA_CACHE; T, a trust domain NAME.test (runner_trust) and PIN, its
+# pinned snapshot; img, an image store holding bb:1. On exit the runs'
+# leases are finalized and tmp, root and every path in world_rm removed.
+world_rm=()
+runner_world() {
+  tmp=$(mktemp -d "/tmp/ota-$1-XXXXXX")
+  root=/run/ota/test-$1-$$
+  trap world_cleanup EXIT
+  export OTA_CACHE=$tmp/cache
+  T=$tmp/trust
+  runner_trust "$T" "$1.test"
+  PIN=$T/versions/1.root.json
+  img=$tmp/img
+  bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+}
+world_cleanup() {
+  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" \
+    >/dev/null 2>&1 || true
+  rm -rf "$tmp" "$root" "${world_rm[@]}"
+}
+
+# verify_gate WANT_RC ARCHIVE [options...] FILTER: `ota-verify archive
+# ARCHIVE --trust $PIN --json options...` exits WANT_RC with one JSON
+# document that validates against verify-archive.schema.json and satisfies
+# the jq FILTER.
+verify_gate() {
+  local want=$1 name=$2 rc=0
+  shift 2
+  local filter=${*: -1}
+  set -- "${@:1:$#-1}"
+  "$OTA_VERIFY" archive "$name" --trust "$PIN" --json "$@" >"$tmp/out" 2>"$tmp/verr" || rc=$?
+  [ "$rc" -eq "$want" ] || fail "verify $(basename "$name") $*: exit $rc, want $want: $(cat "$tmp/out" "$tmp/verr")"
+  jq -e "$filter" "$tmp/out" >/dev/null || fail "verify $(basename "$name") $*: $(cat "$tmp/out")"
+  [ "$(jq -s length "$tmp/out")" -eq 1 ] || fail "verify $(basename "$name") $*: not one JSON document"
+  schema_check verify-archive.schema.json "$tmp/out"
+  echo "ok: verify $(basename "$name") $* -> exit $rc"
+}
