@@ -41,22 +41,10 @@ w=$tmp/repo
 mkdir -p "$w/reports/keep"
 {
   contract_head req-test bb:1
+  echo "tasks:"
+  reports_task build "echo built > reports/out.txt"
+  reports_task lint "echo linted > reports/lint.txt"
   cat <<YAML
-tasks:
-  build:
-    context: box
-    run: "echo built > reports/out.txt"
-    runtime_boundary:
-      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
-      network: {default: deny}
-    safe_for_agent: true
-  lint:
-    context: box
-    run: "echo linted > reports/lint.txt"
-    runtime_boundary:
-      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
-      network: {default: deny}
-    safe_for_agent: true
 agent:
   safe_tasks: [build, lint]
 YAML

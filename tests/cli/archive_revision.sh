@@ -26,18 +26,9 @@ make_repo() { # make_repo DIR
   mkdir -p "$1/reports"
   {
     contract_head rev-test bb:1
-    cat <<YAML
-tasks:
-  build:
-    context: box
-    run: "echo built > reports/out.txt"
-    runtime_boundary:
-      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
-      network: {default: deny}
-    safe_for_agent: true
-agent:
-  safe_tasks: [build]
-YAML
+    echo "tasks:"
+    reports_task build "echo built > reports/out.txt"
+    printf 'agent:\n  safe_tasks: [build]\n'
   } >"$1/ota.yaml"
 }
 run() { # run DIR NAME: ota run build, archive and receipt under $tmp/NAME.*

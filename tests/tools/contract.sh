@@ -87,3 +87,18 @@ verify_gate() {
   schema_check verify-archive.schema.json "$tmp/out"
   echo "ok: verify $(basename "$name") $* -> exit $rc"
 }
+
+# reports_task NAME COMMAND: a task block (under "tasks:") in context box
+# that runs COMMAND with a read-only root, reports/ writable, ota.yaml
+# protected and the network denied, safe for agents.
+reports_task() {
+  cat <<YAML
+  $1:
+    context: box
+    run: "$2"
+    runtime_boundary:
+      filesystem: {repo_root_mode: read_only, writable_paths: [reports], protected_paths: [ota.yaml]}
+      network: {default: deny}
+    safe_for_agent: true
+YAML
+}
