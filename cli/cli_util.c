@@ -105,9 +105,13 @@ void cli_print_json(const json_t *v)
 
 json_t *cli_error_json(const ota_error *e)
 {
-	return json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "code", ota_err_name(e->code), "where",
-	                 e->where, "message",
-	                 e->what[0] != '\0' ? e->what : ota_err_message(e->code));
+	json_t *j = json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "code", ota_err_name(e->code),
+	                      "where", e->where, "message",
+	                      e->what[0] != '\0' ? e->what : ota_err_message(e->code));
+	/* a refusal about one control names it, as refusals[].control does */
+	if (j != NULL && e->control[0] != '\0')
+		json_object_set_new(j, "control", json_string(e->control));
+	return j;
 }
 
 /* ---- the repository's own files (REPO/.ota/...) ---- */

@@ -604,22 +604,25 @@ static ota_err target_comparable(const otarget *t, const otarget *r, bool base_m
                                  const char *who, ota_error *err)
 {
 	if (t->shape != NULL && r->shape != NULL && strcmp(t->shape, r->shape) != 0)
-		return ota_error_set(err, OTA_ERR_POLICY_INCOMPARABLE, who,
-		                     "network.target_allowlist: %s '%.80s' has destination_shape %s and %s",
+		return ota_error_set_control(err, OTA_ERR_POLICY_INCOMPARABLE, "network.target_allowlist",
+		                             who,
+		                             "network.target_allowlist: %s '%.80s' has destination_shape %s and %s",
 		                     t->kind, t->value, t->shape, r->shape);
 	if (t->has_constraint && r->has_constraint) {
 		if (strcmp(t->c_kind, r->c_kind) != 0 || strcmp(t->c_posture, r->c_posture) != 0 ||
 		    strcmp(t->c_enforcement, r->c_enforcement) != 0 || !str_eq(t->pin_ref, r->pin_ref) ||
 		    !str_eq(t->pin_freshness, r->pin_freshness))
-			return ota_error_set(err, OTA_ERR_POLICY_INCOMPARABLE, who,
-			                     "network.destination_constraints: %s '%.80s' constraints differ in kind, posture, enforcement or pin",
+			return ota_error_set_control(err, OTA_ERR_POLICY_INCOMPARABLE,
+			                             "network.destination_constraints", who,
+			                             "network.destination_constraints: %s '%.80s' constraints differ in kind, posture, enforcement or pin",
 			                     t->kind, t->value);
 		return OTA_OK;
 	}
 	if ((!t->has_constraint && is_advisory(r)) ||
 	    (!base_may_be_advisory && !r->has_constraint && is_advisory(t)))
-		return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_DEMOTES, who,
-		                     "network.target_allowlist: %s '%.80s' is an authoritative destination; an advisory_only constraint cannot make it advisory",
+		return ota_error_set_control(err, OTA_ERR_POLICY_OVERLAY_DEMOTES,
+		                             "network.target_allowlist", who,
+		                             "network.target_allowlist: %s '%.80s' is an authoritative destination; an advisory_only constraint cannot make it advisory",
 		                     t->kind, t->value);
 	return OTA_OK;
 }
@@ -693,8 +696,9 @@ ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char 
 	ota_err rc;
 	if (r->has_fs) {
 		if (strict && r->root == RM_WRITABLE && cur->root == RM_READ_ONLY)
-			return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_WIDENS, who,
-			                     "filesystem.repo_root_mode: writable cannot widen read_only");
+			return ota_error_set_control(err, OTA_ERR_POLICY_OVERLAY_WIDENS,
+			                             "filesystem.repo_root_mode", who,
+			                             "filesystem.repo_root_mode: writable cannot widen read_only");
 		bool all = !cur->has_fs || (cur->root != RM_READ_ONLY && !cur->has_writable);
 		cur->has_fs = true;
 		if (r->root == RM_READ_ONLY && cur->root != RM_READ_ONLY) {
@@ -738,8 +742,8 @@ ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char 
 		 * (allow with destinations) is a targeted reach, met with the
 		 * denied one below as the same list without a default is */
 		if (strict && r->def == ND_ALLOW && r->ntargets == 0 && cur->def == ND_DENY)
-			return ota_error_set(err, OTA_ERR_POLICY_OVERLAY_WIDENS, who,
-			                     "network.default: allow cannot widen deny");
+			return ota_error_set_control(err, OTA_ERR_POLICY_OVERLAY_WIDENS, "network.default",
+			                             who, "network.default: allow cannot widen deny");
 		/* the reach before this restriction: broad unless denied (no
 		 * control, allow or unspecified, and no destinations) */
 		bool was_broad = cur->def != ND_DENY;

@@ -538,9 +538,9 @@ static ota_err resolve_segment(walker *w, seg *s)
 		ota_err rc = boundary_meet(&s->canon, &w->wf->rb, true, who, &e2);
 		if (rc == OTA_ERR_POLICY_OVERLAY_WIDENS || rc == OTA_ERR_POLICY_INCOMPARABLE ||
 		    rc == OTA_ERR_POLICY_OVERLAY_DEMOTES)
-			return ota_error_set(w->err, OTA_ERR_POLICY_SCOPE_CONFLICT, who,
-			                     "workflow '%.40s' and task '%.40s': %s", w->wf->name, t->name,
-			                     e2.what);
+			return ota_error_set_control(w->err, OTA_ERR_POLICY_SCOPE_CONFLICT, e2.control, who,
+			                             "workflow '%.40s' and task '%.40s': %s", w->wf->name,
+			                             t->name, e2.what);
 		if (rc != OTA_OK)
 			return ota_error_set(w->err, rc, e2.where, "%s", e2.what);
 	}

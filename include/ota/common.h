@@ -60,6 +60,10 @@ typedef struct ota_error {
 	ota_err code;
 	char where[256];
 	char what[256];
+	/* the policy control a refusal concerns ("network.default",
+	 * "filesystem.repo_root_mode", ...), as admission refusals name it in
+	 * refusals[].control; "" when the error is about no single control */
+	char control[64];
 } ota_error;
 
 /* Clears e (if not NULL) to OTA_OK and empty strings. */
@@ -74,6 +78,9 @@ OTA_API ota_err ota_error_set(ota_error *e, ota_err code, const char *where,
                               const char *fmt, ...) OTA_PRINTF(4, 5);
 OTA_API ota_err ota_error_vset(ota_error *e, ota_err code, const char *where,
                                const char *fmt, va_list ap) OTA_PRINTF(4, 0);
+/* ota_error_set that also names the control concerned (e->control). */
+OTA_API ota_err ota_error_set_control(ota_error *e, ota_err code, const char *control,
+                                      const char *where, const char *fmt, ...) OTA_PRINTF(5, 6);
 
 /* ---- clock (injected; no module reads the system time on its own) ---- */
 

@@ -103,6 +103,7 @@ EOF
 check "t1 without the overlay: refused" test "$(rc_of "$OTA" run fetch --dry-run --agent --no-org-policy -f "$T/t1.yaml")" = 1
 check "t1 demoting overlay: refused" test "$(rc_of "$OTA" run fetch --dry-run --agent --no-org-policy --overlay "$T/demote.yaml" -f "$T/t1.yaml" --json)" = 1
 check "t1 demoting overlay: policy_overlay_demotes" test "$(jq -r .code "$T/out")" = policy_overlay_demotes
+check "t1 demoting overlay: the control is named" test "$(jq -r .control "$T/out")" = network.target_allowlist
 
 # ---- t3: controls only an overlay adds are evaluated ----
 mkdir -p "$T/t3/.ota"

@@ -44,6 +44,12 @@ refused() {
 	if [ $rc -eq 1 ] && grep -q "$3" "$T/err" "$T/out"; then pass "$1: $3"; else
 		bad "$1: rc=$rc, want $3"; sed 's/^/  | /' "$T/err"; fi
 }
+# check_control CONTROL: the last refusal's JSON names the control it concerns
+check_control() {
+	local got
+	got=$(jq -r '.control' "$T/out" 2>/dev/null)
+	[ "$got" = "$1" ] && pass "  names control $1" || bad "  control '$got', want $1"
+}
 # gives NAME YAML WANT: the overlay is taken and the effective boundary is WANT
 gives() {
 	printf '%s\n' "$2" >"$T/o.yaml"
@@ -82,7 +88,9 @@ gives "filesystem null is neutral" 'policies: {sandbox: {filesystem: null}}' "$B
 gives "network null is neutral" 'policies: {sandbox: {network: null}}' "$BASE"
 gives "network default null keeps deny" 'policies: {sandbox: {network: {default: null}}}' "$BASE"
 refused "root writable over read_only" 'policies: {sandbox: {filesystem: {repo_root_mode: writable}}}' policy_overlay_widens
+check_control filesystem.repo_root_mode
 refused "network allow over deny" 'policies: {sandbox: {network: {default: allow}}}' policy_overlay_widens
+check_control network.default
 
 # ---- YAML: duplicate keys, anchors, merge keys, tags, documents ----
 refused "filesystem twice" $'policies:\n  sandbox:\n    filesystem: {writable_paths: []}\n    filesystem: {writable_paths: [out]}' yaml_duplicate_key

@@ -301,6 +301,7 @@ static void test_no_demotion(void **state)
 	assert_ota(compile(c, "fetch", v, 1, &p, &e), OTA_ERR_POLICY_OVERLAY_DEMOTES);
 	assert_null(p);
 	assert_non_null(strstr(e.what, "api.example.com"));
+	assert_string_equal(e.control, "network.target_allowlist");
 	/* without the overlay the lane keeps its authoritative allowlist (and oci_local refuses it) */
 	p = compile_ok(c, "fetch", NULL, 0);
 	const json_t *ctl = json_object_get(json_array_get(json_object_get(ota_policy_effective_json(p),
@@ -325,6 +326,7 @@ static void test_no_demotion(void **state)
 	assert_ota(ota_contract_load(ota_bytes_make(wf, strlen(wf)), "w.yaml", &cw, &e),
 	           OTA_ERR_POLICY_SCOPE_CONFLICT);
 	assert_null(cw);
+	assert_string_equal(e.control, "network.target_allowlist");
 
 	/* two overlays over a broad lane: one makes the destination an enforced
 	 * allowlist entry, the other would make it advisory: refused in both orders */
