@@ -27,7 +27,7 @@ typedef struct {
 	size_t depth;
 	anchor *anchors;
 	size_t nanchors, canchors;
-	uint64_t expanded;
+	uint64_t expanded, expanded_bytes;
 	unsigned aliases;
 	ota_error *err;
 } builder;
@@ -138,14 +138,25 @@ static ota_err add_child(builder *b, ynode *c, yaml_mark_t m)
 	return OTA_OK;
 }
 
-static ota_err count(builder *b, uint64_t w, yaml_mark_t m)
+/* Counts w nodes and nb scalar bytes more in the expanded document: an
+ * alias counts its anchor's whole subtree again, so that a few aliases of
+ * aliases cannot expand a small document into a huge one (the nodes, or
+ * the bytes each alias of a long scalar copies when the tree is turned into
+ * JSON). */
+static ota_err count(builder *b, uint64_t w, uint64_t nb, yaml_mark_t m)
 {
 	b->expanded += w;
-	if (b->expanded > OTA_MAX_YAML_NODES) {
+	b->expanded_bytes += nb;
+	if (b->expanded > OTA_MAX_YAML_NODES || b->expanded_bytes > OTA_MAX_YAML_EXPANDED_BYTES) {
 		char wh[300];
 		where_mark(b->d, m, wh, sizeof wh);
+		if (b->expanded > OTA_MAX_YAML_NODES)
+			return ota_error_set(b->err, OTA_ERR_YAML_TOO_LARGE, wh,
+			                     "document expands to more than %u nodes",
+			                     OTA_MAX_YAML_NODES);
 		return ota_error_set(b->err, OTA_ERR_YAML_TOO_LARGE, wh,
-		                     "document expands to more than %u nodes", OTA_MAX_YAML_NODES);
+		                     "document expands to more than %u bytes of scalars",
+		                     OTA_MAX_YAML_EXPANDED_BYTES);
 	}
 	return OTA_OK;
 }
@@ -280,11 +291,13 @@ static ota_err on_event(builder *b, yaml_event_t *ev)
 				return ota_error_set(b->err, OTA_ERR_YAML_ALIAS_LIMIT, w,
 				                     "recursive alias");
 			}
-		rc = count(b, t->weight, ev->start_mark);
+		rc = count(b, t->weight, t->bytes, ev->start_mark);
 		if (rc != OTA_OK)
 			return rc;
-		if (b->depth > 0)
+		if (b->depth > 0) {
 			b->stack[b->depth - 1]->weight += t->weight;
+			b->stack[b->depth - 1]->bytes += t->bytes;
+		}
 		return add_child(b, t, ev->start_mark);
 	}
 	case YAML_SCALAR_EVENT: {
@@ -309,13 +322,16 @@ static ota_err on_event(builder *b, yaml_event_t *ev)
 		if (ev->data.scalar.tag != NULL &&
 		    strcmp((const char *)ev->data.scalar.tag, YAML_STR_TAG) == 0)
 			n->plain = false;
-		rc = count(b, 1, ev->start_mark);
+		n->bytes = n->len;
+		rc = count(b, 1, n->len, ev->start_mark);
 		if (rc == OTA_OK)
 			rc = remember_anchor(b, ev->data.scalar.anchor, n, ev->start_mark);
 		if (rc != OTA_OK)
 			return rc;
-		if (b->depth > 0)
+		if (b->depth > 0) {
 			b->stack[b->depth - 1]->weight += 1;
+			b->stack[b->depth - 1]->bytes += n->len;
+		}
 		return add_child(b, n, ev->start_mark);
 	}
 	case YAML_SEQUENCE_START_EVENT:
@@ -329,7 +345,7 @@ static ota_err on_event(builder *b, yaml_event_t *ev)
 		ynode *n = node_new(b, seq ? YN_SEQ : YN_MAP, ev->start_mark);
 		if (n == NULL)
 			return ota_error_set(b->err, OTA_ERR_NOMEM, "yaml", "out of memory");
-		rc = count(b, 1, ev->start_mark);
+		rc = count(b, 1, 0, ev->start_mark);
 		if (rc == OTA_OK)
 			rc = remember_anchor(b,
 			                     seq ? ev->data.sequence_start.anchor
@@ -352,8 +368,10 @@ static ota_err on_event(builder *b, yaml_event_t *ev)
 			if (rc != OTA_OK)
 				return rc;
 		}
-		if (b->depth > 0)
+		if (b->depth > 0) {
 			b->stack[b->depth - 1]->weight += n->weight;
+			b->stack[b->depth - 1]->bytes += n->bytes;
+		}
 		return OTA_OK;
 	}
 	}

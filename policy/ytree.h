@@ -28,6 +28,7 @@ typedef struct ynode {
 	struct ynode **items; /* seq: n items; map: keys at 2i, values at 2i+1 */
 	size_t n, cap;
 	uint64_t weight;    /* nodes in the expanded subtree */
+	uint64_t bytes;     /* scalar bytes in the expanded subtree (keys included) */
 } ynode;
 
 typedef struct ydoc ydoc;

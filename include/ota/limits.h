@@ -70,6 +70,9 @@
 #define OTA_MAX_YAML_BYTES        (8u * 1024u * 1024u)
 #define OTA_MAX_YAML_DEPTH        56u                   /* below OTA_MAX_JSON_DEPTH: identities wrap it */
 #define OTA_MAX_YAML_NODES        2000000u
+/* scalar bytes of the document with every alias expanded (a document
+ * without aliases has at most OTA_MAX_YAML_BYTES) */
+#define OTA_MAX_YAML_EXPANDED_BYTES (2u * OTA_MAX_YAML_BYTES)
 #define OTA_MAX_YAML_ALIASES      1000u
 #define OTA_MAX_TASKS             100000u
 #define OTA_MAX_PATH_BYTES        4096u

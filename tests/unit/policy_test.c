@@ -170,6 +170,29 @@ static void test_alias_bomb_and_depth(void **state)
 	assert_true(rc == OTA_ERR_YAML_TOO_LARGE || rc == OTA_ERR_YAML_ALIAS_LIMIT);
 	assert_null(c);
 	free(y);
+	/* few nodes, many bytes: one 64 KiB scalar, 3 levels of 8 aliases
+	 * (512 copies, 32 MiB once turned into JSON): 584 nodes and 73
+	 * aliases, far below their caps, refused for its expanded bytes */
+	size_t big = 64u * 1024u;
+	y = malloc(big + 4096);
+	assert_non_null(y);
+	strcpy(y, HEAD "metadata:\n  s: &s ");
+	memset(y + strlen(y), 'a', big);
+	y[strlen(HEAD "metadata:\n  s: &s ") + big] = '\0';
+	strcat(y, "\n  l0: &l0 [*s, *s, *s, *s, *s, *s, *s, *s]\n"
+	          "  l1: &l1 [*l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0]\n");
+	char *two = strdup(y); /* 64 copies (4 MiB): taken */
+	assert_non_null(two);
+	strcat(y, "  l2: [*l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1]\n");
+	ota_error_clear(&e);
+	assert_ota(load_str(y, &c, &e), OTA_ERR_YAML_TOO_LARGE);
+	assert_non_null(strstr(e.what, "bytes of scalars"));
+	assert_null(c);
+	assert_ota(load_str(two, &c, &e), OTA_OK);
+	ota_contract_free(c);
+	c = NULL;
+	free(two);
+	free(y);
 	/* many aliases */
 	size_t cap = 1u << 16;
 	y = malloc(cap);
