@@ -85,9 +85,12 @@ ota_err cli_archive_chain_add(cli_archive_chain *c, const char *path, ota_error 
 /* Parses the latest snapshot into c->latest. */
 ota_err cli_archive_chain_finish(cli_archive_chain *c, ota_error *e);
 void cli_archive_chain_free(cli_archive_chain *c);
-/* The runner principal whose key is key in c->latest at now ("" without a chain). */
+/* The runner principal whose key is key in c->latest at now ("" without a
+ * chain), scoped for lane on provider_target (trust_scope_mismatch else:
+ * ota-verify archive would refuse what it signs). */
 ota_err cli_archive_runner_principal(const cli_archive_chain *c, const struct ota_key *key,
-                                     int64_t now, char *out, size_t cap, ota_error *e);
+                                     int64_t now, const char *lane, const char *provider_target,
+                                     char *out, size_t cap, ota_error *e);
 /* Creates the directories leading to path (not its last component); path is
  * restored. For paths the user named (--archive PATH): their symlinks are
  * the user's choice. */

@@ -78,7 +78,8 @@ ota_err cli_archive_chain_finish(cli_archive_chain *c, ota_error *e)
 }
 
 ota_err cli_archive_runner_principal(const cli_archive_chain *c, const ota_key *key, int64_t now,
-                                     char *out, size_t cap, ota_error *e)
+                                     const char *lane, const char *provider_target, char *out,
+                                     size_t cap, ota_error *e)
 {
 	uint8_t kid[32];
 	out[0] = '\0';
@@ -86,9 +87,10 @@ ota_err cli_archive_runner_principal(const cli_archive_chain *c, const ota_key *
 		return OTA_OK;
 	ota_err rc = ota_key_kid(key, kid);
 	const ota_trust_principal *who = NULL;
+	ota_trust_scope_req scope = {NULL, lane, provider_target};
 	if (rc == OTA_OK)
 		rc = ota_trust_lookup(c->latest, ota_bytes_make(kid, sizeof kid),
-		                      ota_key_default_alg(key), OTA_TRUST_ROLE_RUNNER, NULL, now, NULL,
+		                      ota_key_default_alg(key), OTA_TRUST_ROLE_RUNNER, &scope, now, NULL,
 		                      &who, e);
 	if (rc == OTA_OK)
 		snprintf(out, cap, "%s", ota_trust_principal_id(who));

@@ -556,8 +556,11 @@ static int run_lane(int argc, char **argv, bool workflow)
 	if (rc == OTA_OK)
 		rc = cli_archive_chain_finish(&chain, &e);
 	if (rc == OTA_OK && key != NULL)
-		rc = cli_archive_runner_principal(&chain, key, ota_clock_now(NULL), runner_id,
-		                                  sizeof runner_id, &e);
+		/* scoped as ota-verify archive judges the receipt: this lane,
+		 * and oci_local, the one target this build's runner runs on */
+		rc = cli_archive_runner_principal(&chain, key, ota_clock_now(NULL),
+		                                  workflow ? o.workflow : o.lane, "oci_local",
+		                                  runner_id, sizeof runner_id, &e);
 	if (rc != OTA_OK) {
 		ret = run_fail(&o, workflow, &e);
 		ota_nonce_store_close(nonces);

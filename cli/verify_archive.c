@@ -1,7 +1,7 @@
 /*
  * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
  *                    [--require-status S] [--require-revision SHA]
- *                    [--require-worktree TREE]
+ *                    [--require-worktree TREE] [--repo REPO]
  *                    [--require-lane LANE] [--require-overlay ID]...
  *                    [--require-effective ID] [--ledger DB [--ledger-init]] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
@@ -20,7 +20,7 @@
 #define USAGE                                                                                   \
 	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
 	"[--require-revision SHA] [--require-worktree TREE] [--require-lane LANE] "                 \
-	"[--require-overlay ID]... "                                                                \
+	"[--require-overlay ID]... [--repo REPO] "                                                  \
 	"[--require-effective ID] [--ledger DB [--ledger-init]] [--json]"
 
 /* a git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits */
@@ -81,7 +81,7 @@ int verify_archive(int argc, char **argv)
 #endif
 	const char *path = NULL, *pinned = NULL, *at = NULL, *status = NULL, *ledger = NULL;
 	const char *max_age = NULL, *revision = NULL, *worktree = NULL, *lane = NULL;
-	const char *effective = NULL;
+	const char *effective = NULL, *repo = NULL;
 	const char *overlays[OTA_MAX_OVERLAYS];
 	size_t noverlays = 0;
 	bool json = false, ledger_init = false;
@@ -111,7 +111,8 @@ int verify_archive(int argc, char **argv)
 		           {"--at", &at},                {"--max-age", &max_age},
 		           {"--require-status", &status}, {"--ledger", &ledger},
 		           {"--require-revision", &revision}, {"--require-worktree", &worktree},
-		           {"--require-lane", &lane},    {"--require-effective", &effective}};
+		           {"--require-lane", &lane},    {"--require-effective", &effective},
+		           {"--repo", &repo}};
 		for (size_t k = 0; opt == NULL && k < sizeof one / sizeof one[0]; k++)
 			if (strcmp(a, one[k].name) == 0)
 				opt = one[k].val;
@@ -148,6 +149,7 @@ int verify_archive(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.require_status = status;
 	o.require_lane = lane;
+	o.repo = repo;
 	o.require_effective = effective;
 	o.require_overlays = overlays;
 	o.n_require_overlays = noverlays;

@@ -76,10 +76,15 @@ echo "tampered copy refused (exit 1), as it must be"
 
 step "5. a local trust root with a runner principal (created once, reused)"
 trust=$(realpath .ota/demo)/trust
-if [ ! -f "$trust/root.json" ] || [ ! -f "$trust/runner.pem" ]; then
+# the runner is trusted for the demo's workflow "ci" on oci_local, any
+# repository; a domain made by an older demo (no lane scope) is made again
+if [ ! -f "$trust/root.json" ] || [ ! -f "$trust/runner.pem" ] ||
+  ! jq -e '.signed.principals[] | select(.id == "runner:demo") | .scopes.lanes == ["ci"]' \
+    "$trust/root.json" >/dev/null 2>&1; then
   rm -rf "$trust"
   "$OTA" trust init --domain demo.ota.local --dir "$trust"
-  "$OTA" trust add-principal --dir "$trust" --id runner:demo --role runner --provider-target oci_local
+  "$OTA" trust add-principal --dir "$trust" --id runner:demo --role runner --repo '*' \
+    --lane ci --provider-target oci_local
   "$OTA" trust add-key --dir "$trust" --principal runner:demo --generate "$trust/runner.pem"
   "$OTA" trust sign --dir "$trust" --key "$trust/keys/root-1.pem"
 fi

@@ -126,7 +126,7 @@ version=$("$OTA" version | awk '{print $2}')
 trust=$work/trust
 "$OTA" trust init --domain examples.ota.local --dir "$trust" >/dev/null
 "$OTA" trust add-principal --dir "$trust" --id runner:examples --role runner \
-  --provider-target oci_local >/dev/null
+  --repo '*' --lane '*' --provider-target oci_local >/dev/null
 "$OTA" trust add-key --dir "$trust" --principal runner:examples --generate "$work/runner.pem" >/dev/null
 "$OTA" trust sign --dir "$trust" --key "$trust/keys/root-1.pem" >/dev/null
 trust_id=$(jq -r '.identity' <("$OTA" trust show --dir "$trust" --json))

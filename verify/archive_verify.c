@@ -298,6 +298,7 @@ typedef struct vctx {
 	json_t *receipt;
 	const json_t *sp;
 	const char *txn;
+	const char *lane; /* the receipt's selection.lane: the scope its signers need */
 	char runner[OTA_ATT_TEXT_MAX + 1];
 	int64_t signed_at;
 	ota_contract *contract;
@@ -652,12 +653,20 @@ static ota_err receipt_setup(vctx *v)
 		return OTA_ERR_ARCHIVE_RECEIPT_NONCANONICAL;
 	v->sp = json_object_get(v->receipt, "sandbox_policy");
 	v->txn = sget(v->receipt, "txn");
+	v->lane = sget(json_object_get(v->receipt, "selection"), "lane");
 	if (trust_setup(v) != OTA_OK)
 		return OTA_ERR_ARCHIVE_TRUST_UNPINNED;
 	const ota_key *key = NULL;
 	const ota_trust_principal *who = NULL;
-	rc = ota_trust_lookup(v->root, m.kid, m.alg, OTA_TRUST_ROLE_RUNNER, NULL, v->signed_at, &key,
-	                      &who, &e);
+	/* the runner is trusted for its scope only: the lane it ran, the
+	 * provider target it ran it on, and the gate's repository when named
+	 * (a receipt without a lane or target matches no pattern: "" is
+	 * refused by every one but "*") */
+	const char *target = sget(v->sp, "provider_target");
+	ota_trust_scope_req scope = {v->o->repo, v->lane != NULL ? v->lane : "",
+	                             target != NULL ? target : ""};
+	rc = ota_trust_lookup(v->root, m.kid, m.alg, OTA_TRUST_ROLE_RUNNER, &scope, v->signed_at,
+	                      &key, &who, &e);
 	if (rc == OTA_OK) {
 		rc = ota_cose_sign1_check(&m, key, ota_bytes_make(NULL, 0), &e);
 		r->sigs++;
@@ -698,6 +707,14 @@ static const char *lane_split(const char *req, const char **kind)
  * else what is wrong (usage, before anything is read). */
 static const char *require_usage(const ota_archive_verify_opts *o)
 {
+	if (o->repo != NULL) {
+		size_t n = strnlen(o->repo, OTA_MAX_NAME_BYTES + 1);
+		bool printable = n > 0 && n <= OTA_MAX_NAME_BYTES;
+		for (size_t i = 0; printable && i < n; i++)
+			printable = (unsigned char)o->repo[i] > 0x20 && (unsigned char)o->repo[i] < 0x7f;
+		if (!printable)
+			return "repo: a repository is 1..256 printable ASCII bytes without spaces";
+	}
 	if (o->require_lane != NULL) {
 		size_t n = strnlen(lane_split(o->require_lane, NULL), OTA_MAX_NAME_BYTES + 1);
 		if (n == 0 || n > OTA_MAX_NAME_BYTES)
@@ -1149,7 +1166,7 @@ static void attestation_check(vctx *v, size_t i)
 	int64_t judged = external ? v->acc[acc].accepted_at : ch->consumed_at;
 	const ota_key *key = NULL;
 	const ota_trust_principal *who = NULL;
-	ota_trust_scope_req scope = {NULL, NULL, c->provider};
+	ota_trust_scope_req scope = {v->o->repo, v->lane != NULL ? v->lane : "", c->provider};
 	rc = ota_trust_lookup(v->root, m.kid, m.alg,
 	                      external ? OTA_TRUST_ROLE_ISSUER : OTA_TRUST_ROLE_RUNNER, &scope, judged,
 	                      &key, &who, &e);

@@ -135,6 +135,15 @@ typedef struct ota_archive_verify_opts {
 	 */
 	const char *require_worktree;
 	/*
+	 * NULL: the repository dimension of principals' scopes is not judged
+	 * (the archive names no repository). Else the repository the gate
+	 * stands for ("acme/widgets", 1..OTA_MAX_NAME_BYTES printable bytes,
+	 * else usage): the runner that signed the receipt and every issuer of
+	 * an attestation must be scoped for it (trust_scope_mismatch), as they
+	 * always are for the archive's lane and provider target.
+	 */
+	const char *repo;
+	/*
 	 * What a merge gate requires of the run itself, each NULL (0): none.
 	 * require_lane: the selection's lane, "NAME" (a task or a workflow) or
 	 * "task:NAME" / "workflow:NAME" (that kind only); 1..OTA_MAX_NAME_BYTES
