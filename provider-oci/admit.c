@@ -111,8 +111,11 @@ void ota_oci_admitted_free(ota_oci_admitted *a)
 		path_free(&a->writable[i]);
 	for (size_t i = 0; i < a->n_prot; i++)
 		path_free(&a->prot[i]);
+	for (size_t i = 0; i < a->n_pins; i++)
+		path_free(&a->pins[i]);
 	free(a->writable);
 	free(a->prot);
+	free(a->pins);
 	if (a->repo_fd >= 0)
 		close(a->repo_fd);
 	free(a->repo);
@@ -331,6 +334,78 @@ static bool rel_in_list(const char *rel, const oci_path *v, size_t n)
 		if (oci_path_within(rel, v[i].rel))
 			return true;
 	return false;
+}
+
+/* The index of the path of v whose rel is exactly rel, or SIZE_MAX. */
+static size_t rel_index(const char *rel, const oci_path *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].rel, rel) == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+/*
+ * a->pins: for each protected path P that exists under a writable mount W
+ * (the deepest carve-out at or above it, else the repository when it is
+ * writable), every directory strictly between W and P that is neither a
+ * carve-out nor a protected path (those are mounts already), resolved as a
+ * writable path is (beneath the repository, no symlink, no other file
+ * system), at most OTA_OCI_MAX_PATHS of them; sorted shallow first.
+ */
+static ota_err pin_parents(ota_oci_admitted *a, int repo_fd, ota_error *err)
+{
+	for (size_t i = 0; i < a->n_prot; i++) {
+		const oci_path *p = &a->prot[i];
+		if (!p->exists)
+			continue;
+		size_t wl = SIZE_MAX; /* length of W's rel; 0: the repository */
+		for (size_t j = 0; j < a->n_writable; j++)
+			if (oci_path_within(p->rel, a->writable[j].rel) &&
+			    (wl == SIZE_MAX || strlen(a->writable[j].rel) > wl))
+				wl = strlen(a->writable[j].rel);
+		if (wl == SIZE_MAX && a->repo_writable)
+			wl = 0;
+		if (wl == SIZE_MAX)
+			continue; /* under a read-only parent: nothing to rename */
+		char *rel = strdup(p->rel);
+		if (rel == NULL)
+			return ota_error_set(err, OTA_ERR_NOMEM, "pins", "out of memory");
+		ota_err rc = OTA_OK;
+		/* each '/' after W ends one directory strictly between W and P */
+		for (size_t k = wl == 0 ? 0 : wl + 1; rc == OTA_OK && rel[k] != '\0'; k++) {
+			if (rel[k] != '/')
+				continue;
+			rel[k] = '\0';
+			if (rel_index(rel, a->writable, a->n_writable) == SIZE_MAX &&
+			    rel_index(rel, a->prot, a->n_prot) == SIZE_MAX &&
+			    rel_index(rel, a->pins, a->n_pins) == SIZE_MAX) {
+				if (a->n_pins == OTA_OCI_MAX_PATHS)
+					rc = ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, p->rel,
+					                   "more than %u directories to pin above protected "
+					                   "paths",
+					                   OTA_OCI_MAX_PATHS);
+				else
+					rc = resolve_one(repo_fd, a->repo, rel, true, &a->pins[a->n_pins++],
+					                 err);
+				if (rc == OTA_OK && !a->pins[a->n_pins - 1].is_dir)
+					rc = ota_error_set(err, OTA_ERR_OCI_PATH_ESCAPE, rel,
+					                   "a parent of a protected path is not a directory");
+			}
+			rel[k] = '/';
+		}
+		free(rel);
+		if (rc != OTA_OK)
+			return rc;
+	}
+	/* shallow first: a pin is mounted after the pins above it */
+	for (size_t i = 1; i < a->n_pins; i++)
+		for (size_t j = i; j > 0 && strlen(a->pins[j - 1].rel) > strlen(a->pins[j].rel); j--) {
+			oci_path t = a->pins[j];
+			a->pins[j] = a->pins[j - 1];
+			a->pins[j - 1] = t;
+		}
+	return OTA_OK;
 }
 
 /*
@@ -720,7 +795,8 @@ ota_err ota_oci_admit_with(const ota_oci_plan *plan, const ota_oci_admit_opts *o
 	}
 	a->writable = calloc(plan->n_writable + 1, sizeof *a->writable);
 	a->prot = calloc(plan->n_protected + 1, sizeof *a->prot);
-	if (a->writable == NULL || a->prot == NULL) {
+	a->pins = calloc(OTA_OCI_MAX_PATHS, sizeof *a->pins);
+	if (a->writable == NULL || a->prot == NULL || a->pins == NULL) {
 		rc = OTA_ERR_NOMEM;
 		goto out_fail;
 	}
@@ -763,6 +839,9 @@ ota_err ota_oci_admit_with(const ota_oci_plan *plan, const ota_oci_admit_opts *o
 				                   "duplicate writable path");
 				goto out_fail;
 			}
+	rc = pin_parents(a, repo_fd, err);
+	if (rc != OTA_OK)
+		goto out_fail;
 	if (admit_cancelled(o)) {
 		rc = ota_error_set(err, OTA_ERR_OCI_INTERRUPTED, "admission", "admission interrupted");
 		goto out_fail;

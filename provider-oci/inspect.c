@@ -192,7 +192,7 @@ ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo, 
 	ota_err rc = oci_mountinfo_parse(mountinfo, &buf, &m, &n, err);
 	if (rc != OTA_OK)
 		return rc;
-	size_t ne = a->n_writable + a->n_prot;
+	size_t ne = a->n_writable + a->n_prot + a->n_pins;
 	expect *ex = calloc(ne + 1, sizeof *ex);
 	json_t *mounts = json_array();
 	if (ex == NULL || mounts == NULL) {
@@ -205,6 +205,8 @@ ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo, 
 	for (size_t i = 0; i < a->n_prot; i++)
 		if (a->prot[i].exists)
 			ex[k++] = (expect){a->prot[i].dest, "protected", false};
+	for (size_t i = 0; i < a->n_pins; i++)
+		ex[k++] = (expect){a->pins[i].dest, "pin", false};
 	ne = k;
 	bool saw_root = false, saw_ws = false, saw_proc = false;
 	for (size_t i = 0; i < n; i++) {
@@ -237,8 +239,9 @@ ota_err ota_oci_check_mountinfo(const ota_oci_admitted *a, ota_bytes mountinfo, 
 					role = ex[j].role;
 					ex[j].seen = true;
 				}
-			if (strcmp(role, "carve_out") == 0) {
-				/* rw expected; ro would only narrow (canaries witness it) */
+			if (strcmp(role, "carve_out") == 0 || strcmp(role, "pin") == 0) {
+				/* rw expected; ro would only narrow (canaries witness it);
+				 * a pin's point is that it is a mount at all */
 			} else if (strcmp(role, "protected") == 0 || strcmp(role, "repo_submount") == 0) {
 				if (!ro)
 					bad = strcmp(role, "protected") == 0 ? "protected path is writable"

@@ -30,6 +30,15 @@ struct ota_oci_admitted {
 	size_t n_writable;
 	oci_path *prot;
 	size_t n_prot;
+	/* pins: each directory strictly between a protected path and the
+	 * writable mount above it (a carve-out, or the repository when
+	 * writable), bound read-write over itself so that it is a mount point
+	 * the task cannot rename: Linux refuses to rename a mount point but
+	 * not its parent, and moving the parent would move the protected
+	 * mount away and let the task put its own file at the protected path
+	 * (oci_pin_parents; shallow first) */
+	oci_path *pins;
+	size_t n_pins;
 	size_t scanned_entries;
 };
 

@@ -142,20 +142,26 @@ ota_err ota_oci_render(const ota_oci_plan *plan, const ota_oci_admitted *a,
 	if (a->repo_writable ? add_mount(mounts, "/workspace", "bind", a->repo, o_repo_rw, N(o_repo_rw))
 	                     : add_mount(mounts, "/workspace", "bind", a->repo, o_repo_ro, N(o_repo_ro)))
 		goto out_nomem;
-	size_t *order = calloc(a->n_writable + 1, sizeof *order);
+	/* carve-outs and pins (the directories above protected paths under a
+	 * writable mount, bound over themselves so that they cannot be
+	 * renamed: oci_pin_parents), one list, shallow first: a pin below a
+	 * carve-out comes after it, a carve-out below a pin after the pin */
+	size_t nrw = a->n_writable + a->n_pins;
+	const oci_path **order = calloc(nrw + 1, sizeof *order);
 	if (order == NULL)
 		goto out_nomem;
 	for (size_t i = 0; i < a->n_writable; i++)
-		order[i] = i;
-	for (size_t i = 1; i < a->n_writable; i++)
-		for (size_t j = i; j > 0 && strlen(a->writable[order[j - 1]].rel) >
-		                                    strlen(a->writable[order[j]].rel); j--) {
-			size_t t = order[j];
+		order[i] = &a->writable[i];
+	for (size_t i = 0; i < a->n_pins; i++)
+		order[a->n_writable + i] = &a->pins[i];
+	for (size_t i = 1; i < nrw; i++)
+		for (size_t j = i; j > 0 && strlen(order[j - 1]->rel) > strlen(order[j]->rel); j--) {
+			const oci_path *t = order[j];
 			order[j] = order[j - 1];
 			order[j - 1] = t;
 		}
-	for (size_t i = 0; i < a->n_writable; i++) {
-		const oci_path *p = &a->writable[order[i]];
+	for (size_t i = 0; i < nrw; i++) {
+		const oci_path *p = order[i];
 		if (add_mount(mounts, p->dest, "bind", p->host, o_carve, N(o_carve))) {
 			free(order);
 			goto out_nomem;

@@ -197,7 +197,7 @@ static ota_err check_identities(long pid, const ota_oci_admitted *a, json_t **ou
 		return ota_error_set(err, OTA_ERR_OCI_MOUNT_MISSING, p, "open: %s", strerror(errno));
 	json_t *arr = json_array();
 	ota_err rc = OTA_OK;
-	size_t total = 1 + a->n_writable + a->n_prot;
+	size_t total = 1 + a->n_writable + a->n_prot + a->n_pins;
 	for (size_t i = 0; i < total && rc == OTA_OK; i++) {
 		const char *dest;
 		dev_t dev;
@@ -210,10 +210,15 @@ static ota_err check_identities(long pid, const ota_oci_admitted *a, json_t **ou
 			dest = a->writable[i - 1].dest;
 			dev = a->writable[i - 1].dev;
 			ino = a->writable[i - 1].ino;
-		} else {
+		} else if (i <= a->n_writable + a->n_prot) {
 			const oci_path *q = &a->prot[i - 1 - a->n_writable];
 			if (!q->exists)
 				continue;
+			dest = q->dest;
+			dev = q->dev;
+			ino = q->ino;
+		} else {
+			const oci_path *q = &a->pins[i - 1 - a->n_writable - a->n_prot];
 			dest = q->dest;
 			dev = q->dev;
 			ino = q->ino;

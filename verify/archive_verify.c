@@ -1389,6 +1389,99 @@ static bool declared_in(const json_t *list, const char *p)
 	return false;
 }
 
+/*
+ * The writable mount above the relative path rel under boundary fs: the
+ * length of the deepest declared carve-out at or above it, 0 for the
+ * repository when it is writable, SIZE_MAX under a read-only parent.
+ */
+static size_t writable_above(const json_t *fs, bool repo_rw, const char *rel)
+{
+	const json_t *wp = json_object_get(fs, "writable_paths");
+	size_t best = repo_rw ? 0 : SIZE_MAX, rl = strlen(rel);
+	for (size_t i = 0; i < json_array_size(wp); i++) {
+		const char *w = json_string_value(json_array_get(wp, i));
+		size_t n = w != NULL ? strlen(w) : 0;
+		if (n > 0 && n <= rl && strncmp(rel, w, n) == 0 && (rel[n] == '\0' || rel[n] == '/') &&
+		    (best == SIZE_MAX || n > best))
+			best = n;
+	}
+	return best;
+}
+
+/* rel is exactly one of the paths of list */
+static bool listed(const json_t *list, const char *rel)
+{
+	for (size_t i = 0; i < json_array_size(list); i++)
+		if (seq(json_string_value(json_array_get(list, i)), rel))
+			return true;
+	return false;
+}
+
+/*
+ * The pins oci_local mounts (docs/oci-local.md): each directory strictly
+ * between a protected path and the writable mount above it, neither a
+ * carve-out nor a protected path itself, bound read-write over itself so
+ * that the task cannot rename it (and the protected mount with it). fn is
+ * called with each pin's /workspace path (a pin of two protected paths
+ * more than once) until it returns false; false then.
+ */
+static bool each_pin(const json_t *fs, bool repo_rw, bool (*fn)(const char *dest, void *ctx),
+                     void *ctx)
+{
+	const json_t *wp = json_object_get(fs, "writable_paths");
+	const json_t *pp = json_object_get(fs, "protected_paths");
+	for (size_t i = 0; i < json_array_size(pp); i++) {
+		const char *p = json_string_value(json_array_get(pp, i));
+		size_t pl = p != NULL ? strlen(p) : 0;
+		if (pl == 0 || pl > OTA_MAX_PATH_BYTES)
+			continue;
+		size_t w = writable_above(fs, repo_rw, p);
+		if (w == SIZE_MAX)
+			continue;
+		char dest[OTA_MAX_PATH_BYTES + 16];
+		snprintf(dest, sizeof dest, "/workspace/%s", p);
+		char *rel = dest + 11;
+		for (size_t k = w == 0 ? 0 : w + 1; rel[k] != '\0'; k++) {
+			if (rel[k] != '/')
+				continue;
+			rel[k] = '\0';
+			bool go = listed(wp, rel) || listed(pp, rel) || fn(dest, ctx);
+			rel[k] = '/';
+			if (!go)
+				return false;
+		}
+	}
+	return true;
+}
+
+static bool pin_differs(const char *dest, void *ctx)
+{
+	return strcmp(dest, (const char *)ctx) != 0;
+}
+
+/* p (a /workspace path) is a pin of boundary fs */
+static bool is_pin(const json_t *fs, bool repo_rw, const char *p)
+{
+	return p != NULL && strncmp(p, "/workspace/", 11) == 0 &&
+	       !each_pin(fs, repo_rw, pin_differs, (void *)(uintptr_t)p);
+}
+
+typedef struct {
+	const json_t *cm, *am;
+	const char *missing;
+	char buf[OTA_MAX_PATH_BYTES + 16];
+} pin_check;
+
+static bool pin_mounted(const char *dest, void *ctx)
+{
+	pin_check *c = ctx;
+	if (mount_at(c->cm, "destination", dest) != NULL && mount_at(c->am, "path", dest) != NULL)
+		return true;
+	snprintf(c->buf, sizeof c->buf, "%s", dest);
+	c->missing = c->buf;
+	return false;
+}
+
 /* The first key (destination / path) that two mounts of the list share, or NULL. */
 static const char *mount_twice(const json_t *mounts, const char *key, bool workspace_only)
 {
@@ -1436,9 +1529,12 @@ static const char *rendered_mounts_bad(const json_t *cfg, const json_t *fs, bool
 			return "a mount without destination, type or consistent ro/rw options";
 		if (strcmp(type, "bind") == 0 || opt_has(o, "bind") || opt_has(o, "rbind")) {
 			bool ws = strcmp(d, "/workspace") == 0, carve = declared_in(wp, d);
-			if (!ws && !carve && !declared_in(pp, d) && strcmp(d, OTA_OCI_CANARY_DEST) != 0)
+			/* a pin: writable inside a writable mount already */
+			bool pin = !ws && !carve && !declared_in(pp, d) && is_pin(fs, repo_rw, d);
+			if (!ws && !carve && !pin && !declared_in(pp, d) &&
+			    strcmp(d, OTA_OCI_CANARY_DEST) != 0)
 				return "a host directory mounted outside the declared paths";
-			if (ro == 0 && !carve && !(ws && repo_rw))
+			if (ro == 0 && !carve && !pin && !(ws && repo_rw))
 				return "a writable host mount the boundary does not declare";
 			continue;
 		}
@@ -1479,7 +1575,8 @@ static const char *applied_mounts_bad(const json_t *am, const json_t *cfg, const
 		if (ro == 1)
 			continue;
 		if (within_workspace(p)) {
-			if (!declared_in(wp, p) && !(strcmp(p, "/workspace") == 0 && repo_rw))
+			if (!declared_in(wp, p) && !(strcmp(p, "/workspace") == 0 && repo_rw) &&
+			    !is_pin(fs, repo_rw, p))
 				return "a writable mount in the repository the boundary does not declare";
 			continue;
 		}
@@ -1570,6 +1667,17 @@ static void controls_applied(vctx *v, const char *where, size_t j, const json_t 
 				return;
 			}
 		}
+	}
+	/* a protected path under a writable mount holds only when no
+	 * directory between them can be renamed: each is a mount (a pin) */
+	pin_check pc = {cm, am, NULL, ""};
+	if (!each_pin(fs, want_ro == 0, pin_mounted, &pc)) {
+		fail(v->r, OTA_ERR_ARCHIVE_CONTROL_MISMATCH, where,
+		     "filesystem.protected_paths: %s, above a protected path in a writable mount, is "
+		     "not a mount as rendered and applied (renaming it would move the protected "
+		     "path away)",
+		     pc.missing);
+		return;
 	}
 	const char *at = NULL, *bad = rendered_mounts_bad(cfg, fs, want_ro == 0, &at);
 	if (bad != NULL) {

@@ -24,20 +24,21 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 runner_world prot
 
 w=$tmp/repo
-mkdir -p "$w/reports"
+mkdir -p "$w/reports/cfg"
 echo keep >"$w/reports/keep.txt"
+echo '{"keep":true}' >"$w/reports/cfg/keep.json"
 {
   contract_head prot-test bb:1
   cat <<YAML
 tasks:
   build:
     context: box
-    run: "echo built > reports/out.txt; mkdir -p .github/workflows 2>/dev/null; echo x > reports/keep.txt 2>/dev/null; true"
+    run: "echo built > reports/out.txt; mkdir -p .github/workflows 2>/dev/null; echo x > reports/keep.txt 2>/dev/null; mv reports/cfg reports/cfg2 2>/dev/null; true"
     runtime_boundary:
       filesystem:
         repo_root_mode: read_only
         writable_paths: [reports]
-        protected_paths: [ota.yaml, .github/workflows, reports/keep.txt]
+        protected_paths: [ota.yaml, .github/workflows, reports/keep.txt, reports/cfg/keep.json]
       network: {default: deny}
     safe_for_agent: true
 agent:
@@ -51,13 +52,15 @@ YAML
 [ "$(cat "$w/reports/out.txt")" = built ] || fail "task output"
 [ "$(cat "$w/reports/keep.txt")" = keep ] || fail "protected reports/keep.txt was written"
 [ ! -e "$w/.github" ] || fail "the absent protected path was created"
+[ -f "$w/reports/cfg/keep.json" ] && [ ! -e "$w/reports/cfg2" ] || fail "the pin reports/cfg was renamed"
 jq -e '.sandbox_policy.status == "enforced_through_completion"' "$tmp/r.json" >/dev/null \
   || fail "receipt status: $(jq -c .sandbox_policy.status "$tmp/r.json")"
 # the case under test: the rendered config has no mount for the absent path,
 # and read-only mounts for the two present ones
 jq -e '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]
   | (index("/workspace/.github/workflows") == null) and (index("/workspace/ota.yaml") != null)
-    and (index("/workspace/reports/keep.txt") != null)' "$tmp/a.json" >/dev/null \
+    and (index("/workspace/reports/keep.txt") != null) and (index("/workspace/reports/cfg") != null)' \
+  "$tmp/a.json" >/dev/null \
   || fail "rendered mounts: $(jq -c '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]' "$tmp/a.json")"
 
 set +e
@@ -72,6 +75,6 @@ mkdir "$tmp/forge"
 python3 "$OTA_SOURCE_DIR/tests/tools/archive_forge.py" "$OTA_VERIFY" "$tmp/a.json" "$PIN" \
   "$T/keys/runner.pem" "$tmp/forge" protected >"$tmp/forge.out" 2>&1 \
   || { cat "$tmp/forge.out"; fail "forgeries"; }
-grep -q '^5 passed, 0 failed$' "$tmp/forge.out" || { cat "$tmp/forge.out"; fail "forge count"; }
+grep -q '^7 passed, 0 failed$' "$tmp/forge.out" || { cat "$tmp/forge.out"; fail "forge count"; }
 cat "$tmp/forge.out"
 echo "archive_protected: ok"

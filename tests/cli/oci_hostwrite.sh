@@ -156,18 +156,46 @@ jq -e '[.evidence[] | select(.kind == "ota.platform_check/v1") | .rootfs_source]
 no_containers
 
 # ---- t11: the task swaps a protected path's parent for a symlink ----
+# Linux refuses to rename a mount point but not its parent: out/w, between
+# the carve-out out and the protected out/w/.git, is a pin (a mount of
+# itself), so the rename is refused (EBUSY) and nothing moves on the host.
 r=$tmp/r11
 mkrepo "$r" 'mv out/w out/w2 && ln -s w2 out/w && echo PWN > out/w/.git/config' \
   '{repo_root_mode: read_only, writable_paths: [out], protected_paths: [ota.yaml, out/w/.git]}'
 mkdir -p "$r/out/w/.git"; echo orig >"$r/out/w/.git/config"
 runtask "$r" --receipt "$tmp/r11.json"
-[ "$rc" -eq 1 ] && grep -q "oci_enforcement_lost" <<<"$err" || fail "t11: $rc $err"
-[ "$(cat "$r/out/w2/.git/config")" = orig ] || fail "t11: protected content written"
-jq -e '.sandbox_policy.status == "enforcement_lost"
+[ "$rc" -eq 1 ] && grep -q "can't rename 'out/w': Device or resource busy" <<<"$err" || fail "t11: $rc $err"
+[ "$(cat "$r/out/w/.git/config")" = orig ] && [ ! -e "$r/out/w2" ] || fail "t11: the parent moved"
+jq -e '.sandbox_policy.status == "enforced_through_completion" and .exit_status == 1
   and ([.evidence[] | select(.phase == "terminal") | .terminal_inspection.protected[]
-        | select(.path == "out/w/.git") | .unchanged] == [false])' "$tmp/r11.json" >/dev/null \
+        | select(.path == "out/w/.git") | .unchanged] == [true])' "$tmp/r11.json" >/dev/null \
   || fail "t11 receipt: $(jq -c '.evidence[] | select(.phase == "terminal") | .terminal_inspection' "$tmp/r11.json")"
 no_containers
+
+# ---- t11b: the swap kept only while the task runs, then undone ----
+# (renaming a deeper parent, a protected file two levels below the
+# carve-out, and the same with a carve-out below a pin, mounted after it):
+# each parent between the writable mount and the protected path is a pin;
+# a host reader during the run sees the original, and the receipt is honest
+for fs in '{repo_root_mode: read_only, writable_paths: [work], protected_paths: [ota.yaml, work/a/cfg/settings.json]}' \
+  '{repo_root_mode: read_only, writable_paths: [work, work/a/cfg/out], protected_paths: [ota.yaml, work/a/cfg/settings.json]}'; do
+  r=$tmp/r11b
+  mkrepo "$r" 'cd work/a && for d in cfg .; do mv "$d" "$d.real" 2>>/tmp/ota-r11b.err; done;
+    mkdir -p cfg && echo pwned > cfg/settings.json 2>>/tmp/ota-r11b.err; sleep 2; echo done' "$fs"
+  mkdir -p "$r/work/a/cfg/out"; echo '{"safe":true}' >"$r/work/a/cfg/settings.json"
+  ( for _ in 1 2 3 4 5 6; do cat "$r/work/a/cfg/settings.json" 2>/dev/null; sleep 0.5; done ) >"$tmp/seen" &
+  reader=$!
+  runtask "$r" --receipt "$tmp/r11b.json"
+  wait "$reader"
+  [ "$rc" -eq 0 ] || fail "t11b $fs: $rc $err"
+  ! grep -q pwned "$tmp/seen" || fail "t11b $fs: the host read the task's file at the protected path"
+  [ "$(cat "$r/work/a/cfg/settings.json")" = '{"safe":true}' ] && [ ! -e "$r/work/a/cfg.real" ] &&
+    [ ! -e "$r/work/a.real" ] || fail "t11b $fs: a parent moved: $(find "$r/work")"
+  jq -e '.sandbox_policy.status == "enforced_through_completion"' "$tmp/r11b.json" >/dev/null ||
+    fail "t11b $fs: $(jq -c .sandbox_policy.status "$tmp/r11b.json")"
+  echo "ok: t11b: no parent of a protected path renamed ($fs)"
+  no_containers
+done
 
 # ---- t14: .ota/org-policy.yaml is a FIFO, or a symlink ----
 r=$tmp/r14

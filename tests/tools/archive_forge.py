@@ -498,8 +498,10 @@ def drop_protected(rel, rendered=True, applied=True):
 
 # For an archive of `ota run` whose last segment declares writable_paths
 # [reports] and protected_paths [ota.yaml, .github/workflows (absent),
-# reports/keep.txt] (tests/cli/archive_protected.sh): a protected path with no
-# mount of its own is read-only only through a read-only parent.
+# reports/keep.txt, reports/cfg/keep.json] (tests/cli/archive_protected.sh):
+# a protected path with no mount of its own is read-only only through a
+# read-only parent, and one below a directory of the carve-out only when that
+# directory is a mount (a pin).
 PROTECTED_CASES = [
     ("control: re-signed, unedited", lambda a: last_segment(a), [], None),
     ("ota.yaml unmounted under the read-only root (read-only through it)",
@@ -512,6 +514,14 @@ PROTECTED_CASES = [
      {"archive_control_mismatch"}),
     ("reports/keep.txt unmounted under the writable carve-out reports",
      lambda a: last_segment(a, **drop_protected("reports/keep.txt")), [],
+     {"archive_control_mismatch"}),
+    # reports/cfg/keep.json: reports/cfg, between the carve-out and the
+    # protected file, is a pin (a mount of itself, so it cannot be renamed)
+    ("pin reports/cfg unmounted (rendered and applied)",
+     lambda a: last_segment(a, **drop_protected("reports/cfg")), [],
+     {"archive_control_mismatch"}),
+    ("pin reports/cfg rendered, not applied",
+     lambda a: last_segment(a, **drop_protected("reports/cfg", rendered=False)), [],
      {"archive_control_mismatch"}),
 ]
 
