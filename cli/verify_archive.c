@@ -1,14 +1,18 @@
 /*
  * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
  *                    [--require-status S] [--require-revision SHA]
- *                    [--require-worktree TREE] [--repo REPO]
+ *                    [--require-worktree TREE] [--repo REPO] [--current DIR]
  *                    [--require-lane LANE] [--require-overlay ID]...
  *                    [--require-effective ID] [--ledger DB [--ledger-init]] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
  * 2 on usage or an input that cannot be used (unreadable, not a regular
  * file, a ledger that is not there); 3 on internal errors.
  */
+#include <errno.h>
+#include <limits.h>
 #include <malloc.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +24,65 @@
 #define USAGE                                                                                   \
 	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
 	"[--require-revision SHA] [--require-worktree TREE] [--require-lane LANE] "                 \
-	"[--require-overlay ID]... [--repo REPO] "                                                  \
+	"[--require-overlay ID]... [--repo REPO] [--current DIR] "                                  \
 	"[--require-effective ID] [--ledger DB [--ledger-init]] [--json]"
+
+static void free_current(ota_bytes *cur, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((void *)(uintptr_t)cur[i].ptr);
+}
+
+/*
+ * --current DIR: the trust domain's chain as published (`ota trust` writes
+ * DIR = TRUST/versions, one N.root.json per version): the snapshots after
+ * the pinned one's version, in order, up to the first number missing.
+ * A directory that holds none of them is a usage error (exit 2): a gate
+ * that names its current chain must not silently judge without it.
+ */
+static ota_err read_current(const char *dir, ota_bytes pinned, ota_bytes *cur, size_t *n,
+                            ota_error *e)
+{
+	ota_trust_root *p = NULL;
+	ota_err rc = ota_trust_root_parse_unloaded(pinned, NULL, &p, e);
+	if (rc != OTA_OK)
+		return rc == OTA_ERR_NOMEM ? rc : OTA_ERR_USAGE;
+	int64_t v = ota_trust_root_version(p);
+	ota_trust_root_free(p);
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return ota_error_set(e, OTA_ERR_IO, dir, "--current takes a directory of N.root.json");
+	*n = 0;
+	for (;;) {
+		char path[PATH_MAX];
+		int k = snprintf(path, sizeof path, "%s/%lld.root.json", dir, (long long)(v + 1));
+		if (k < 0 || (size_t)k >= sizeof path)
+			return ota_error_set(e, OTA_ERR_IO, dir, "path too long");
+		if (stat(path, &st) != 0 && errno == ENOENT)
+			break;
+		if (*n == OTA_MAX_TRUST_CHAIN)
+			return ota_error_set(e, OTA_ERR_TRUST_CHAIN_TOO_LONG, dir,
+			                     "more than %u snapshots after the pinned one",
+			                     OTA_MAX_TRUST_CHAIN);
+		uint8_t *b = NULL;
+		size_t bl = 0;
+		if ((rc = ota_file_read(path, OTA_MAX_TRUST_ROOT_BYTES, &b, &bl, e)) != OTA_OK)
+			return rc;
+		cur[(*n)++] = ota_bytes_make(b, bl);
+		v++;
+	}
+	if (*n == 0) {
+		/* the pinned snapshot is itself the newest one there */
+		char path[PATH_MAX];
+		int k = snprintf(path, sizeof path, "%s/%lld.root.json", dir, (long long)v);
+		if (k < 0 || (size_t)k >= sizeof path || stat(path, &st) != 0)
+			return ota_error_set(e, OTA_ERR_IO, dir,
+			                     "no %lld.root.json or later: not the chain of the pinned "
+			                     "snapshot's domain",
+			                     (long long)v);
+	}
+	return OTA_OK;
+}
 
 /* a git object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits */
 static bool git_id(const char *v)
@@ -81,7 +142,7 @@ int verify_archive(int argc, char **argv)
 #endif
 	const char *path = NULL, *pinned = NULL, *at = NULL, *status = NULL, *ledger = NULL;
 	const char *max_age = NULL, *revision = NULL, *worktree = NULL, *lane = NULL;
-	const char *effective = NULL, *repo = NULL;
+	const char *effective = NULL, *repo = NULL, *current = NULL;
 	const char *overlays[OTA_MAX_OVERLAYS];
 	size_t noverlays = 0;
 	bool json = false, ledger_init = false;
@@ -112,7 +173,7 @@ int verify_archive(int argc, char **argv)
 		           {"--require-status", &status}, {"--ledger", &ledger},
 		           {"--require-revision", &revision}, {"--require-worktree", &worktree},
 		           {"--require-lane", &lane},    {"--require-effective", &effective},
-		           {"--repo", &repo}};
+		           {"--repo", &repo},            {"--current", &current}};
 		for (size_t k = 0; opt == NULL && k < sizeof one / sizeof one[0]; k++)
 			if (strcmp(a, one[k].name) == 0)
 				opt = one[k].val;
@@ -213,10 +274,22 @@ int verify_archive(int argc, char **argv)
 		                                              : CLI_USAGE);
 	}
 	o.pinned = ota_bytes_make(pb, pl);
+	ota_bytes cur[OTA_MAX_TRUST_CHAIN];
+	size_t ncur = 0;
+	if (current != NULL &&
+	    (rc = read_current(current, o.pinned, cur, &ncur, &e)) != OTA_OK) {
+		free(pb);
+		free(ab);
+		free_current(cur, ncur);
+		return early_fail(json, &e, rc == OTA_ERR_NOMEM ? CLI_INTERNAL : CLI_USAGE);
+	}
+	o.current = cur;
+	o.n_current = ncur;
 	ota_archive_report *rep = NULL;
 	/* the text is freed as soon as it is parsed (peak memory) */
 	rc = ota_archive_verify_take(&ab, al, &o, &rep, &e);
 	free(pb);
+	free_current(cur, ncur);
 	if (rep == NULL) {
 		ota_error_clear(&e);
 		ota_error_set(&e, OTA_ERR_NOMEM, "archive", "out of memory");

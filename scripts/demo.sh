@@ -133,10 +133,11 @@ rev=$(git rev-parse HEAD)
 tree=$(git rev-parse 'HEAD^{tree}')
 echo "receipt: revision $(jq -r .revision "$receipt"), worktree $(jq -r .worktree "$receipt")"
 cmd=("$VERIFY" archive "$archive" --trust "$pinned" --require-status enforced_through_completion
-     --require-lane workflow:ci --require-revision "$rev" --require-worktree "$tree")
+     --require-lane workflow:ci --require-revision "$rev" --require-worktree "$tree"
+     --current "$trust/versions")
 echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion \\"
 echo "    --require-lane workflow:ci --require-revision \$(git rev-parse HEAD) \\"
-echo "    --require-worktree \$(git rev-parse 'HEAD^{tree}')"
+echo "    --require-worktree \$(git rev-parse 'HEAD^{tree}') --current $trust/versions"
 "${cmd[@]}"
 # refused WHAT NAME ARGS...: ota-verify ARGS must refuse (exit 1); prints
 # its first line, else the demo fails

@@ -850,6 +850,12 @@ ota_err ota_trust_root_parse_sharing(ota_bytes in, const ota_trust_root *keys_of
 	return trust_root_parse_cached(in, keys_of, false, out, err);
 }
 
+ota_err ota_trust_root_parse_unloaded(ota_bytes in, const ota_trust_root *keys_of,
+                                      ota_trust_root **out, ota_error *err)
+{
+	return trust_root_parse_cached(in, keys_of, true, out, err);
+}
+
 /* ---- accessors ---- */
 
 const char *ota_trust_root_domain(const ota_trust_root *r)

@@ -295,6 +295,8 @@ typedef struct vctx {
 	const ota_archive_verify_opts *o;
 	ota_trust_root *root;
 	const char *root_id;
+	ota_trust_root *current; /* the verifier's newer chain's latest, else NULL */
+	int64_t *chain_versions; /* of the archive's embedded chain, in its order */
 	json_t *receipt;
 	const json_t *sp;
 	const char *txn;
@@ -382,6 +384,78 @@ static const json_t *ev_get(vctx *v, const char *id, const char *kind)
 }
 
 /*
+ * The verifier's current chain (opts current): verified from the pinned
+ * snapshot, compared with the archive's embedded chain at every version
+ * both hold, and kept in v->current when its latest is newer than the
+ * archive's (current_judge then judges every key there too).
+ */
+static ota_err current_setup(vctx *v)
+{
+	ota_archive_report *r = v->r;
+	const ota_archive_verify_opts *o = v->o;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_trust_verify_opts to;
+	memset(&to, 0, sizeof to);
+	to.at = o->have_at ? o->at : v->signed_at;
+	ota_trust_root *cur = NULL;
+	ota_err rc = ota_trust_chain_verify(o->pinned, o->current, o->n_current, &to, &cur, &e);
+	if (rc != OTA_OK) {
+		fail_e(r, &e, "current");
+		return rc;
+	}
+	/* the same domain's history: one identity per version */
+	const json_t *ids = json_object_get(v->receipt, "trust_chain_identities");
+	const ota_trust_root *prev = NULL;
+	for (size_t i = 0; rc == OTA_OK && i < o->n_current; i++) {
+		ota_trust_root *s = NULL;
+		rc = ota_trust_root_parse_unloaded(o->current[i], prev, &s, &e);
+		if (rc != OTA_OK) {
+			fail_e(r, &e, "current");
+			break;
+		}
+		int64_t ver = ota_trust_root_version(s);
+		for (size_t k = 0; k < v->a->nchain && k < json_array_size(ids); k++) {
+			if (v->chain_versions[k] == ver &&
+			    !seq(json_string_value(json_array_get(ids, k)), ota_trust_root_identity(s))) {
+				rc = OTA_ERR_TRUST_EQUIVOCATION;
+				fail(r, rc, "trust_chain",
+				     "version %lld of the archive's chain is not the current chain's (%s)",
+				     (long long)ver, ota_trust_root_identity(s));
+			}
+		}
+		ota_trust_root_free((ota_trust_root *)(uintptr_t)prev);
+		prev = s;
+	}
+	ota_trust_root_free((ota_trust_root *)(uintptr_t)prev);
+	if (rc == OTA_OK && ota_trust_root_version(cur) > ota_trust_root_version(v->root)) {
+		v->current = cur;
+		cur = NULL;
+	}
+	ota_trust_root_free(cur);
+	return rc;
+}
+
+/* The key kid (alg) of role judged at `at` in the verifier's newer chain
+ * too (opts current): OTA_OK without one. */
+static ota_err current_judge(vctx *v, ota_bytes kid, ota_alg alg, ota_trust_role role,
+                             int64_t at, const char *where)
+{
+	if (v->current == NULL)
+		return OTA_OK;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_trust_lookup(v->current, kid, alg, role, NULL, at, NULL, NULL, &e);
+	if (rc != OTA_OK) {
+		char w[300];
+		snprintf(w, sizeof w, "%s: current v%lld", where,
+		         (long long)ota_trust_root_version(v->current));
+		fail(v->r, rc, w, "%s: %s", e.where, e.what);
+	}
+	return rc;
+}
+
+/*
  * The pinned snapshot is parsed once (and handed on to the chain walk); a
  * chain entry of the very pinned bytes is that parse, any other is parsed
  * whole, sharing the keys of the entry before it (the pinned snapshot for
@@ -406,6 +480,13 @@ static ota_err trust_setup(vctx *v)
 		return OTA_ERR_NOMEM;
 	}
 	json_t *ids = json_array();
+	v->chain_versions = calloc(v->a->nchain + 1, sizeof *v->chain_versions);
+	if (v->chain_versions == NULL) {
+		free(chain);
+		json_decref(ids);
+		ota_trust_root_free(pinned);
+		return OTA_ERR_NOMEM;
+	}
 	int64_t prev_version = 0;
 	ota_trust_root *prev = NULL;      /* the last entry parsed here (owned) */
 	const ota_trust_root *last = pinned; /* the entry before, whose keys the next shares */
@@ -414,7 +495,11 @@ static ota_err trust_setup(vctx *v)
 		ota_bytes b = ota_bytes_make(v->a->chain[i].ptr, v->a->chain[i].len);
 		const ota_trust_root *s = pinned; /* the pinned bytes again: their parse */
 		if (b.len != v->o->pinned.len || memcmp(b.ptr, v->o->pinned.ptr, b.len) != 0) {
-			rc = ota_trust_root_parse_sharing(b, last, &parsed, &e);
+			/* versions and identities only: the principals' keys are
+			 * loaded by the chain walk, once a snapshot has shown its
+			 * predecessor's threshold (an edited archive must not make
+			 * the verifier load thousands of keys first) */
+			rc = ota_trust_root_parse_unloaded(b, last, &parsed, &e);
 			if (rc != OTA_OK) {
 				fail_e(r, &e, "trust_chain");
 				break;
@@ -422,6 +507,7 @@ static ota_err trust_setup(vctx *v)
 			s = parsed;
 		}
 		int64_t ver = ota_trust_root_version(s);
+		v->chain_versions[i] = ver;
 		json_array_append_new(ids, json_string(ota_trust_root_identity(s)));
 		if (ver <= prev_version) {
 			rc = OTA_ERR_ARCHIVE_TRUST_UNPINNED;
@@ -461,6 +547,8 @@ static ota_err trust_setup(vctx *v)
 	}
 	ota_trust_root_free(pinned);
 	free(chain);
+	if (rc == OTA_OK && v->o->n_current > 0)
+		rc = current_setup(v);
 	return rc;
 }
 
@@ -675,6 +763,9 @@ static ota_err receipt_setup(vctx *v)
 		fail_e(r, &e, "receipt");
 		return rc;
 	}
+	if ((rc = current_judge(v, m.kid, m.alg, OTA_TRUST_ROLE_RUNNER, v->signed_at, "receipt")) !=
+	    OTA_OK)
+		return rc;
 	snprintf(v->runner, sizeof v->runner, "%s", ota_trust_principal_id(who));
 	return OTA_OK;
 }
@@ -1062,6 +1153,9 @@ static void acceptance_checks(vctx *v)
 			fail_e(v->r, &e, "acceptances[]");
 			continue;
 		}
+		if (current_judge(v, ota_bytes_make(v->acc[i].verifier_kid, 32), m.alg,
+		                  OTA_TRUST_ROLE_VERIFIER, at, "acceptances[]") != OTA_OK)
+			continue;
 		v->acc_ok[i] = true;
 		v->acc_idx[n++] = (idx_entry){v->acc[i].attestation, i};
 	}
@@ -1182,6 +1276,9 @@ static void attestation_check(vctx *v, size_t i)
 			fail_e(r, &e, where);
 		return;
 	}
+	if (current_judge(v, m.kid, m.alg, external ? OTA_TRUST_ROLE_ISSUER : OTA_TRUST_ROLE_RUNNER,
+	                  judged, where) != OTA_OK)
+		return;
 	bool ok = true;
 	const char *pid = ota_trust_principal_id(who);
 	if (strcmp(c->iss, pid) != 0 || (!external && strcmp(pid, v->runner) != 0)) {
@@ -3051,6 +3148,8 @@ out:
 	ota_policy_free(v.policy);
 	ota_contract_free(v.contract);
 	ota_trust_root_free(v.root);
+	ota_trust_root_free(v.current);
+	free(v.chain_versions);
 	ota_archive_free(v.a);
 	if (r->nfail != 0) {
 		const char *where = NULL, *what = NULL;

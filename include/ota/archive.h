@@ -97,6 +97,21 @@ OTA_API const json_t *ota_archive_json(const ota_archive *a);
 
 typedef struct ota_archive_verify_opts {
 	ota_bytes pinned;           /* the pinned trust-root snapshot (required) */
+	/*
+	 * The trust domain's chain as the verifier knows it now: the
+	 * snapshots after the pinned one, in version order (n_current of them,
+	 * none: not used). It must continue the pinned snapshot under the
+	 * rotation rules, and agree with the archive's embedded chain at every
+	 * version both hold (trust_equivocation). When it is newer than the
+	 * archive's, every key the archive uses (the receipt's runner, each
+	 * attestation's signer, each acceptance's verifier) is judged in its
+	 * latest snapshot as well, at the same time and for the same role: a
+	 * key revoked since is trust_key_revoked there, so an archive signed
+	 * with a stolen key and bound to the chain before its revocation is
+	 * refused, while one signed before the revocation still verifies.
+	 */
+	const ota_bytes *current;
+	size_t n_current;
 	bool have_at;               /* judge the latest snapshot's expiry at `at` */
 	int64_t at;                 /* else at the receipt's signed_at */
 	const char *require_status; /* NULL: none; else one of the five statuses (else usage) */

@@ -74,6 +74,17 @@ OTA_API OTA_NODISCARD ota_err ota_trust_root_parse_sharing(ota_bytes in,
                                                            const ota_trust_root *keys_of,
                                                            ota_trust_root **out,
                                                            ota_error *err);
+/*
+ * ota_trust_root_parse_sharing without loading the principals and their
+ * keys (the costly part): every parse check of the document, its root role
+ * and signatures; version, domain, identity and expiry are usable, and
+ * ota_trust_lookup finds no principal key. For reading a chain's versions
+ * and identities before anything has been authenticated.
+ */
+OTA_API OTA_NODISCARD ota_err ota_trust_root_parse_unloaded(ota_bytes in,
+                                                           const ota_trust_root *keys_of,
+                                                           ota_trust_root **out,
+                                                           ota_error *err);
 /* Frees r; NULL is a no-op. */
 OTA_API void ota_trust_root_free(ota_trust_root *r);
 

@@ -273,7 +273,7 @@ else
     ( cd "$repo" && "$OTA_VERIFY" archive "$a2" --trust "$T/versions/1.root.json" \
         --require-status enforced_through_completion --require-lane task:verify \
         --require-revision "$(git rev-parse HEAD)" --require-worktree "$(git rev-parse 'HEAD^{tree}')" \
-        "${ledger[@]}" ) >"$tmp/v.out" 2>&1 ||
+        --current "$T/versions" "${ledger[@]}" ) >"$tmp/v.out" 2>&1 ||
       fail "ota-verify archive: $(cat "$tmp/v.out")"
     grep -qE '^ok: archive reconciles: status enforced_through_completion, [0-9]+ signatures verified$' \
       "$tmp/v.out" || fail "ota-verify archive output: $(cat "$tmp/v.out")"
