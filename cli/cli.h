@@ -96,6 +96,15 @@ ota_err cli_archive_runner_principal(const cli_archive_chain *c, const struct ot
  * the user's choice. */
 ota_err cli_mkdirs(char *path);
 
+/* cli/output_fwd.c: a task's output to fd 1 or 2 through a bounded queue
+ * and a writer thread, so that the caller never blocks on the reader. */
+typedef struct cli_fwd cli_fwd;
+cli_fwd *cli_fwd_start(void);
+void cli_fwd_write(cli_fwd *f, int fd, const uint8_t *p, size_t n);
+/* Waits up to wait_s for the queue to drain, stops the writer; the bytes
+ * that were not forwarded (queue full, reader gone or stalled). */
+uint64_t cli_fwd_finish(cli_fwd *f, unsigned wait_s);
+
 /*
  * Builds and writes the archive, prints the path. path NULL: the default
  * REPO/.ota/archives/TXN.json, written beneath the repository without

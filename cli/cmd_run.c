@@ -50,6 +50,7 @@ typedef struct run_opts {
 	int runtime_timeout; /* --runtime-timeout S: every runtime command's deadline; 0 the defaults */
 	int64_t pids_limit;   /* --pids-limit N: 0 the default, -1 none (given as 0) */
 	int64_t memory_limit; /* --memory-limit BYTES[K|M|G]: 0 none */
+	cli_fwd *fwd;         /* the task's output, forwarded off the enforcement loop */
 } run_opts;
 
 static int usage_of(bool workflow);
@@ -103,12 +104,11 @@ static int usage_of(bool workflow)
 	                                  "[--json] [--dry-run]");
 }
 
+/* Called from the enforcement loop: never blocks (cli/output_fwd.c). */
 static void on_output(void *ctx, int fd, const uint8_t *p, size_t n)
 {
 	const run_opts *o = ctx;
-	FILE *f = (fd == 2 || o->json) ? stderr : stdout;
-	fwrite(p, 1, n, f);
-	fflush(f);
+	cli_fwd_write(o->fwd, (fd == 2 || o->json) ? 2 : 1, p, n);
 }
 
 /*
@@ -493,6 +493,19 @@ static int run_lane(int argc, char **argv, bool workflow)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* a reader of our output that goes away (`| head`) is EPIPE to the
+	 * forwarder, not the end of the runner with the container running */
+	struct sigaction ign;
+	memset(&ign, 0, sizeof ign);
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, NULL);
+	fflush(stdout);
+	fflush(stderr);
+	if ((o.fwd = cli_fwd_start()) == NULL) {
+		ota_error_set(&e, OTA_ERR_NOMEM, "output", "cannot start the output forwarder");
+		ret = run_fail(&o, workflow, &e);
+		goto out;
+	}
 	ota_runner_opts ro;
 	memset(&ro, 0, sizeof ro);
 	ro.repo = repo;
@@ -583,6 +596,15 @@ static int run_lane(int argc, char **argv, bool workflow)
 	ro.worktree_error = &wt_err;
 	rc = ota_runner_run(p, adm, &ro, &receipt, &status, &e);
 	ota_nonce_store_close(nonces);
+	/* the task's output first (what a stalled reader did not take within
+	 * 10 s is dropped), then the runner's own lines */
+	uint64_t dropped = cli_fwd_finish(o.fwd, 10);
+	o.fwd = NULL;
+	if (dropped > 0)
+		fprintf(stderr,
+		        "ota: note: %llu bytes of the task's output were not forwarded (the reader "
+		        "did not keep up, or went away)\n",
+		        (unsigned long long)dropped);
 	/* a merge gate requiring the revision or the work tree will refuse
 	 * this run's archive: say why now (no .git at all is not news) */
 	if (receipt != NULL && rev_err.code != OTA_OK && rev_err.code != OTA_ERR_NOT_FOUND)
@@ -653,6 +675,7 @@ static int run_lane(int argc, char **argv, bool workflow)
 		ret = CLI_INTERNAL;
 	}
 out:
+	(void)cli_fwd_finish(o.fwd, 0); /* a run that ended before the task */
 	ota_key_free(key);
 	json_decref(receipt);
 	json_decref(adm);
