@@ -1,7 +1,8 @@
 /*
  * ota-verify archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS]
  *                    [--require-status S] [--require-revision SHA]
- *                    [--require-worktree TREE] [--repo REPO] [--current DIR]
+ *                    [--require-worktree TREE] [--require-success] [--repo REPO]
+ *                    [--current DIR]
  *                    [--require-lane LANE] [--require-overlay ID]...
  *                    [--require-effective ID] [--ledger DB [--ledger-init]] [--json]
  * Exit 0 only when everything reconciles; 1 with every failed check named;
@@ -24,7 +25,7 @@
 #define USAGE                                                                                   \
 	"archive ARCHIVE --trust PINNED [--at TIME] [--max-age SECONDS] [--require-status STATUS] " \
 	"[--require-revision SHA] [--require-worktree TREE] [--require-lane LANE] "                 \
-	"[--require-overlay ID]... [--repo REPO] [--current DIR] "                                  \
+	"[--require-overlay ID]... [--require-success] [--repo REPO] [--current DIR] "              \
 	"[--require-effective ID] [--ledger DB [--ledger-init]] [--json]"
 
 static void free_current(ota_bytes *cur, size_t n)
@@ -145,7 +146,7 @@ int verify_archive(int argc, char **argv)
 	const char *effective = NULL, *repo = NULL, *current = NULL;
 	const char *overlays[OTA_MAX_OVERLAYS];
 	size_t noverlays = 0;
-	bool json = false, ledger_init = false;
+	bool json = false, ledger_init = false, success = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: ota-verify %s\n", USAGE);
@@ -158,10 +159,11 @@ int verify_archive(int argc, char **argv)
 		const char **opt = NULL;
 		if (strcmp(a, "--json") == 0)
 			continue;
-		if (strcmp(a, "--ledger-init") == 0) {
-			if (ledger_init)
+		if (strcmp(a, "--ledger-init") == 0 || strcmp(a, "--require-success") == 0) {
+			bool *flag = a[2] == 'l' ? &ledger_init : &success;
+			if (*flag)
 				return usage(json, "an option given twice", a);
-			ledger_init = true;
+			*flag = true;
 			continue;
 		}
 		/* the options taking one value, each at most once */
@@ -211,6 +213,7 @@ int verify_archive(int argc, char **argv)
 	o.require_status = status;
 	o.require_lane = lane;
 	o.repo = repo;
+	o.require_success = success;
 	o.require_effective = effective;
 	o.require_overlays = overlays;
 	o.n_require_overlays = noverlays;

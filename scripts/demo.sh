@@ -132,10 +132,10 @@ step "8. verify the archive offline against the pinned trust root"
 rev=$(git rev-parse HEAD)
 tree=$(git rev-parse 'HEAD^{tree}')
 echo "receipt: revision $(jq -r .revision "$receipt"), worktree $(jq -r .worktree "$receipt")"
-cmd=("$VERIFY" archive "$archive" --trust "$pinned" --require-status enforced_through_completion
+cmd=("$VERIFY" archive "$archive" --trust "$pinned" --require-status enforced_through_completion --require-success
      --require-lane workflow:ci --require-revision "$rev" --require-worktree "$tree"
      --current "$trust/versions")
-echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion \\"
+echo "\$ ota-verify archive $archive --trust $pinned --require-status enforced_through_completion --require-success \\"
 echo "    --require-lane workflow:ci --require-revision \$(git rev-parse HEAD) \\"
 echo "    --require-worktree \$(git rev-parse 'HEAD^{tree}') --current $trust/versions"
 "${cmd[@]}"

@@ -3096,6 +3096,14 @@ static ota_err verify(ota_bytes in, uint8_t **owned, const ota_archive_verify_op
 	if (o->require_status != NULL && !seq(r->status, o->require_status))
 		fail(r, OTA_ERR_ARCHIVE_STATUS_NOT_REQUIRED, "status", "derived %s, required %s",
 		     r->status, o->require_status);
+	if (o->require_success) {
+		const json_t *es = json_object_get(r->checks, "exit_status");
+		const json_t *ran = json_object_get(r->checks, "all_segments_ran");
+		if (!json_is_integer(es) || json_integer_value(es) != 0 || !json_is_true(ran))
+			fail(r, OTA_ERR_ARCHIVE_TASK_FAILED, "exit_status",
+			     "exit status %lld, %s segment ran", (long long)json_integer_value(es),
+			     json_is_true(ran) ? "every" : "not every");
+	}
 	const json_t *rev = json_object_get(v.receipt, "revision");
 	const json_t *wt = json_object_get(v.receipt, "worktree");
 	require_id(r, rev, o->require_revision, OTA_ERR_ARCHIVE_REVISION_MISMATCH, "revision",

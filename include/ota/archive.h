@@ -159,6 +159,13 @@ typedef struct ota_archive_verify_opts {
 	 */
 	const char *repo;
 	/*
+	 * true: the run must have succeeded, its derived exit status 0 and
+	 * every segment of the lane run (archive_task_failed): a status of
+	 * enforced_through_completion says the boundary held, not that the
+	 * task passed.
+	 */
+	bool require_success;
+	/*
 	 * What a merge gate requires of the run itself, each NULL (0): none.
 	 * require_lane: the selection's lane, "NAME" (a task or a workflow) or
 	 * "task:NAME" / "workflow:NAME" (that kind only); 1..OTA_MAX_NAME_BYTES

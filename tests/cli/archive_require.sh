@@ -44,9 +44,10 @@ mkdir -p "$w/reports/keep"
   echo "tasks:"
   reports_task build "echo built > reports/out.txt"
   reports_task lint "echo linted > reports/lint.txt"
+  reports_task failing "echo failing > reports/failing.txt; exit 3"
   cat <<YAML
 agent:
-  safe_tasks: [build, lint]
+  safe_tasks: [build, lint, failing]
 YAML
 } >"$w/ota.yaml"
 # the org policy: reports/keep stays read-only inside the writable reports
@@ -75,6 +76,19 @@ N=$tmp/narrowed.json P=$tmp/plain.json
 verify_gate 0 "$N" ".ok == true and .identities.effective == \"$eff_n\" and .identities.lane == \"task:build\" and .identities.restriction_overlays == [\"$ov\"]"
 verify_gate 0 "$P" ".ok == true and .identities.effective == \"$eff_p\" and .identities.restriction_overlays == []"
 cp "$tmp/out" "$tmp/ok.json"
+
+# the task's success (--require-success): a failing task's boundary held
+# (enforced_through_completion), its exit status 3 is no success
+verify_gate 0 "$N" --require-success '.ok == true and .checks.exit_status == 0'
+( cd "$w" && "$OTA" run failing --agent --runtime-root "$root" --lease-db "$tmp/leases.db" \
+    --state-dir "$tmp/state" --image-store "$img" --key "$T/keys/runner.pem" \
+    --nonce-db "$tmp/nonces.db" --trust "$T" --archive "$tmp/failing.json" >/dev/null 2>&1 ) &&
+  fail "the failing task's run exited 0"
+verify_gate 0 "$tmp/failing.json" --require-status enforced_through_completion \
+  '.ok == true and .checks.exit_status == 3'
+verify_gate 1 "$tmp/failing.json" --require-status enforced_through_completion --require-success \
+  '.code == "archive_task_failed" and [.failures[].code] == ["archive_task_failed"]'
+verify_gate 2 "$N" --require-success --require-success '.code == "usage"'
 
 # the lane
 verify_gate 0 "$N" --require-lane build '.ok == true'

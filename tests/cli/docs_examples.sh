@@ -271,7 +271,7 @@ else
         fail "ota-verify.1 EXAMPLES: --ledger on a new ledger without --ledger-init"
     fi
     ( cd "$repo" && "$OTA_VERIFY" archive "$a2" --trust "$T/versions/1.root.json" \
-        --require-status enforced_through_completion --require-lane task:verify \
+        --require-status enforced_through_completion --require-success --require-lane task:verify \
         --require-revision "$(git rev-parse HEAD)" --require-worktree "$(git rev-parse 'HEAD^{tree}')" \
         --current "$T/versions" "${ledger[@]}" ) >"$tmp/v.out" 2>&1 ||
       fail "ota-verify archive: $(cat "$tmp/v.out")"
