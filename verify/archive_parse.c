@@ -511,6 +511,49 @@ ota_err ota_archive_parse(ota_bytes in, ota_archive **out, ota_error *err)
 	return arc_parse(in, false, out, err);
 }
 
+/*
+ * The values of a JSON text, counted before jansson builds them: an
+ * archive is mostly base64 strings (one value per 24 bytes, one object or
+ * array per 190, in the committed vectors), while "[{},{},...]" is one
+ * object per 3 bytes, each about 230 bytes of jansson's memory: 10 MiB of
+ * it took 800 MB before anything was checked. Outside strings, each ',',
+ * ':', '[' and '{' starts at most one value; at most one per 8 bytes, and
+ * one object or array per 32 (plus a small allowance), keep the document's
+ * memory within a few times its size, as a genuine archive's is.
+ */
+static bool values_fit(ota_bytes in, size_t *values, size_t *containers)
+{
+	const uint8_t *p = in.ptr, *end = in.ptr + in.len;
+	size_t v = 0, c = 0;
+	while (p < end) {
+		uint8_t ch = *p++;
+		if (ch == '"') {
+			/* to the closing quote: a backslash escapes the next byte */
+			for (;;) {
+				const uint8_t *q = memchr(p, '"', (size_t)(end - p));
+				if (q == NULL) {
+					p = end;
+					break;
+				}
+				const uint8_t *b = q;
+				while (b > p && b[-1] == '\\')
+					b--;
+				p = q + 1;
+				if (((size_t)(q - b) & 1) == 0)
+					break;
+			}
+		} else if (ch == ',' || ch == ':') {
+			v++;
+		} else if (ch == '[' || ch == '{') {
+			v++;
+			c++;
+		}
+	}
+	*values = v;
+	*containers = c;
+	return v <= in.len / 8 + 4096 && c <= in.len / 32 + 1024;
+}
+
 ota_err arc_parse(ota_bytes in, bool lean, ota_archive **out, ota_error *err)
 {
 	*out = NULL;
@@ -519,6 +562,13 @@ ota_err arc_parse(ota_bytes in, bool lean, ota_archive **out, ota_error *err)
 		                     "%zu bytes, at most %u", in.len, OTA_MAX_ARCHIVE_BYTES);
 	if (in.ptr == NULL)
 		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, "archive", "empty");
+	size_t nv = 0, nc = 0;
+	if (!values_fit(in, &nv, &nc))
+		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, "archive",
+		                     "%zu values and %zu objects or arrays in %zu bytes: more than one "
+		                     "per 8 bytes, or one object or array per 32 (no archive is built "
+		                     "like that; refused before it is parsed)",
+		                     nv, nc, in.len);
 	json_error_t je;
 	json_t *doc = json_loadb((const char *)in.ptr, in.len, JSON_REJECT_DUPLICATES, &je);
 	if (doc == NULL)

@@ -376,6 +376,32 @@ static void test_parser_caps(void **state)
 		deep[o++] = ']';
 	deep[o++] = '}';
 	assert_ota(ota_archive_parse(ota_bytes_make(deep, o), &a, &e), OTA_ERR_TOO_DEEP);
+	/* many values for their bytes, refused before jansson builds them:
+	 * [{},{},...] (an object per 3 bytes, about 230 bytes of memory each),
+	 * [1,1,...] (a value per 2 bytes); the same count of values spread
+	 * out (one per 8 bytes, the bound) parses to its next error; quotes
+	 * and escaped quotes inside strings are no structure */
+	size_t big = 1u << 20;
+	char *m = malloc(big + 64);
+	assert_non_null(m);
+	static const char *const fill[] = {"{},", "1,", "\"a\\\",\",\"b\",      "};
+	static const ota_err fill_want[] = {OTA_ERR_ARCHIVE_MALFORMED, OTA_ERR_ARCHIVE_MALFORMED,
+	                                    OTA_ERR_ARCHIVE_KIND};
+	for (size_t f = 0; f < 3; f++) {
+		size_t k = (size_t)snprintf(m, 64, "{\"x\":[");
+		size_t fl = strlen(fill[f]);
+		while (k + fl + 8 < big) {
+			memcpy(m + k, fill[f], fl);
+			k += fl;
+		}
+		k += (size_t)snprintf(m + k, 64, "0]}");
+		ota_error_clear(&e);
+		assert_ota(ota_archive_parse(ota_bytes_make(m, k), &a, &e), fill_want[f]);
+		assert_null(a);
+		if (f < 2)
+			assert_non_null(strstr(e.what, "refused before it is parsed"));
+	}
+	free(m);
 	/* base64: url-safe, unpadded and non-canonical padding bits are refused */
 	json_t *d = json_deep_copy(fx.a);
 	static const char *const b64[] = {"AA", "AB==", "A-8=", "AAA*"};
