@@ -436,6 +436,17 @@ ota_err ota_acceptance_verify_cached(ota_bytes cose, const ota_trust_root *root,
 	if ((e = protected_vds(m.protected_bytes, &batch, &tree_size, err)) != OTA_OK ||
 	    (e = unprotected_proof(cose, batch, &proof, err)) != OTA_OK)
 		return e;
+	/* one form, as the endpoint signs it, so that nobody without the key
+	 * can give an acceptance other bytes (another identity): kid
+	 * protected, nothing else unprotected (the batch form's proof is
+	 * checked above), the ECDSA signature low-S (below) */
+	if (m.kid.len == 0 || !m.kid_protected)
+		return malformed(err, "kid", "an acceptance names its key by kid in the protected header");
+	if (!batch && m.unprotected_labels != 0)
+		return malformed(err, "unprotected", "the single form's unprotected header is empty");
+	if (ota_key_sig_is_high_s(m.alg, m.signature))
+		return malformed(err, "signature",
+		                 "ECDSA s is above n/2; the endpoint signs in low-S form");
 	const ota_key *key = NULL;
 	const ota_trust_principal *who = NULL;
 	if ((e = ota_trust_lookup(root, m.kid, m.alg, OTA_TRUST_ROLE_VERIFIER, NULL, at, &key, &who,

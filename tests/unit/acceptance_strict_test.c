@@ -234,14 +234,18 @@ static ota_err with_unprotected(const uint8_t *unprot, size_t ul, ota_error *e)
 }
 
 /* The values of the unprotected header are walked as strictly as an
- * attestation's body (one walker, rd_skip): deterministic CBOR only. */
+ * attestation's body (one walker, rd_skip): deterministic CBOR only; and
+ * the single form's header is empty (anyone could put bytes there: an
+ * acceptance would get another identity without the key). */
 static void test_unprotected_values(void **state)
 {
 	(void)state;
 	ota_error e;
-	/* {99: {1: 0}}: an unknown label is passed over */
+	/* {99: {1: 0}}: an unknown label is refused */
 	static const uint8_t nested[] = {0xa1, 0x18, 0x63, 0xa1, 0x01, 0x00};
-	assert_ota(with_unprotected(nested, sizeof nested, &e), OTA_OK);
+	assert_ota(with_unprotected(nested, sizeof nested, &e), OTA_ERR_ACCEPTANCE_MALFORMED);
+	assert_string_equal(e.where, "unprotected");
+	assert_non_null(strstr(e.what, "is empty"));
 	/* {99: {1: 0, 1: 0}}: a map key twice */
 	static const uint8_t twice[] = {0xa1, 0x18, 0x63, 0xa2, 0x01, 0x00, 0x01, 0x00};
 	assert_ota(with_unprotected(twice, sizeof twice, &e), OTA_ERR_ACCEPTANCE_MALFORMED);
@@ -253,7 +257,48 @@ static void test_unprotected_values(void **state)
 	assert_string_equal(e.where, "unprotected");
 	assert_non_null(strstr(e.what, "NaN"));
 	static const uint8_t nan0[] = {0xa1, 0x18, 0x63, 0xf9, 0x7e, 0x00};
-	assert_ota(with_unprotected(nan0, sizeof nan0, &e), OTA_OK);
+	assert_ota(with_unprotected(nan0, sizeof nan0, &e), OTA_ERR_ACCEPTANCE_MALFORMED);
+	assert_non_null(strstr(e.what, "is empty"));
+	/* a second kid riding unprotected beside the protected one: the
+	 * strict decoder refuses a label in both headers */
+	static const uint8_t kid4[] = {0xa1, 0x04, 0x41, 0x00};
+	assert_ota(with_unprotected(kid4, sizeof kid4, &e), OTA_ERR_COSE_DUPLICATE_LABEL);
+}
+
+/* (r, n - s) verifies as well as (r, s): only the low-S form the endpoint
+ * signs is an acceptance (one identity per signed acceptance). */
+static void test_high_s(void **state)
+{
+	(void)state;
+	shape s = {.vm = {"id", "version", "kid"}};
+	size_t len = 0;
+	uint8_t *msg = acceptance(&s, &len);
+	ota_acceptance out;
+	ota_error e = {0};
+	assert_ota(ota_acceptance_verify(ota_bytes_make(msg, len), w.root, now, &out, &e), OTA_OK);
+	/* ES256: the signature is the message's last 64 bytes, s the last 32 */
+	uint8_t *sig = msg + len - 64;
+	assert_false(ota_key_sig_is_high_s(OTA_ALG_ES256, ota_bytes_make(sig, 64)));
+	static const uint8_t n[32] = {0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff,
+	                              0xff, 0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17,
+	                              0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51};
+	int borrow = 0;
+	for (int i = 31; i >= 0; i--) {
+		int d = n[i] - sig[32 + i] - borrow;
+		borrow = d < 0;
+		sig[32 + i] = (uint8_t)(d + (borrow ? 256 : 0));
+	}
+	assert_true(ota_key_sig_is_high_s(OTA_ALG_ES256, ota_bytes_make(sig, 64)));
+	/* it still verifies as a COSE signature ... */
+	ota_cose_sign1 m;
+	assert_ota(ota_cose_sign1_verify(ota_bytes_make(msg, len), w.verifier_key, NULL, &m, NULL),
+	           OTA_OK);
+	/* ... and is no acceptance */
+	ota_error_clear(&e);
+	assert_ota(ota_acceptance_verify(ota_bytes_make(msg, len), w.root, now, &out, &e),
+	           OTA_ERR_ACCEPTANCE_MALFORMED);
+	assert_non_null(strstr(e.what, "low-S"));
+	free(msg);
 }
 
 int main(void)
@@ -264,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_result),
 		cmocka_unit_test(test_top_level_once),
 		cmocka_unit_test(test_unprotected_values),
+		cmocka_unit_test(test_high_s),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
