@@ -719,9 +719,15 @@ static bool route_challenges(ota_attestd *d, struct MHD_Connection *c, req *r, a
 		answer_fail(d, a, method, url, OTA_ERR_NONCE_LENGTH, "nonce_bytes", "16..64");
 		return false;
 	}
-	if (tt != NULL && (ttl < 1 || ttl > OTA_NONCE_MAX_TTL)) {
+	/* the operator's --challenge-ttl is the longest a client may ask for,
+	 * not only the default: a challenge outstanding longer is a longer
+	 * window for its answer, and a longer-lived row in the store */
+	if (tt != NULL && (ttl < 1 || ttl > d->opts.challenge_ttl)) {
 		json_decref(o);
-		answer_fail(d, a, method, url, OTA_ERR_NONCE_TTL, "ttl", "1..3600 seconds");
+		ota_error_set(&e, OTA_ERR_NONCE_TTL, "ttl",
+		              "1..%lld seconds (the endpoint's --challenge-ttl)",
+		              (long long)d->opts.challenge_ttl);
+		answer_error(d, a, method, url, &e);
 		return false;
 	}
 	if (principal_is_issuer(d, b.issuer, &e) != OTA_OK) {
@@ -1572,6 +1578,8 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		return ota_error_set(err, OTA_ERR_NOMEM, "attestd", "daemon");
 	d->listen_fd = -1;
 	d->opts = *o;
+	if (d->opts.challenge_ttl == 0)
+		d->opts.challenge_ttl = OTA_NONCE_DEFAULT_TTL;
 	if (d->opts.bind_addr == NULL)
 		d->opts.bind_addr = "127.0.0.1";
 	if (d->opts.max_connections == 0)

@@ -1,9 +1,9 @@
 /*
  * ota-attestd's answers checked against docs/attestation.md, over raw HTTP
  * on loopback:
- * - POST /v1/challenges: an explicit "ttl" or "nonce_bytes" outside 1..3600
- *   and 16..64 is refused (0 included); only an absent member means the
- *   default;
+ * - POST /v1/challenges: an explicit "ttl" or "nonce_bytes" outside
+ *   1..--challenge-ttl and 16..64 is refused (0 included); only an absent
+ *   member means the default;
  * - status codes: a body within the HTTP cap whose attestation payload is
  *   too large or nests too deep is a payload refusal (403), 413 is only the
  *   HTTP body cap; a JSON request nesting too deep is a malformed request
@@ -136,12 +136,16 @@ static void test_challenge_ranges(void **state)
 	expect(ask(f, CH ",\"nonce_bytes\":0}"), 400, "nonce_length", "nonce_bytes 0");
 	expect(ask(f, CH ",\"ttl\":-1}"), 400, "nonce_ttl", "ttl -1");
 	expect(ask(f, CH ",\"ttl\":3601}"), 400, "nonce_ttl", "ttl 3601");
+	/* the endpoint's --challenge-ttl (here the default, 300) is the most a
+	 * client gets, not only the default */
+	expect(ask(f, CH ",\"ttl\":301}"), 400, "nonce_ttl", "ttl 301 over --challenge-ttl");
+	expect(ask(f, CH ",\"ttl\":3600}"), 400, "nonce_ttl", "ttl 3600 over --challenge-ttl");
 	expect(ask(f, CH ",\"nonce_bytes\":15}"), 400, "nonce_length", "nonce_bytes 15");
 	expect(ask(f, CH ",\"nonce_bytes\":65}"), 400, "nonce_length", "nonce_bytes 65");
 	expect(ask(f, CH ",\"nonce_bytes\":-1}"), 400, "nonce_length", "nonce_bytes -1");
 	/* the bounds themselves */
 	expect(ask(f, CH ",\"ttl\":1}"), 201, NULL, "ttl 1");
-	expect(ask(f, CH ",\"ttl\":3600}"), 201, NULL, "ttl 3600");
+	expect(ask(f, CH ",\"ttl\":300}"), 201, NULL, "ttl 300");
 	expect(ask(f, CH ",\"nonce_bytes\":16}"), 201, NULL, "nonce_bytes 16");
 	expect(ask(f, CH ",\"nonce_bytes\":64}"), 201, NULL, "nonce_bytes 64");
 	/* absent: the defaults (300 s, 32 bytes) */
