@@ -438,20 +438,49 @@ static void answer_json(answer *a, unsigned status, json_t *o)
 	answer_set(a, status, "application/json", t, n + 1);
 }
 
+/*
+ * in as valid UTF-8 in out (cap bytes, NUL-terminated, cut at a character
+ * boundary): each byte that does not start a valid sequence is '?'. A
+ * refusal's where and message can hold the request's own bytes (a decoded
+ * path such as /%ff, a claim's name, a value cut by a %.Ns), which jansson
+ * refuses to pack: the answer and its log line were then lost.
+ */
+static const char *utf8_safe(const char *in, char *out, size_t cap)
+{
+	size_t n = strlen(in), o = 0;
+	for (size_t i = 0; i < n && o + 5 < cap;) {
+		uint32_t cp = 0;
+		size_t k = ota_utf8_next((const unsigned char *)in + i, n - i, &cp);
+		if (k == 0 || cp == 0) {
+			out[o++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(out + o, in + i, k);
+		o += k;
+		i += k;
+	}
+	out[o] = '\0';
+	return out;
+}
+
 /* The error answer of e with status st. */
 static void answer_error_status(ota_attestd *d, answer *a, const char *method, const char *url,
                                 const ota_error *e, unsigned st)
 {
 	if (st >= 500)
 		atomic_fetch_add(&d->http_errors, 1);
+	char where[sizeof e->where + 8], what[sizeof e->what + 8], path[1024];
+	utf8_safe(e->where, where, sizeof where);
+	utf8_safe(e->what[0] != '\0' ? e->what : ota_err_message(e->code), what, sizeof what);
 	json_t *o = json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "code", ota_err_name(e->code), "where",
-	                      e->where, "message",
-	                      e->what[0] != '\0' ? e->what : ota_err_message(e->code));
+	                      where, "message", what);
 	if (logging(d))
 		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "level",
 		                      st >= 500 ? "error" : "warn", "event", "refused", "method",
-		                      method, "path", url, "status", (int)st, "code",
-		                      ota_err_name(e->code), "where", e->where));
+		                      utf8_safe(method, path, 64), "path",
+		                      utf8_safe(url, path + 64, sizeof path - 64), "status", (int)st,
+		                      "code", ota_err_name(e->code), "where", where));
 	answer_json(a, st, o);
 }
 

@@ -127,6 +127,8 @@ elif mode == "framing":
         # the 8 KiB pool: a head of 7,000 bytes is served, one of 9,000 is not
         ("head-7000", b"GET /healthz HTTP/1.1\r\n" + H + b"X-a: " + b"a" * 6959 + b"\r\n\r\n"),
         ("head-9000", b"GET /healthz HTTP/1.1\r\n" + H + b"X-a: " + b"a" * 8959 + b"\r\n\r\n"),
+        # a path that decodes to bytes that are not UTF-8: still a JSON answer
+        ("path-ff", b"GET /%ff%fe HTTP/1.1\r\n" + H + b"\r\n"),
     ]
     for name, data in cases:
         s = socket.create_connection(("127.0.0.1", port), timeout=3)
@@ -265,6 +267,8 @@ expect headers-many "431 - - -" "8 KiB connection memory pool"
 expect header-huge "431 - - -" "8 KiB connection memory pool"
 expect head-7000 "200 - - -" "a 7,000-byte head within the 8 KiB pool"
 expect head-9000 "431 - - -" "a 9,000-byte head over the 8 KiB pool"
+expect path-ff "404 http_not_found /?? -" "the path's invalid UTF-8 shown as ?"
+grep -q '"path":"/??"' "$work/framing.log" || bad "path-ff: no refused log line for /%ff%fe"
 expect cl-over-cap "413 http_body_too_large body -" "before reading"
 # no 100 Continue: the body is refused before the client sends it
 expect expect-over-cap "413 http_body_too_large body -" "no 100 Continue"
