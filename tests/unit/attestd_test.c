@@ -163,6 +163,30 @@ static void test_routes(void **state)
 	assert_non_null(strstr(ans, "ota_attestd_attestations_accepted_total 2\n"));
 	assert_non_null(strstr(ans, "# TYPE ota_attestd_requests_total counter"));
 	free(ans);
+	/* the store's gauges are counted off the request threads, every 5 s:
+	 * one more challenge issued shows in challenges_live within a period
+	 * (this store also holds the kill -9 loop's challenges, and the first
+	 * read may predate this test's own) */
+	unsigned long long live0 = 0, live = 0;
+	assert_ota(ota_attest_client_get(f->url, "/metrics", &ans, &n, &st, &e), OTA_OK);
+	const char *gl = strstr(ans, "\nota_attestd_challenges_live ");
+	assert_non_null(gl);
+	live0 = strtoull(gl + strlen("\nota_attestd_challenges_live "), NULL, 10);
+	free(ans);
+	bad.issuer = "issuer:acme";
+	bad.txn = "t-gauge";
+	assert_ota(ota_attest_client_challenge(f->url, &bad, 0, 0, &ans, &e), OTA_OK);
+	free(ans);
+	for (int i = 0; i < 100 && live <= live0; i++) {
+		if (i > 0)
+			usleep(100 * 1000);
+		assert_ota(ota_attest_client_get(f->url, "/metrics", &ans, &n, &st, &e), OTA_OK);
+		gl = strstr(ans, "\nota_attestd_challenges_live ");
+		assert_non_null(gl);
+		live = strtoull(gl + strlen("\nota_attestd_challenges_live "), NULL, 10);
+		free(ans);
+	}
+	assert_true(live > live0); /* counted again (at least this one more) */
 	assert_ota(ota_attest_client_get(f->url, "/v1/trust-root", &ans, &n, &st, &e), OTA_OK);
 	assert_int_equal(st, 200);
 	size_t rl = 0;
