@@ -146,9 +146,9 @@ static const char *below(const char *path, const char *base)
 
 /*
  * The contract's container.rootfs is repository content, not the
- * operator's choice: it must name a directory strictly inside the image
- * store or the rootfs cache this runner uses (the toolkit's own trees),
- * reached from there without a symlink (openat2 RESOLVE_BENEATH |
+ * operator's choice: it must name an unpacked image, NAME/rootfs directly
+ * inside the image store or the rootfs cache this runner uses (the
+ * toolkit's own trees), reached from there without a symlink (openat2 RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS, component by component). Anything else (a host
  * directory such as /root, a path through a symlink, the store itself) is
  * oci_rootfs_unmanaged before anything is prepared: runc would create its
@@ -177,6 +177,22 @@ static ota_err contract_rootfs(const char *declared, const ota_runner_opts *o, c
 			rel = below(decl, real);
 		if (rel == NULL || strcmp(real, "/") == 0)
 			continue;
+		/* NAME (a prepared root filesystem) or NAME/rootfs (as ota
+		 * image resolve unpacks one): not the store's own layout
+		 * (blobs/, blobs/sha256), where the runtime would make its mount
+		 * points and the task read every image, and not a directory
+		 * inside another image's root filesystem, which every later
+		 * container of that image would see changed */
+		const char *slash = strchr(rel, '/');
+		size_t nl = slash != NULL ? (size_t)(slash - rel) : strlen(rel);
+		if (rel[0] == '.' || (slash != NULL && strcmp(slash + 1, "rootfs") != 0) ||
+		    (nl == 5 && strncmp(rel, "blobs", 5) == 0) ||
+		    (nl == 10 && strncmp(rel, "index.json", 10) == 0) ||
+		    (nl == 10 && strncmp(rel, "oci-layout", 10) == 0))
+			return ota_error_set(err, OTA_ERR_OCI_ROOTFS_UNMANAGED, declared,
+			                     "container.rootfs inside %s is NAME or NAME/rootfs (an "
+			                     "unpacked image), not %s",
+			                     bases[i], rel);
 		int bfd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (bfd < 0)
 			continue;

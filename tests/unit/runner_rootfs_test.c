@@ -122,6 +122,18 @@ static void test_host_directory_refused(void **state)
 	assert_ota(plan_with(w, p, NULL, NULL, &e), OTA_ERR_OCI_ROOTFS_UNMANAGED);
 	snprintf(p, sizeof p, "%s/linked/rootfs", w->cache);
 	assert_ota(plan_with(w, p, NULL, NULL, &e), OTA_ERR_OCI_ROOTFS_UNMANAGED);
+	/* the store's own layout, and a directory inside an unpacked image:
+	 * the runtime would make its mount points there, and the task read
+	 * every blob (or change what later containers of that image see) */
+	static const char *const inside[] = {"blobs",        "blobs/sha256",   "prepared/rootfs/usr",
+	                                      "index.json",   "prepared/other", ".hidden/rootfs",
+	                                      "blobs/rootfs", ".hidden"};
+	for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", w->store, inside[i]);
+		assert_ota(plan_with(w, p, NULL, NULL, &e), OTA_ERR_OCI_ROOTFS_UNMANAGED);
+		snprintf(p, sizeof p, "%s/%s", w->cache, inside[i]);
+		assert_ota(plan_with(w, p, NULL, NULL, &e), OTA_ERR_OCI_ROOTFS_UNMANAGED);
+	}
 	/* missing inside the store: the old oci_path_missing */
 	snprintf(p, sizeof p, "%s/absent/rootfs", w->store);
 	assert_ota(plan_with(w, p, NULL, NULL, &e), OTA_ERR_OCI_PATH_MISSING);
