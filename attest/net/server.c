@@ -87,6 +87,10 @@ typedef struct conn_watch {
 	struct timespec since; /* CLOCK_MONOTONIC */
 	bool paused;           /* suspended for the group commit */
 	bool killed;           /* shut down by the watchdog */
+	/* between requests (or before the first one's head is in): such a
+	 * connection holds a slot doing nothing, and is the one shut down
+	 * when the slots run short (watchdog_main) */
+	atomic_bool idle;
 	struct conn_watch *prev, *next;
 	/* the connection's last request, kept for its next one (a req is
 	 * several KiB: malloc and free of it, and of its body buffer, on every
@@ -160,7 +164,8 @@ struct ota_attestd {
 	pthread_cond_t wcond;
 	bool wstop;
 	conn_watch *watch;
-	atomic_ullong request_timeouts;
+	atomic_ullong request_timeouts, idle_shed;
+	size_t nconn; /* connections open (under wmu) */
 	uint64_t issued_since_purge; /* committer thread only */
 	/* the store's gauges for GET /metrics: counted (three scans of the
 	 * store) at start and then every GAUGE_PERIOD_S by the watchdog thread,
@@ -1047,6 +1052,9 @@ static void route_metrics(ota_attestd *d, answer *a)
 		{"ota_attestd_request_timeouts_total", "counter",
 		 "connections shut down past the request deadline (http_request_timeout)",
 		 atomic_load(&d->request_timeouts)},
+		{"ota_attestd_idle_connections_shed_total", "counter",
+		 "keep-alive connections idle between requests shut down while the slots ran short",
+		 atomic_load(&d->idle_shed)},
 		{"ota_attestd_commit_batches_total", "counter", "group-commit transactions",
 		 (unsigned long long)batches},
 		{"ota_attestd_commit_ops_total", "counter", "operations committed in batches",
@@ -1242,12 +1250,25 @@ static void *watchdog_main(void *arg)
 			break;
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		unsigned shut = 0;
+		unsigned shut = 0, shed = 0;
+		/* the slots running short (7/8 taken): a connection idle between
+		 * requests for a second gives its slot up, so that keep-alive
+		 * clients each sending a request now and then cannot hold every
+		 * slot past any deadline (each request restarts it) */
+		bool short_of_slots = d->nconn >= (size_t)d->opts.max_connections -
+		                                      (size_t)d->opts.max_connections / 8;
 		for (conn_watch *w = d->watch; w != NULL; w = w->next) {
 			if (w->paused || w->killed)
 				continue;
 			int64_t ms = ((int64_t)now.tv_sec - (int64_t)w->since.tv_sec) * 1000 +
 			             ((int64_t)now.tv_nsec - (int64_t)w->since.tv_nsec) / 1000000;
+			if (short_of_slots && ms >= 1000 &&
+			    atomic_load_explicit(&w->idle, memory_order_relaxed)) {
+				shutdown(w->fd, SHUT_RDWR);
+				w->killed = true;
+				shed++;
+				continue;
+			}
 			if (ms < (int64_t)d->opts.request_timeout_s * 1000)
 				continue;
 			/* under wmu: MHD reports the connection closed (and
@@ -1256,6 +1277,13 @@ static void *watchdog_main(void *arg)
 			shutdown(w->fd, SHUT_RDWR);
 			w->killed = true;
 			shut++;
+		}
+		if (shed > 0) {
+			atomic_fetch_add(&d->idle_shed, shed);
+			pthread_mutex_unlock(&d->wmu);
+			log_json(d, json_pack("{s:s, s:s, s:i}", "level", "warn", "event", "idle_shed",
+			                      "connections", (int)shed));
+			pthread_mutex_lock(&d->wmu);
 		}
 		if (shut > 0) {
 			atomic_fetch_add(&d->request_timeouts, shut);
@@ -1305,6 +1333,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		conn_watch *w = watch_of(c);
 		uint8_t *buf = NULL;
 		size_t cap = 0;
+		if (w != NULL)
+			atomic_store_explicit(&w->idle, false, memory_order_relaxed);
 		if (w != NULL && w->spare != NULL) {
 			r = w->spare;
 			w->spare = NULL;
@@ -1456,6 +1486,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	conn_watch *w = c != NULL ? watch_of(c) : NULL;
 	if (c != NULL)
 		(void)watch_restart(d, c, false); /* the next request's deadline */
+	if (w != NULL)
+		atomic_store_explicit(&w->idle, true, memory_order_relaxed);
 	if (r != NULL) {
 		if (r->counted)
 			atomic_fetch_sub(&d->inflight, 1);
@@ -1508,6 +1540,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			d->watch = w->next;
 		if (w->next != NULL)
 			w->next->prev = w->prev;
+		d->nconn--;
 		pthread_mutex_unlock(&d->wmu);
 		spare_free(w);
 		free(w);
@@ -1529,7 +1562,9 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		return;
 	w->fd = ci->connect_fd;
 	clock_gettime(CLOCK_MONOTONIC, &w->since);
+	atomic_init(&w->idle, true);
 	pthread_mutex_lock(&d->wmu);
+	d->nconn++;
 	w->next = d->watch;
 	if (d->watch != NULL)
 		d->watch->prev = w;

@@ -186,6 +186,33 @@ elif mode == "endless":
     out = read_to_close(s)
     took = time.time() - t0
     print("endless", "cut" if took < 10 and sent[0] < (64 << 20) else "read", len(out))
+elif mode == "holders":
+    # every slot taken by keep-alive clients that each send a request every
+    # 3 s (each restarts the request deadline): a newcomer must still be
+    # served, because idle connections give their slots up when the slots
+    # run short
+    n = int(sys.argv[3])
+    req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    held = []
+    for _ in range(n):
+        c = socket.create_connection(("127.0.0.1", port), timeout=3)
+        held.append(c)
+    served = None
+    t0 = time.time()
+    while time.time() - t0 < 12 and served is None:
+        for c in list(held):
+            try:
+                c.sendall(req)
+                c.recv(4096)
+            except OSError:
+                held.remove(c)
+        time.sleep(1)
+        r = ask("127.0.0.1", wait=2)
+        if r.startswith("HTTP/1.1 200"):
+            served = time.time() - t0
+    print("newcomer", "served" if served is not None else "locked-out")
+    for c in held:
+        c.close()
 elif mode == "methods":
     # one connection each; "status allow-header body-bytes code"
     import json
@@ -230,6 +257,15 @@ grep -q '^other HTTP/1.1 200' "$work/out" && pass "another address (127.0.0.2) s
 grep -q '^freed HTTP/1.1 200' "$work/out" && pass "a slot of 127.0.0.1 freed by a close is usable again" \
   || { bad "slot not freed"; cat "$work/out"; }
 stop perip
+
+# --- keep-alive clients holding every slot -------------------------------
+start holders --max-connections 16 --timeout 30
+py holders 16
+grep -q '^newcomer served' "$work/out" && pass "16 keep-alive holders of 16 slots: a newcomer is served (idle slots shed)" \
+  || { bad "a newcomer was locked out by keep-alive holders"; cat "$work/out"; }
+curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^ota_attestd_idle_connections_shed_total [1-9]' \
+  && pass "holders: idle connections shed, counted" || bad "holders: no idle_connections_shed_total"
+stop holders
 
 # --- request framing -----------------------------------------------------
 start framing
