@@ -451,7 +451,13 @@ typedef struct fp_walk {
 	size_t budget;
 	volatile sig_atomic_t *cancel;
 	bool interrupted;
+	/* a part of the tree the walk could not cover (over the entry or
+	 * depth cap, out of memory): the fingerprint is refused rather than
+	 * computed over what was reached (a change below would go unseen) */
+	const char *incomplete;
 } fp_walk;
+
+#define FP_MAX_DEPTH 64
 
 static bool fp_cancelled(fp_walk *w)
 {
@@ -501,42 +507,69 @@ static void fp_tree(fp_walk *w, int dfd, const char *rel, unsigned depth)
 	char **names = NULL;
 	size_t nn = 0, cap = 0;
 	struct dirent *de;
-	while (!fp_cancelled(w) && (de = readdir(d)) != NULL) {
+	while (!fp_cancelled(w) && w->incomplete == NULL && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (nn == cap) {
 			cap = cap ? cap * 2 : 16;
 			char **nv = realloc(names, cap * sizeof *nv);
-			if (nv == NULL)
+			if (nv == NULL) {
+				w->incomplete = "out of memory";
 				break;
+			}
 			names = nv;
 		}
 		names[nn] = strdup(de->d_name);
-		if (names[nn] != NULL)
+		if (names[nn] == NULL)
+			w->incomplete = "out of memory";
+		else
 			nn++;
 	}
 	if (nn > 1)
 		qsort(names, nn, sizeof *names, cmp_name);
-	for (size_t i = 0; i < nn; i++) {
-		if (w->budget == 0 || fp_cancelled(w))
+	for (size_t i = 0; i < nn && w->incomplete == NULL; i++) {
+		if (fp_cancelled(w))
 			break;
+		if (w->budget == 0) {
+			w->incomplete = "more entries than OTA_OCI_MAX_SCAN_ENTRIES";
+			break;
+		}
 		w->budget--;
 		char sub[OTA_MAX_PATH_BYTES];
 		snprintf(sub, sizeof sub, "%s/%s", rel, names[i]);
 		struct stat st;
-		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			/* in the digest, not left out: an entry that cannot be
+			 * looked at now and could later is a change */
+			char m[OTA_MAX_PATH_BYTES + 32];
+			int n = snprintf(m, sizeof m, "%s\nunreadable %d\n", sub, errno);
+			EVP_DigestUpdate(w->md, m, n > 0 && (size_t)n < sizeof m ? (size_t)n : 0);
 			continue;
+		}
 		fp_add(w->md, sub, &st);
 		if (S_ISREG(st.st_mode)) {
 			int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 			if (fd >= 0) {
 				fp_content(w, fd);
 				close(fd);
+			} else {
+				char m[32];
+				int n = snprintf(m, sizeof m, "unopenable %d\n", errno);
+				EVP_DigestUpdate(w->md, m, (size_t)n);
 			}
-		} else if (S_ISDIR(st.st_mode) && depth < 64) {
+		} else if (S_ISDIR(st.st_mode)) {
+			if (depth + 1 >= FP_MAX_DEPTH) {
+				w->incomplete = "a directory deeper than 64 levels";
+				break;
+			}
 			int fd = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd >= 0)
+			if (fd >= 0) {
 				fp_tree(w, fd, sub, depth + 1);
+			} else {
+				char m[32];
+				int n = snprintf(m, sizeof m, "unopenable %d\n", errno);
+				EVP_DigestUpdate(w->md, m, (size_t)n);
+			}
 		}
 	}
 	for (size_t i = 0; i < nn; i++)
@@ -564,7 +597,7 @@ ota_err oci_fingerprint(int repo_fd, const char *rel, volatile sig_atomic_t *can
                         ota_error *err)
 {
 	out[0] = '\0';
-	fp_walk w = {EVP_MD_CTX_new(), OTA_OCI_MAX_SCAN_ENTRIES, cancel, false};
+	fp_walk w = {EVP_MD_CTX_new(), OTA_OCI_MAX_SCAN_ENTRIES, cancel, false, NULL};
 	if (w.md == NULL || EVP_DigestInit_ex(w.md, EVP_sha256(), NULL) != 1) {
 		EVP_MD_CTX_free(w.md);
 		return OTA_ERR_CRYPTO;
@@ -606,6 +639,12 @@ ota_err oci_fingerprint(int repo_fd, const char *rel, volatile sig_atomic_t *can
 		EVP_MD_CTX_free(w.md);
 		return ota_error_set(err, OTA_ERR_OCI_INTERRUPTED, rel,
 		                     "fingerprint of a protected path interrupted");
+	}
+	if (w.incomplete != NULL) {
+		EVP_MD_CTX_free(w.md);
+		return ota_error_set(err, OTA_ERR_OCI_SCAN_LIMIT, rel,
+		                     "the protected tree cannot be fingerprinted whole: %s",
+		                     w.incomplete);
 	}
 	uint8_t h[32];
 	unsigned hl = 0;

@@ -321,12 +321,39 @@ static void test_cancel(void **state)
 	assert_ota(oci_fingerprint(w->repo_fd, "missing", &cancel, out, NULL), OTA_OK);
 }
 
+/* A protected tree the walk cannot cover whole is refused (oci_scan_limit),
+ * never digested over the part it reached: a change below the depth cap
+ * went unseen. 63 levels of directories below the protected one are
+ * fingerprinted; one more is refused. */
+static void test_too_deep_refused(void **state)
+{
+	world *w = *state;
+	char rel[4096] = "deep";
+	mkdirf(w->repo, rel);
+	for (int i = 1; i < 64; i++) {
+		strcat(rel, "/d");
+		mkdirf(w->repo, rel);
+	}
+	char out[65], before[65];
+	ota_error e;
+	ota_error_clear(&e);
+	assert_ota(oci_fingerprint(w->repo_fd, "deep", NULL, before, &e), OTA_OK);
+	strcat(rel, "/d");
+	mkdirf(w->repo, rel);
+	ota_error_clear(&e);
+	assert_ota(oci_fingerprint(w->repo_fd, "deep", NULL, out, &e), OTA_ERR_OCI_SCAN_LIMIT);
+	assert_string_equal(out, "");
+	assert_string_equal(e.where, "deep");
+	assert_non_null(strstr(e.what, "deeper than 64 levels"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_same_digest_as_before, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parent_swapped_for_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_deep_refused, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
