@@ -1438,6 +1438,7 @@ static const json_t *mount_at(const json_t *mounts, const char *key, const char 
 	return NULL;
 }
 
+/* the array of strings holds s (a mount's options, a list of paths) */
 static bool opt_has(const json_t *opts, const char *o)
 {
 	for (size_t i = 0; i < json_array_size(opts); i++)
@@ -1505,15 +1506,6 @@ static size_t writable_above(const json_t *fs, bool repo_rw, const char *rel)
 	return best;
 }
 
-/* rel is exactly one of the paths of list */
-static bool listed(const json_t *list, const char *rel)
-{
-	for (size_t i = 0; i < json_array_size(list); i++)
-		if (seq(json_string_value(json_array_get(list, i)), rel))
-			return true;
-	return false;
-}
-
 /*
  * The pins oci_local mounts (docs/oci-local.md): each directory strictly
  * between a protected path and the writable mount above it, neither a
@@ -1542,7 +1534,7 @@ static bool each_pin(const json_t *fs, bool repo_rw, bool (*fn)(const char *dest
 			if (rel[k] != '/')
 				continue;
 			rel[k] = '\0';
-			bool go = listed(wp, rel) || listed(pp, rel) || fn(dest, ctx);
+			bool go = opt_has(wp, rel) || opt_has(pp, rel) || fn(dest, ctx);
 			rel[k] = '/';
 			if (!go)
 				return false;

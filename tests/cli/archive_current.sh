@@ -16,9 +16,7 @@ set -euo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
-runner_world current
+need_runner current
 
 w=$tmp/repo
 mkdir -p "$w/reports"

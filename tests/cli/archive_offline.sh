@@ -41,10 +41,8 @@ bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$tmp/img" bb:1
 # ---- the demo: trust root, runner principal and key, run, archive, verify ----
 t=$tmp/trust
 "$OTA" trust init --domain archive.test --dir "$t" --root-keys 1 --threshold 1 >/dev/null
-"$OTA" trust add-principal --dir "$t" --id ci-runner --role runner --repo '*' --lane '*' \
-  --provider-target oci_local --sign "$t/keys/root-1.pem" >/dev/null
-"$OTA" trust add-key --dir "$t" --principal ci-runner --generate "$t/keys/runner.pem" \
-  --sign "$t/keys/root-1.pem" >/dev/null
+runner_principal "$t" ci-runner "$t/keys/runner.pem" --repo '*' --lane '*' \
+  --provider-target oci_local
 w=$tmp/w
 mkdir -p "$w/reports"
 {

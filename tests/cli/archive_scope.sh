@@ -16,14 +16,10 @@ set -euo pipefail
 : "${OTA:?}" "${OTA_VERIFY:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
-runner_world scope
+need_runner scope
 
-"$OTA" trust add-principal --dir "$T" --id lint-runner --role runner --repo 'acme/*' --lane lint \
-  --provider-target oci_local --sign "$T/keys/root-1.pem" >/dev/null
-"$OTA" trust add-key --dir "$T" --principal lint-runner --generate "$T/keys/lint.pem" \
-  --sign "$T/keys/root-1.pem" >/dev/null
+runner_principal "$T" lint-runner "$T/keys/lint.pem" --repo 'acme/*' --lane lint \
+  --provider-target oci_local
 
 w=$tmp/repo
 mkdir -p "$w/reports"

@@ -18,18 +18,7 @@ set -euo pipefail
 : "${OTA:?}" "${OTA_SOURCE_DIR:?}"
 . "$OTA_SOURCE_DIR/tests/tools/contract.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
-tmp=$(mktemp -d /tmp/ota-output-XXXXXX)
-root=/run/ota/test-output-$$
-cleanup() {
-  "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" >/dev/null 2>&1 || true
-  rm -rf "$tmp" "$root"
-}
-trap cleanup EXIT
-export OTA_CACHE=$tmp/cache
-img=$tmp/img
-bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+need_runner output
 w=$tmp/repo
 mkdir -p "$w/out"
 task() { # task NAME COMMAND

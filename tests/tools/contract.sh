@@ -35,10 +35,20 @@ YAML
 # DIR/versions/1.root.json.
 runner_trust() {
   "$OTA" trust init --domain "$2" --dir "$1" --root-keys 1 --threshold 1 >/dev/null
-  "$OTA" trust add-principal --dir "$1" --id ci-runner --role runner --repo '*' --lane '*' \
-    --provider-target oci_local --sign "$1/keys/root-1.pem" >/dev/null
-  "$OTA" trust add-key --dir "$1" --principal ci-runner --generate "$1/keys/runner.pem" \
-    --sign "$1/keys/root-1.pem" >/dev/null
+  runner_principal "$1" ci-runner "$1/keys/runner.pem" --repo '*' --lane '*' \
+    --provider-target oci_local
+}
+
+# runner_principal DIR ID KEY SCOPE-OPTIONS...: a runner principal ID with
+# those scopes in the trust domain at DIR (signed with its root-1 key), and
+# a new key of it at KEY.
+runner_principal() {
+  local dir=$1 id=$2 key=$3
+  shift 3
+  "$OTA" trust add-principal --dir "$dir" --id "$id" --role runner "$@" \
+    --sign "$dir/keys/root-1.pem" >/dev/null
+  "$OTA" trust add-key --dir "$dir" --principal "$id" --generate "$key" \
+    --sign "$dir/keys/root-1.pem" >/dev/null
 }
 
 # schema_check SCHEMA DOC...: each DOC validates against docs/schemas/SCHEMA
@@ -64,6 +74,13 @@ runner_world() {
   PIN=$T/versions/1.root.json
   img=$tmp/img
   bash "$OTA_SOURCE_DIR/scripts/make-test-rootfs.sh" busybox-image "$img" bb:1 >/dev/null
+}
+# need_runner NAME: runner_world NAME when the test can run signed
+# oci_local runs here (runc and root), else SKIP (exit 0).
+need_runner() {
+  command -v runc >/dev/null || { echo "SKIP: runc missing"; exit 0; }
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 0; }
+  runner_world "$1"
 }
 world_cleanup() {
   "$OTA" cleanup --lease-db "$tmp/leases.db" --runtime-root "$root" --state-dir "$tmp/state" \
