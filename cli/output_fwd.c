@@ -25,13 +25,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ota/json.h" /* ota_utf8_next */
 
 #define OTA_FWD_MAX_BYTES (4u * 1024u * 1024u)
 
 typedef struct chunk {
 	struct chunk *next;
 	int fd;
-	size_t len;
+	size_t len;  /* bytes of data to write */
+	size_t cost; /* what it counts against OTA_FWD_MAX_BYTES */
 	uint8_t data[];
 } chunk;
 
@@ -43,25 +45,93 @@ struct cli_fwd {
 	uint64_t dropped;   /* bytes not forwarded: queue full */
 	bool closed[3];     /* the reader of fd 1 / 2 went away */
 	bool tty[3];
+	uint8_t carry[3][4]; /* on a terminal: a UTF-8 sequence cut at a chunk's end */
+	size_t ncarry[3];
 	bool done, writing;
 	pthread_t th;
 	bool started;
 };
 
-/* Shows a terminal's control characters as '?': C0 but tab, newline and
- * carriage return; DEL; C1 as UTF-8 (C2 80-9F). */
-static void tame(uint8_t *p, size_t n)
+/* The length of the UTF-8 sequence lead byte c starts, 0 if none does. */
+static size_t lead_len(uint8_t c)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = p[i];
-		if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-			p[i] = '?';
-		else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
-			p[i] = '?';
-			p[i + 1] = '?';
+	return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+/*
+ * For a terminal: in (n bytes, after the carry of the stream's previous
+ * chunk) into out as text a terminal shows and does not obey: C0 controls
+ * but tab, newline and carriage return, DEL, bytes that are not valid
+ * UTF-8 (a lone 0x9b is CSI to a terminal in an 8-bit mode) and C1
+ * controls (U+0080..U+009F, C2 80..C2 9F) become '?'. A sequence cut at
+ * the chunk's end waits in carry for the next chunk (the task writes
+ * C2, then 9B 2 J, in two reads: still one CSI). out holds n + ncarry
+ * bytes; the length written is returned.
+ */
+static size_t tame(uint8_t *carry, size_t *ncarry, const uint8_t *in, size_t n, uint8_t *out)
+{
+	uint8_t buf[8];
+	size_t o = 0, nc = *ncarry, i = 0;
+	/* the carried bytes and enough of in to finish their sequence */
+	while (nc > 0) {
+		size_t take = n - i < sizeof buf - nc ? n - i : sizeof buf - nc;
+		memcpy(buf, carry, nc);
+		memcpy(buf + nc, in + i, take);
+		size_t want = lead_len(buf[0]);
+		if (want > nc + take) { /* still not whole: keep waiting */
+			memcpy(carry, buf, nc + take);
+			*ncarry = nc + take;
+			return o;
+		}
+		uint32_t cp = 0;
+		size_t k = ota_utf8_next(buf, want, &cp);
+		if (k == want && (cp < 0x80 || cp > 0x9f)) {
+			memcpy(out + o, buf, k);
+			o += k;
+		} else {
+			out[o++] = '?';
+			k = 1;
+		}
+		/* consumed k bytes of buf: the rest of the carry first */
+		if (k >= nc) {
+			i += k - nc;
+			nc = 0;
+		} else {
+			memmove(carry, carry + k, nc - k);
+			nc -= k;
+		}
+	}
+	*ncarry = 0;
+	while (i < n) {
+		uint8_t c = in[i];
+		if (c < 0x80) {
+			out[o++] = (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f ? '?' : c;
+			i++;
+			continue;
+		}
+		size_t want = lead_len(c);
+		if (want == 0) {
+			out[o++] = '?';
+			i++;
+			continue;
+		}
+		if (i + want > n) { /* cut at the chunk's end */
+			memcpy(carry, in + i, n - i);
+			*ncarry = n - i;
+			break;
+		}
+		uint32_t cp = 0;
+		size_t k = ota_utf8_next(in + i, want, &cp);
+		if (k == want && (cp < 0x80 || cp > 0x9f)) {
+			memcpy(out + o, in + i, k);
+			o += k;
+			i += k;
+		} else {
+			out[o++] = '?';
 			i++;
 		}
 	}
+	return o;
 }
 
 static void *writer(void *arg)
@@ -95,7 +165,7 @@ static void *writer(void *arg)
 		pthread_mutex_lock(&f->mu);
 		if (gone)
 			f->closed[c->fd] = true;
-		f->queued -= c->len;
+		f->queued -= c->cost;
 		f->writing = false;
 		free(c);
 		if (f->head == NULL)
@@ -135,27 +205,33 @@ void cli_fwd_write(cli_fwd *f, int fd, const uint8_t *p, size_t n)
 		pthread_mutex_unlock(&f->mu);
 		return;
 	}
-	if (n > OTA_FWD_MAX_BYTES - f->queued) {
+	/* a chunk costs its header too: a task writing one byte at a time
+	 * must not queue more memory than the cap either */
+	size_t cost = sizeof(chunk) + n + 4 + 32;
+	if (cost > OTA_FWD_MAX_BYTES - f->queued) {
 		f->dropped += n;
 		pthread_mutex_unlock(&f->mu);
 		return;
 	}
-	f->queued += n; /* reserved before the copy, outside the lock */
+	f->queued += cost; /* reserved before the copy, outside the lock */
 	pthread_mutex_unlock(&f->mu);
-	chunk *c = malloc(sizeof *c + n);
+	chunk *c = malloc(sizeof *c + n + 4);
 	pthread_mutex_lock(&f->mu);
 	if (c == NULL) {
-		f->queued -= n;
+		f->queued -= cost;
 		f->dropped += n;
 		pthread_mutex_unlock(&f->mu);
 		return;
 	}
 	c->next = NULL;
 	c->fd = fd;
-	c->len = n;
-	memcpy(c->data, p, n);
-	if (f->tty[fd])
-		tame(c->data, n);
+	c->cost = cost;
+	if (f->tty[fd]) {
+		c->len = tame(f->carry[fd], &f->ncarry[fd], p, n, c->data);
+	} else {
+		memcpy(c->data, p, n);
+		c->len = n;
+	}
 	if (f->tail != NULL)
 		f->tail->next = c;
 	else
@@ -182,7 +258,7 @@ uint64_t cli_fwd_finish(cli_fwd *f, unsigned wait_s)
 		chunk *c = f->head;
 		f->head = c->next;
 		f->dropped += c->len;
-		f->queued -= c->len;
+		f->queued -= c->cost;
 		free(c);
 	}
 	f->tail = NULL;

@@ -347,8 +347,8 @@ static size_t rel_index(const char *rel, const oci_path *v, size_t n)
 
 /*
  * a->pins: for each protected path P that exists under a writable mount W
- * (the deepest carve-out at or above it, else the repository when it is
- * writable), every directory strictly between W and P that is neither a
+ * (the repository when it is writable, else the outermost carve-out at or
+ * above it), every directory strictly between W and P that is neither a
  * carve-out nor a protected path (those are mounts already), resolved as a
  * writable path is (beneath the repository, no symlink, no other file
  * system), at most OTA_OCI_MAX_PATHS of them; sorted shallow first.
@@ -359,13 +359,15 @@ static ota_err pin_parents(ota_oci_admitted *a, int repo_fd, ota_error *err)
 		const oci_path *p = &a->prot[i];
 		if (!p->exists)
 			continue;
-		size_t wl = SIZE_MAX; /* length of W's rel; 0: the repository */
-		for (size_t j = 0; j < a->n_writable; j++)
+		/* W is the OUTERMOST writable mount above P: a directory between
+		 * an outer carve-out and an inner one is renameable too (a
+		 * directory holding mounts can be moved), and with it the inner
+		 * carve-out and P's mount */
+		size_t wl = a->repo_writable ? 0 : SIZE_MAX; /* length of W's rel; 0: the repository */
+		for (size_t j = 0; j < a->n_writable && wl != 0; j++)
 			if (oci_path_within(p->rel, a->writable[j].rel) &&
-			    (wl == SIZE_MAX || strlen(a->writable[j].rel) > wl))
+			    (wl == SIZE_MAX || strlen(a->writable[j].rel) < wl))
 				wl = strlen(a->writable[j].rel);
-		if (wl == SIZE_MAX && a->repo_writable)
-			wl = 0;
 		if (wl == SIZE_MAX)
 			continue; /* under a read-only parent: nothing to rename */
 		char *rel = strdup(p->rel);
@@ -377,8 +379,13 @@ static ota_err pin_parents(ota_oci_admitted *a, int repo_fd, ota_error *err)
 			if (rel[k] != '/')
 				continue;
 			rel[k] = '\0';
+			/* inside a protected directory (a read-only mount of its
+			 * own) nothing can be renamed: no pin there, nor below */
+			if (rel_index(rel, a->prot, a->n_prot) != SIZE_MAX) {
+				rel[k] = '/';
+				break;
+			}
 			if (rel_index(rel, a->writable, a->n_writable) == SIZE_MAX &&
-			    rel_index(rel, a->prot, a->n_prot) == SIZE_MAX &&
 			    rel_index(rel, a->pins, a->n_pins) == SIZE_MAX) {
 				if (a->n_pins == OTA_OCI_MAX_PATHS)
 					rc = ota_error_set(err, OTA_ERR_OCI_PLAN_INVALID, p->rel,

@@ -517,9 +517,10 @@ ota_err ota_archive_parse(ota_bytes in, ota_archive **out, ota_error *err)
  * array per 190, in the committed vectors), while "[{},{},...]" is one
  * object per 3 bytes, each about 230 bytes of jansson's memory: 10 MiB of
  * it took 800 MB before anything was checked. Outside strings, each ',',
- * ':', '[' and '{' starts at most one value; at most one per 8 bytes, and
- * one object or array per 32 (plus a small allowance), keep the document's
- * memory within a few times its size, as a genuine archive's is.
+ * ':', '[' and '{' starts at most one value; at most one per 16 bytes, and
+ * one object or array per 64 (plus a small allowance), keep the document's
+ * memory within about 6 times its size (a genuine archive: one value per
+ * 20-29 bytes, one object or array per 170-225, about 2 times).
  */
 static bool values_fit(ota_bytes in, size_t *values, size_t *containers)
 {
@@ -551,7 +552,7 @@ static bool values_fit(ota_bytes in, size_t *values, size_t *containers)
 	}
 	*values = v;
 	*containers = c;
-	return v <= in.len / 8 + 4096 && c <= in.len / 32 + 1024;
+	return v <= in.len / 16 + 4096 && c <= in.len / 64 + 1024;
 }
 
 ota_err arc_parse(ota_bytes in, bool lean, ota_archive **out, ota_error *err)
@@ -566,7 +567,7 @@ ota_err arc_parse(ota_bytes in, bool lean, ota_archive **out, ota_error *err)
 	if (!values_fit(in, &nv, &nc))
 		return ota_error_set(err, OTA_ERR_ARCHIVE_MALFORMED, "archive",
 		                     "%zu values and %zu objects or arrays in %zu bytes: more than one "
-		                     "per 8 bytes, or one object or array per 32 (no archive is built "
+		                     "per 16 bytes, or one object or array per 64 (no archive is built "
 		                     "like that; refused before it is parsed)",
 		                     nv, nc, in.len);
 	json_error_t je;

@@ -436,16 +436,18 @@ static ota_err current_setup(vctx *v)
 	return rc;
 }
 
-/* The key kid (alg) of role judged at `at` in the verifier's newer chain
- * too (opts current): OTA_OK without one. */
+/* The key kid (alg) of role judged at `at`, for scope (NULL: none), in the
+ * verifier's newer chain too (opts current): OTA_OK without one. A key
+ * revoked since, or narrowed since to a scope that no longer covers the
+ * archive, is refused there. */
 static ota_err current_judge(vctx *v, ota_bytes kid, ota_alg alg, ota_trust_role role,
-                             int64_t at, const char *where)
+                             const ota_trust_scope_req *scope, int64_t at, const char *where)
 {
 	if (v->current == NULL)
 		return OTA_OK;
 	ota_error e;
 	ota_error_clear(&e);
-	ota_err rc = ota_trust_lookup(v->current, kid, alg, role, NULL, at, NULL, NULL, &e);
+	ota_err rc = ota_trust_lookup(v->current, kid, alg, role, scope, at, NULL, NULL, &e);
 	if (rc != OTA_OK) {
 		char w[300];
 		snprintf(w, sizeof w, "%s: current v%lld", where,
@@ -763,8 +765,8 @@ static ota_err receipt_setup(vctx *v)
 		fail_e(r, &e, "receipt");
 		return rc;
 	}
-	if ((rc = current_judge(v, m.kid, m.alg, OTA_TRUST_ROLE_RUNNER, v->signed_at, "receipt")) !=
-	    OTA_OK)
+	if ((rc = current_judge(v, m.kid, m.alg, OTA_TRUST_ROLE_RUNNER, &scope, v->signed_at,
+	                        "receipt")) != OTA_OK)
 		return rc;
 	snprintf(v->runner, sizeof v->runner, "%s", ota_trust_principal_id(who));
 	return OTA_OK;
@@ -1154,7 +1156,7 @@ static void acceptance_checks(vctx *v)
 			continue;
 		}
 		if (current_judge(v, ota_bytes_make(v->acc[i].verifier_kid, 32), m.alg,
-		                  OTA_TRUST_ROLE_VERIFIER, at, "acceptances[]") != OTA_OK)
+		                  OTA_TRUST_ROLE_VERIFIER, NULL, at, "acceptances[]") != OTA_OK)
 			continue;
 		v->acc_ok[i] = true;
 		v->acc_idx[n++] = (idx_entry){v->acc[i].attestation, i};
@@ -1277,7 +1279,7 @@ static void attestation_check(vctx *v, size_t i)
 		return;
 	}
 	if (current_judge(v, m.kid, m.alg, external ? OTA_TRUST_ROLE_ISSUER : OTA_TRUST_ROLE_RUNNER,
-	                  judged, where) != OTA_OK)
+	                  &scope, judged, where) != OTA_OK)
 		return;
 	bool ok = true;
 	const char *pid = ota_trust_principal_id(who);
@@ -1488,19 +1490,20 @@ static bool declared_in(const json_t *list, const char *p)
 }
 
 /*
- * The writable mount above the relative path rel under boundary fs: the
- * length of the deepest declared carve-out at or above it, 0 for the
- * repository when it is writable, SIZE_MAX under a read-only parent.
+ * The outermost writable mount above the relative path rel under boundary
+ * fs: 0 for the repository when it is writable, else the length of the
+ * shallowest declared carve-out at or above it, SIZE_MAX under a read-only
+ * parent (every directory below it, down to rel, could be renamed).
  */
 static size_t writable_above(const json_t *fs, bool repo_rw, const char *rel)
 {
 	const json_t *wp = json_object_get(fs, "writable_paths");
 	size_t best = repo_rw ? 0 : SIZE_MAX, rl = strlen(rel);
-	for (size_t i = 0; i < json_array_size(wp); i++) {
+	for (size_t i = 0; i < json_array_size(wp) && best != 0; i++) {
 		const char *w = json_string_value(json_array_get(wp, i));
 		size_t n = w != NULL ? strlen(w) : 0;
 		if (n > 0 && n <= rl && strncmp(rel, w, n) == 0 && (rel[n] == '\0' || rel[n] == '/') &&
-		    (best == SIZE_MAX || n > best))
+		    (best == SIZE_MAX || n < best))
 			best = n;
 	}
 	return best;
@@ -1534,7 +1537,13 @@ static bool each_pin(const json_t *fs, bool repo_rw, bool (*fn)(const char *dest
 			if (rel[k] != '/')
 				continue;
 			rel[k] = '\0';
-			bool go = opt_has(wp, rel) || opt_has(pp, rel) || fn(dest, ctx);
+			/* inside a protected directory (read-only, a mount of its
+			 * own) nothing is pinned: a writable pin there would widen */
+			if (opt_has(pp, rel)) {
+				rel[k] = '/';
+				break;
+			}
+			bool go = opt_has(wp, rel) || fn(dest, ctx);
 			rel[k] = '/';
 			if (!go)
 				return false;
@@ -1632,6 +1641,24 @@ static const char *rendered_mounts_bad(const json_t *cfg, const json_t *fs, bool
 			known = known || strcmp(type, pseudo[k]) == 0;
 		if (!known || within_workspace(d))
 			return "a mount that is neither a declared bind nor a kernel or scratch filesystem";
+	}
+	/* mounts are made in list order: one at or above a protected path
+	 * that comes after that path's own mount would cover it (a carve-out
+	 * or a pin over protected content) */
+	for (size_t i = 0; i < json_array_size(mounts); i++) {
+		const char *pd = sget(json_array_get(mounts, i), "destination");
+		if (!declared_in(pp, pd))
+			continue;
+		size_t pl = strlen(pd);
+		for (size_t j = i + 1; j < json_array_size(mounts); j++) {
+			const char *d = sget(json_array_get(mounts, j), "destination");
+			size_t dl = d != NULL ? strlen(d) : 0;
+			if (d != NULL && dl < pl && strncmp(pd, d, dl) == 0 && pd[dl] == '/') {
+				*at = d;
+				return "a mount above a protected path comes after the protected path's own "
+				       "mount, and would cover it";
+			}
+		}
 	}
 	*at = NULL;
 	return NULL;

@@ -197,6 +197,42 @@ for fs in '{repo_root_mode: read_only, writable_paths: [work], protected_paths: 
   no_containers
 done
 
+# ---- t11c: nested carve-outs: the directory between the outer and the
+# inner carve-out holds mounts, and a directory holding mounts can be
+# renamed: work/a is pinned too (it was not: a host reader saw the task's
+# file at work/a/b/c/settings.json while the receipt said unchanged) ----
+r=$tmp/r11c
+mkrepo "$r" 'mv work/a work/a.real 2>>/tmp/ota-r11c.err && mkdir -p work/a/b/c &&
+  echo pwned > work/a/b/c/settings.json; sleep 2; [ -d work/a.real ] && rm -rf work/a && mv work/a.real work/a; echo done' \
+  '{repo_root_mode: read_only, writable_paths: [work, work/a/b], protected_paths: [ota.yaml, work/a/b/c/settings.json]}'
+mkdir -p "$r/work/a/b/c"; echo '{"safe":true}' >"$r/work/a/b/c/settings.json"
+( for _ in 1 2 3 4 5 6; do cat "$r/work/a/b/c/settings.json" 2>/dev/null; sleep 0.5; done ) >"$tmp/seen" &
+reader=$!
+runtask "$r" --receipt "$tmp/r11c.json"
+wait "$reader"
+[ "$rc" -eq 0 ] || fail "t11c: $rc $err"
+! grep -q pwned "$tmp/seen" || fail "t11c: the host read the task's file at the protected path"
+[ ! -e "$r/work/a.real" ] || fail "t11c: work/a was renamed"
+jq -e '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]
+  | index("/workspace/work/a") != null' "$tmp/r11c.json" >/dev/null || fail "t11c: work/a is not pinned"
+echo "ok: t11c: the directory between nested carve-outs is pinned"
+no_containers
+
+# ---- t11d: nested protected paths: inside the protected work/cfg (a
+# read-only mount) nothing is pinned (a writable pin there would widen),
+# and work/cfg/sub/keep.json stays read-only ----
+r=$tmp/r11d
+mkrepo "$r" 'echo x > work/cfg/sub/keep.json 2>/dev/null; mv work/cfg/sub work/cfg/sub2 2>/dev/null; echo done' \
+  '{repo_root_mode: read_only, writable_paths: [work], protected_paths: [ota.yaml, work/cfg, work/cfg/sub/keep.json]}'
+mkdir -p "$r/work/cfg/sub"; echo keep >"$r/work/cfg/sub/keep.json"
+runtask "$r" --receipt "$tmp/r11d.json"
+[ "$rc" -eq 0 ] || fail "t11d: $rc $err"
+[ "$(cat "$r/work/cfg/sub/keep.json")" = keep ] && [ ! -e "$r/work/cfg/sub2" ] || fail "t11d: protected content changed"
+jq -e '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]
+  | index("/workspace/work/cfg/sub") == null' "$tmp/r11d.json" >/dev/null || fail "t11d: a pin inside a protected directory"
+echo "ok: t11d: no pin inside a protected directory"
+no_containers
+
 # ---- t14: .ota/org-policy.yaml is a FIFO, or a symlink ----
 r=$tmp/r14
 mkrepo "$r" 'echo ran > out/ran'

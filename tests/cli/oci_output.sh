@@ -37,7 +37,7 @@ YAML
   echo "tasks:"
   task stall '(while true; do date +%s >> out/alive; usleep 200000; done) & head -c 6000000 /dev/zero; wait'
   task pipe 'echo line1; echo line2; i=0; while [ $i -lt 20 ]; do echo tick $i; i=$((i+1)); sleep 0.2; done'
-  task tty 'printf "ota: sandbox enforced_through_completion\n\033[8m"'
+  task tty 'printf "ota: sandbox enforced_through_completion\n\033[8m"; printf "\302"; sleep 0.3; printf "\2332J|\233K|caf\303\251\n"'
   cat <<YAML
 agent:
   safe_tasks: [stall, pipe, tty]
@@ -83,6 +83,11 @@ no_containers pipe
   >"$tmp/tty.out" 2>&1 || true
 grep -q $'\033\\[8m' "$tmp/tty.out" && fail "tty: the escape sequence reached the terminal"
 grep -q '?\[8m' "$tmp/tty.out" || fail "tty: $(od -c "$tmp/tty.out" | head)"
+# C1 CSI (U+009B) written as C2, a pause, then 9B: one sequence across two
+# reads, still '?'; a lone 9B (CSI to an 8-bit terminal) too; é kept
+LC_ALL=C grep -q $'\302\233' "$tmp/tty.out" && fail "tty: a C1 control split across reads reached the terminal"
+LC_ALL=C grep -q $'\233K' "$tmp/tty.out" && fail "tty: a lone 0x9b reached the terminal"
+LC_ALL=C grep -q $'?2J|?K|caf\303\251' "$tmp/tty.out" || fail "tty: $(od -c "$tmp/tty.out" | tail -5)"
 grep -q '^ota: sandbox enforced_through_completion' "$tmp/tty.out" || fail "tty: no verdict"
 echo "ok: tty: the task's escape sequence is shown as '?'"
 no_containers tty

@@ -488,6 +488,18 @@ def drop_mount(key, dest):
     return f
 
 
+def mount_last(rel):
+    """The rendered config's mount at /workspace/REL moved to the end of the
+    list (mounted last: over whatever lies below it)."""
+    d = "/workspace/" + rel
+
+    def f(c):
+        m = c["mounts"]
+        moved = [x for x in m if x.get("destination") == d]
+        m[:] = [x for x in m if x.get("destination") != d] + moved
+    return dict(cfg=f)
+
+
 def drop_protected(rel, rendered=True, applied=True):
     """The protected path's own mount removed from the rendered config and/or
     the inspected mounts."""
@@ -522,6 +534,14 @@ PROTECTED_CASES = [
      {"archive_control_mismatch"}),
     ("pin reports/cfg rendered, not applied",
      lambda a: last_segment(a, **drop_protected("reports/cfg", rendered=False)), [],
+     {"archive_control_mismatch"}),
+    # mounts are made in list order: a writable mount after a protected path
+    # below it would cover that path
+    ("pin reports/cfg mounted after the protected reports/cfg/keep.json",
+     lambda a: last_segment(a, **mount_last("reports/cfg")), [],
+     {"archive_control_mismatch"}),
+    ("carve-out reports mounted after the protected reports/keep.txt",
+     lambda a: last_segment(a, **mount_last("reports")), [],
      {"archive_control_mismatch"}),
 ]
 

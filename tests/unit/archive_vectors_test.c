@@ -379,12 +379,12 @@ static void test_parser_caps(void **state)
 	/* many values for their bytes, refused before jansson builds them:
 	 * [{},{},...] (an object per 3 bytes, about 230 bytes of memory each),
 	 * [1,1,...] (a value per 2 bytes); the same count of values spread
-	 * out (one per 8 bytes, the bound) parses to its next error; quotes
+	 * out (one per 16 bytes, the bound) parses to its next error; quotes
 	 * and escaped quotes inside strings are no structure */
 	size_t big = 1u << 20;
 	char *m = malloc(big + 64);
 	assert_non_null(m);
-	static const char *const fill[] = {"{},", "1,", "\"a\\\",\",\"b\",      "};
+	static const char *const fill[] = {"{},", "1,", "\"a\\\",\",\"b\",                      "};
 	static const ota_err fill_want[] = {OTA_ERR_ARCHIVE_MALFORMED, OTA_ERR_ARCHIVE_MALFORMED,
 	                                    OTA_ERR_ARCHIVE_KIND};
 	for (size_t f = 0; f < 3; f++) {
