@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ota/admission.h"
@@ -193,6 +194,24 @@ static ota_err contract_rootfs(const char *declared, const ota_runner_opts *o, c
 			                     "container.rootfs inside %s is NAME or NAME/rootfs (an "
 			                     "unpacked image), not %s",
 			                     bases[i], rel);
+		/* the rootfs cache is the host's, shared by every runner: only a
+		 * complete entry's rootfs (DIGEST/rootfs beside .ota-complete, as
+		 * ota image resolve leaves it), never the entry's bundle
+		 * directory nor an unpack still in progress */
+		if (i == 1) {
+			bool hex = nl == 64 && slash != NULL;
+			for (size_t k = 0; hex && k < 64; k++)
+				hex = (rel[k] >= '0' && rel[k] <= '9') || (rel[k] >= 'a' && rel[k] <= 'f');
+			char done[PATH_MAX];
+			struct stat dst;
+			int dn = snprintf(done, sizeof done, "%s/%.64s/.ota-complete", real, rel);
+			if (!hex || dn < 0 || (size_t)dn >= sizeof done || lstat(done, &dst) != 0 ||
+			    !S_ISREG(dst.st_mode))
+				return ota_error_set(err, OTA_ERR_OCI_ROOTFS_UNMANAGED, declared,
+				                     "container.rootfs inside the rootfs cache %s is a "
+				                     "complete entry's DIGEST/rootfs, not %s",
+				                     bases[i], rel);
+		}
 		int bfd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (bfd < 0)
 			continue;

@@ -19,6 +19,10 @@
 #include "ota/policy.h"
 #include "ota/runner.h"
 
+/* rootfs cache entries: a complete one (A), one without .ota-complete (B) */
+#define DIGEST_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define DIGEST_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
 typedef struct world {
 	char *tmp;
 	char store[512], cache[512], host[512], repo[512];
@@ -36,11 +40,14 @@ static int setup(void **state)
 	snprintf(w->repo, sizeof w->repo, "%s/repo", w->tmp);
 	char cmd[8192];
 	snprintf(cmd, sizeof cmd,
-	         "mkdir -p '%s/prepared/rootfs' '%s/DIGEST/rootfs' '%s' '%s' && "
+	         "mkdir -p '%s/prepared/rootfs' '%s/" DIGEST_A "/rootfs' '%s' '%s' && "
+	         "touch '%s/" DIGEST_A "/.ota-complete' && "
+	         "mkdir -p '%s/" DIGEST_B "/rootfs' '%s/" DIGEST_A ".tmp-1/rootfs' && "
 	         "echo host-private-data > '%s/hostsecret' && "
 	         "ln -s '%s' '%s/escape' && mkdir -p '%s/linkdir' && "
 	         "ln -s '%s/prepared' '%s/linked' && ln -s ../victimroot '%s/up'",
-	         w->store, w->cache, w->host, w->repo, w->host, w->host, w->store, w->store,
+	         w->store, w->cache, w->host, w->repo, w->cache, w->cache, w->cache, w->host, w->host,
+	         w->store, w->store,
 	         w->store, w->cache, w->cache);
 	assert_int_equal(system(cmd), 0);
 	ota_platform_host(&w->native);
@@ -154,10 +161,17 @@ static void test_managed_accepted(void **state)
 	assert_string_equal(json_string_value(json_object_get(pc, "rootfs_source")), "contract");
 	assert_string_equal(json_string_value(json_object_get(pc, "rootfs")), want);
 	ota_runner_plan_free(plan);
-	snprintf(p, sizeof p, "%s/DIGEST/rootfs", w->cache);
+	/* the cache: only a complete entry's DIGEST/rootfs */
+	snprintf(p, sizeof p, "%s/" DIGEST_A "/rootfs", w->cache);
 	assert_ota(plan_with(w, p, NULL, &plan, &e), OTA_OK);
 	assert_string_equal(ota_runner_plan_oci(plan)->rootfs, p);
 	ota_runner_plan_free(plan);
+	static const char *const not_entries[] = {DIGEST_A, DIGEST_B "/rootfs",
+	                                          DIGEST_A ".tmp-1/rootfs", "prepared/rootfs"};
+	for (size_t i = 0; i < sizeof not_entries / sizeof not_entries[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", w->cache, not_entries[i]);
+		assert_ota(plan_with(w, p, NULL, NULL, &e), OTA_ERR_OCI_ROOTFS_UNMANAGED);
+	}
 }
 
 /* --rootfs is the operator's choice: any directory, also over a contract's */
