@@ -829,6 +829,7 @@ int main(int argc, char **argv)
 		o.max_batch = 1024;
 		o.max_connections = (unsigned)conns + 16;
 		o.max_connections_per_address = (unsigned)conns + 16;
+		o.challenge_ttl = 600; /* the most a client asks for: the rounds' challenges live 600 s */
 		if (ota_attestd_start(&o, &p->srv, &e) != OTA_OK)
 			return die("start", &e);
 		p->port = ota_attestd_port(p->srv);
