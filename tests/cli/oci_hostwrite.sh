@@ -155,6 +155,23 @@ jq -e '[.evidence[] | select(.kind == "ota.platform_check/v1") | .rootfs_source]
   "$tmp/r8b.json" >/dev/null || fail "--rootfs: platform check"
 no_containers
 
+# run_watched REPO REL RECEIPT NAME: runtask REPO with a host reader of
+# REPO/REL every 0.5 s during the run; the task must exit 0 and the reader
+# never see "pwned" (the task's own file at the protected path)
+run_watched() {
+  ( for _ in 1 2 3 4 5 6; do cat "$1/$2" 2>/dev/null; sleep 0.5; done ) >"$tmp/seen" &
+  local reader=$!
+  runtask "$1" --receipt "$3"
+  wait "$reader"
+  [ "$rc" -eq 0 ] || fail "$4: $rc $err"
+  ! grep -q pwned "$tmp/seen" || fail "$4: the host read the task's file at the protected path"
+}
+# rendered_has RECEIPT DEST: the receipt's rendered config mounts something at DEST
+rendered_has() {
+  jq -e --arg d "$2" '[.evidence[] | select(.kind == "ota.rendered_policy/v1")
+    | .config.mounts[].destination] | index($d) != null' "$1" >/dev/null
+}
+
 # ---- t11: the task swaps a protected path's parent for a symlink ----
 # Linux refuses to rename a mount point but not its parent: out/w, between
 # the carve-out out and the protected out/w/.git, is a pin (a mount of
@@ -183,12 +200,7 @@ for fs in '{repo_root_mode: read_only, writable_paths: [work], protected_paths: 
   mkrepo "$r" 'cd work/a && for d in cfg .; do mv "$d" "$d.real" 2>>/tmp/ota-r11b.err; done;
     mkdir -p cfg && echo pwned > cfg/settings.json 2>>/tmp/ota-r11b.err; sleep 2; echo done' "$fs"
   mkdir -p "$r/work/a/cfg/out"; echo '{"safe":true}' >"$r/work/a/cfg/settings.json"
-  ( for _ in 1 2 3 4 5 6; do cat "$r/work/a/cfg/settings.json" 2>/dev/null; sleep 0.5; done ) >"$tmp/seen" &
-  reader=$!
-  runtask "$r" --receipt "$tmp/r11b.json"
-  wait "$reader"
-  [ "$rc" -eq 0 ] || fail "t11b $fs: $rc $err"
-  ! grep -q pwned "$tmp/seen" || fail "t11b $fs: the host read the task's file at the protected path"
+  run_watched "$r" work/a/cfg/settings.json "$tmp/r11b.json" "t11b $fs"
   [ "$(cat "$r/work/a/cfg/settings.json")" = '{"safe":true}' ] && [ ! -e "$r/work/a/cfg.real" ] &&
     [ ! -e "$r/work/a.real" ] || fail "t11b $fs: a parent moved: $(find "$r/work")"
   jq -e '.sandbox_policy.status == "enforced_through_completion"' "$tmp/r11b.json" >/dev/null ||
@@ -206,15 +218,9 @@ mkrepo "$r" 'mv work/a work/a.real 2>>/tmp/ota-r11c.err && mkdir -p work/a/b/c &
   echo pwned > work/a/b/c/settings.json; sleep 2; [ -d work/a.real ] && rm -rf work/a && mv work/a.real work/a; echo done' \
   '{repo_root_mode: read_only, writable_paths: [work, work/a/b], protected_paths: [ota.yaml, work/a/b/c/settings.json]}'
 mkdir -p "$r/work/a/b/c"; echo '{"safe":true}' >"$r/work/a/b/c/settings.json"
-( for _ in 1 2 3 4 5 6; do cat "$r/work/a/b/c/settings.json" 2>/dev/null; sleep 0.5; done ) >"$tmp/seen" &
-reader=$!
-runtask "$r" --receipt "$tmp/r11c.json"
-wait "$reader"
-[ "$rc" -eq 0 ] || fail "t11c: $rc $err"
-! grep -q pwned "$tmp/seen" || fail "t11c: the host read the task's file at the protected path"
+run_watched "$r" work/a/b/c/settings.json "$tmp/r11c.json" t11c
 [ ! -e "$r/work/a.real" ] || fail "t11c: work/a was renamed"
-jq -e '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]
-  | index("/workspace/work/a") != null' "$tmp/r11c.json" >/dev/null || fail "t11c: work/a is not pinned"
+rendered_has "$tmp/r11c.json" /workspace/work/a || fail "t11c: work/a is not pinned"
 echo "ok: t11c: the directory between nested carve-outs is pinned"
 no_containers
 
@@ -228,8 +234,7 @@ mkdir -p "$r/work/cfg/sub"; echo keep >"$r/work/cfg/sub/keep.json"
 runtask "$r" --receipt "$tmp/r11d.json"
 [ "$rc" -eq 0 ] || fail "t11d: $rc $err"
 [ "$(cat "$r/work/cfg/sub/keep.json")" = keep ] && [ ! -e "$r/work/cfg/sub2" ] || fail "t11d: protected content changed"
-jq -e '[.evidence[] | select(.kind == "ota.rendered_policy/v1") | .config.mounts[].destination]
-  | index("/workspace/work/cfg/sub") == null' "$tmp/r11d.json" >/dev/null || fail "t11d: a pin inside a protected directory"
+! rendered_has "$tmp/r11d.json" /workspace/work/cfg/sub || fail "t11d: a pin inside a protected directory"
 echo "ok: t11d: no pin inside a protected directory"
 no_containers
 
