@@ -406,7 +406,7 @@ static ota_err current_setup(vctx *v)
 	}
 	/* the same domain's history: one identity per version */
 	const json_t *ids = json_object_get(v->receipt, "trust_chain_identities");
-	const ota_trust_root *prev = NULL;
+	ota_trust_root *prev = NULL; /* the entry before, whose keys the next shares */
 	for (size_t i = 0; rc == OTA_OK && i < o->n_current; i++) {
 		ota_trust_root *s = NULL;
 		rc = ota_trust_root_parse_unloaded(o->current[i], prev, &s, &e);
@@ -424,10 +424,10 @@ static ota_err current_setup(vctx *v)
 				     (long long)ver, ota_trust_root_identity(s));
 			}
 		}
-		ota_trust_root_free((ota_trust_root *)(uintptr_t)prev);
+		ota_trust_root_free(prev);
 		prev = s;
 	}
-	ota_trust_root_free((ota_trust_root *)(uintptr_t)prev);
+	ota_trust_root_free(prev);
 	if (rc == OTA_OK && ota_trust_root_version(cur) > ota_trust_root_version(v->root)) {
 		v->current = cur;
 		cur = NULL;
