@@ -20,9 +20,11 @@
 /* 1: heads without an owner; 2: each (txn, boundary) lane bound to the
  * issuer of its first accepted record (heads.issuer); 3: acceptances found
  * by lane and record id (UNIQUE(txn, boundary, record_id)), no longer by a
- * record id index over all of them. Older files are migrated when opened
- * (migrate_v1, migrate_v2). */
-#define SCHEMA_VERSION 3
+ * record id index over all of them; 4: a lane is (txn, issuer, boundary),
+ * each issuer's boundaries its own (no issuer can take a boundary name
+ * before the issuer it belongs to). Older files are migrated when opened
+ * (migrate_v1, migrate_v2, migrate_v3). */
+#define SCHEMA_VERSION 4
 
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS ota_meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
@@ -34,9 +36,14 @@ static const char schema_sql[] =
 	" issuer TEXT NOT NULL, scope TEXT NOT NULL, issued_at INTEGER NOT NULL,"
 	" expires_at INTEGER NOT NULL, consumed_at INTEGER);"
 	"CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges(expires_at);"
-	/* issuer: the lane's owner, the issuer of its first accepted record */
-	"CREATE TABLE IF NOT EXISTS heads(txn TEXT NOT NULL, boundary TEXT NOT NULL,"
-	" head TEXT NOT NULL, issuer TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
+	/* a lane is (txn, issuer, boundary): the issuer is the challenge's,
+	 * which admission requires to be the attestation's signer */
+	/* (the key's columns first and in its order: sqlite 3.40's
+	 * integrity_check reports NULLs in a WITHOUT ROWID table whose key
+	 * columns are declared in another order) */
+	"CREATE TABLE IF NOT EXISTS heads(txn TEXT NOT NULL, issuer TEXT NOT NULL,"
+	" boundary TEXT NOT NULL, head TEXT NOT NULL, PRIMARY KEY(txn, issuer, boundary))"
+	" WITHOUT ROWID;"
 	/* Acceptances too are appended in commit order, found by their lane
 	 * and record id: a new record's index entry lands beside its lane's
 	 * earlier ones (the pages its heads row and its lane's recent records
@@ -49,6 +56,8 @@ static const char schema_sql[] =
 	" txn TEXT NOT NULL, boundary TEXT NOT NULL, prior TEXT NOT NULL,"
 	" nonce BLOB NOT NULL, accepted_at INTEGER NOT NULL,"
 	" attestation BLOB NOT NULL, acceptance BLOB NOT NULL,"
+	/* the lane's issuer (last: where schema 3 -> 4 adds it) */
+	" issuer TEXT NOT NULL DEFAULT '',"
 	" UNIQUE(txn, boundary, record_id));";
 
 enum {
@@ -97,12 +106,14 @@ static const char *const stmt_sql[ST_COUNT_] = {
 	/* the same row by the rowid a read reported (its nonce is compared) */
 	[ST_GET_ROW] = "SELECT epoch, txn, issuer, scope, issued_at, expires_at, consumed_at, id, nonce"
 		       " FROM challenges WHERE id = ?1",
-	[ST_HEAD_GET] = "SELECT head, issuer FROM heads WHERE txn = ?1 AND boundary = ?2",
-	[ST_HEAD_INSERT] = "INSERT INTO heads(txn, boundary, head, issuer) VALUES(?1, ?2, ?3, ?4)",
-	[ST_HEAD_CAS] = "UPDATE heads SET head = ?3 WHERE txn = ?1 AND boundary = ?2 AND head = ?4",
-	[ST_ACC_EXISTS] = "SELECT 1 FROM acceptances WHERE record_id = ?1 AND txn = ?2 AND boundary = ?3",
+	[ST_HEAD_GET] = "SELECT head FROM heads WHERE txn = ?1 AND issuer = ?2 AND boundary = ?3",
+	[ST_HEAD_INSERT] = "INSERT INTO heads(txn, issuer, boundary, head) VALUES(?1, ?2, ?3, ?4)",
+	[ST_HEAD_CAS] = "UPDATE heads SET head = ?4 WHERE txn = ?1 AND issuer = ?2 AND boundary = ?3"
+	                " AND head = ?5",
+	[ST_ACC_EXISTS] = "SELECT 1 FROM acceptances WHERE record_id = ?1 AND txn = ?2"
+	                  " AND boundary = ?3 AND issuer = ?4",
 	[ST_ACC_INSERT] = "INSERT INTO acceptances(record_id, txn, boundary, prior, nonce, accepted_at,"
-			  " attestation, acceptance) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			  " attestation, acceptance, issuer) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[ST_ACC_GET] = "SELECT attestation, acceptance FROM acceptances"
 		       " WHERE txn = ?2 AND boundary = ?3 AND record_id = ?1",
 	[ST_PURGE] = "DELETE FROM challenges WHERE expires_at <= ?1 - ?2",
@@ -430,6 +441,78 @@ static ota_err migrate_v2(ota_nonce_store *s, ota_error *err)
 	                err);
 }
 
+/* One integer from sql (-1 when no row). */
+static ota_err query_int(ota_nonce_store *s, const char *sql, int64_t *out, ota_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return db_err(s, rc, err, "migrate schema 3");
+	rc = sqlite3_step(q);
+	*out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+	sqlite3_finalize(q);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? OTA_OK : db_err(s, rc, err, "migrate schema 3");
+}
+
+/*
+ * Schema 3 -> 4, inside open_epoch's transaction: heads is rebuilt keyed
+ * by (txn, issuer, boundary), the same rows (each schema 3 lane has one
+ * owner, so no two rows collide), and each acceptance gains its lane's
+ * issuer, its (txn, boundary) lane's owner (every row is rewritten once:
+ * the open takes time in proportion to the stored acceptances). Tables
+ * already so are left as they are.
+ */
+static ota_err migrate_v3(ota_nonce_store *s, ota_error *err)
+{
+	int64_t pk, has;
+	ota_err e;
+	if ((e = query_int(s, "SELECT pk FROM pragma_table_info('heads') WHERE name = 'issuer'", &pk,
+	                   err)) != OTA_OK ||
+	    (e = query_int(s, "SELECT count(*) FROM pragma_table_info('acceptances')"
+	                      " WHERE name = 'issuer'",
+	                   &has, err)) != OTA_OK)
+		return e;
+	if (pk < 0)
+		return ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where,
+		                     "schema 3 cannot be migrated: heads has no issuer");
+	if (has == 0 &&
+	    (e = exec_sql(s, "ALTER TABLE acceptances ADD COLUMN issuer TEXT NOT NULL DEFAULT ''",
+	                  err)) != OTA_OK)
+		return e;
+	if (pk > 0) { /* today's key: every acceptance already names its issuer */
+		int64_t unnamed;
+		if ((e = query_int(s, "SELECT count(*) FROM acceptances WHERE issuer = ''", &unnamed,
+		                   err)) != OTA_OK)
+			return e;
+		return unnamed == 0 ? OTA_OK
+		                    : ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where,
+		                                    "%lld acceptances name no issuer",
+		                                    (long long)unnamed);
+	}
+	if ((e = exec_sql(s,
+	                  "UPDATE acceptances SET issuer = coalesce((SELECT h.issuer FROM heads AS h"
+	                  " WHERE h.txn = acceptances.txn AND h.boundary = acceptances.boundary), '')"
+	                  " WHERE issuer = '';",
+	                  err)) != OTA_OK)
+		return e;
+	int64_t orphans;
+	if ((e = query_int(s, "SELECT count(*) FROM acceptances WHERE issuer = ''",
+	                   &orphans, err)) != OTA_OK)
+		return e;
+	if (orphans != 0)
+		return ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where,
+		                     "schema 3 cannot be migrated: %lld acceptances on no lane",
+		                     (long long)orphans);
+	if ((e = exec_sql(s, "ALTER TABLE heads RENAME TO heads_v3;", err)) != OTA_OK ||
+	    (e = exec_sql(s, schema_sql, err)) != OTA_OK)
+		return e;
+	return exec_sql(s,
+	                "INSERT INTO heads(txn, issuer, boundary, head) SELECT txn, issuer, boundary,"
+	                " head FROM heads_v3;"
+	                "DROP TABLE heads_v3;",
+	                err);
+}
+
 /* The checkpointer's thread: PASSIVE passes until the uncopied tail is
  * short, then one RESTART (see CKPT_FRAMES). Errors are not fatal: the
  * frames stay in the WAL, and the writer checkpoints itself at CKPT_HARD. */
@@ -580,9 +663,10 @@ static ota_err open_epoch(ota_nonce_store *s, ota_error *err)
 	if ((e = exec_sql(s, schema_sql, err)) != OTA_OK)
 		goto out_rollback;
 	int64_t ver = meta_get(s, "schema", 0);
-	if (ver == 1 || ver == 2) {
+	if (ver >= 1 && ver <= 3) {
 		if ((ver == 1 && (e = migrate_v1(s, err)) != OTA_OK) ||
-		    (e = migrate_v2(s, err)) != OTA_OK)
+		    (ver <= 2 && (e = migrate_v2(s, err)) != OTA_OK) ||
+		    (e = migrate_v3(s, err)) != OTA_OK)
 			goto out_rollback;
 	} else if (ver != 0 && ver != SCHEMA_VERSION) {
 		e = ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where, "schema version %lld",
@@ -1052,26 +1136,23 @@ static ota_err do_consume(ota_nonce_store *s, ota_bytes nonce, const ota_nonce_b
 	return e;
 }
 
-/* The head of (txn, boundary) into out, its owner into owner (may be NULL). */
+/* The head of the lane (txn, issuer, boundary) into out. */
 static ota_err head_get(ota_nonce_store *s, sqlite3_stmt *st, const char *txn,
-                        const char *boundary, char *out, size_t cap, char *owner,
-                        size_t owner_cap, bool *found, ota_error *err)
+                        const char *issuer, const char *boundary, char *out, size_t cap,
+                        bool *found, ota_error *err)
 {
 	sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, boundary, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, issuer, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, boundary, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	ota_err e = OTA_OK;
 	*found = false;
 	if (cap > 0)
 		out[0] = '\0';
-	if (owner != NULL && owner_cap > 0)
-		owner[0] = '\0';
 	if (rc == SQLITE_ROW) {
 		*found = true;
 		if (cap > 0)
 			copy_text(out, cap, sqlite3_column_text(st, 0));
-		if (owner != NULL && owner_cap > 0)
-			copy_text(owner, owner_cap, sqlite3_column_text(st, 1));
 	} else if (rc != SQLITE_DONE) {
 		e = db_err(s, rc, err, "head");
 	}
@@ -1138,18 +1219,14 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	const ota_nonce_binding *b = op->expect;
 	const char *txn = b->txn;
 	const char *prior = op->prior != NULL ? op->prior : "";
-	char head[OTA_MAX_RECORD_ID_BYTES + 1], owner[OTA_MAX_ISSUER_BYTES + 1];
+	char head[OTA_MAX_RECORD_ID_BYTES + 1];
 	bool found;
-	/* The lane belongs to the issuer of its first record: another issuer
-	 * is refused before anything is consumed (the head does not move
-	 * inside this transaction until we move it). */
-	if ((e = head_get(s, s->st[ST_HEAD_GET], txn, op->boundary, head, sizeof head, owner,
-	                  sizeof owner, &found, err)) != OTA_OK)
+	/* The lane is the challenge's issuer's (txn, issuer, boundary): another
+	 * issuer's records of the same txn and boundary name are another lane,
+	 * which this one can neither advance nor take first. */
+	if ((e = head_get(s, s->st[ST_HEAD_GET], txn, b->issuer, op->boundary, head, sizeof head,
+	                  &found, err)) != OTA_OK)
 		return e;
-	if (found && strcmp(owner, b->issuer) != 0)
-		return ota_error_set(err, OTA_ERR_ATT_LANE_ISSUER, "iss",
-		                     "txn \"%.64s\", boundary \"%.64s\" belongs to %.128s", txn,
-		                     op->boundary, owner);
 	/* the challenge, judged as the consuming UPDATE below will judge it:
 	 * unexpired at both now and at, issued at or before at */
 	int64_t at = op->accepted_at != 0 ? op->accepted_at : now;
@@ -1165,7 +1242,7 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 		return e;
 	if (!found && prior[0] != '\0')
 		return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
-		                     "no record accepted yet for this txn and boundary");
+		                     "no record of this issuer accepted yet for this txn and boundary");
 	if (found && prior[0] == '\0')
 		return ota_error_set(err, OTA_ERR_ATT_PRIOR_MISSING, "prior",
 		                     "a record was already accepted for this boundary");
@@ -1174,6 +1251,9 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 		sqlite3_bind_text(q, 1, prior, -1, SQLITE_STATIC);
 		sqlite3_bind_text(q, 2, txn, -1, SQLITE_STATIC);
 		sqlite3_bind_text(q, 3, op->boundary, -1, SQLITE_STATIC);
+		/* a fork is an earlier record of this lane: another issuer's
+		 * record of the same txn and boundary is no record of it */
+		sqlite3_bind_text(q, 4, b->issuer, -1, SQLITE_STATIC);
 		int qrc = sqlite3_step(q);
 		sqlite3_reset(q);
 		sqlite3_clear_bindings(q);
@@ -1183,7 +1263,7 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 		if (qrc != SQLITE_DONE)
 			return db_err(s, qrc, err, "prior lookup");
 		return ota_error_set(err, OTA_ERR_ATT_PRIOR_UNKNOWN, "prior",
-		                     "prior names no accepted record");
+		                     "prior names no accepted record of this issuer's lane");
 	}
 	/* the first write: refused (duplicate) it has written nothing */
 	sqlite3_stmt *st = s->st[ST_ACC_INSERT];
@@ -1195,6 +1275,7 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	sqlite3_bind_int64(st, 6, at);
 	sqlite3_bind_blob(st, 7, op->attestation.ptr, (int)op->attestation.len, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 8, op->acceptance.ptr, (int)op->acceptance.len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 9, b->issuer, -1, SQLITE_STATIC);
 	int rc = step_done(st);
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_CONSTRAINT_UNIQUE)
@@ -1221,17 +1302,14 @@ static ota_err do_admit(ota_nonce_store *s, ota_nonce_op *op, int64_t now, ota_e
 	rec.consumed_at = at;
 	if (!found) {
 		st = s->st[ST_HEAD_INSERT];
-		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, b->issuer, -1, SQLITE_STATIC);
 	} else {
 		st = s->st[ST_HEAD_CAS];
-		sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, op->boundary, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, op->record_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, prior, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, prior, -1, SQLITE_STATIC);
 	}
+	sqlite3_bind_text(st, 1, txn, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, b->issuer, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, op->boundary, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, op->record_id, -1, SQLITE_STATIC);
 	rc = step_done(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_OK)
@@ -1523,14 +1601,15 @@ ota_err ota_nonce_store_acceptance_get(ota_nonce_store *s, const char *txn, cons
 	return e;
 }
 
-ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn, const char *boundary,
-                                 char *out, size_t out_cap, ota_error *err)
+ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn, const char *issuer,
+                                 const char *boundary, char *out, size_t out_cap, ota_error *err)
 {
-	if (s == NULL || txn == NULL || boundary == NULL || out == NULL || out_cap == 0)
+	if (s == NULL || txn == NULL || issuer == NULL || boundary == NULL || out == NULL ||
+	    out_cap == 0)
 		return ota_error_set(err, OTA_ERR_USAGE, "nonce-store", "bad arguments");
 	bool found;
 	reader *rd = reader_lock(s);
-	ota_err e = head_get(s, rd->st[ST_HEAD_GET], txn, boundary, out, out_cap, NULL, 0, &found,
+	ota_err e = head_get(s, rd->st[ST_HEAD_GET], txn, issuer, boundary, out, out_cap, &found,
 	                     err);
 	reader_unlock(rd);
 	return e;

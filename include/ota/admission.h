@@ -35,9 +35,8 @@
  *   time (trust_key_*), attestation_scope_mismatch,
  *   attestation_nonce_mismatch), iat not more than max_skew before the
  *   challenge's issue (attestation_before_challenge); then, in ONE
- *   sqlite transaction: the (txn, boundary) lane is iss's own or new
- *   (attestation_lane_issuer_mismatch), consume (single use), head of
- *   (txn, boundary) equal to prior (attestation_prior_missing,
+ *   sqlite transaction: consume (single use), head of the lane
+ *   (txn, iss, boundary), iss's own, equal to prior (attestation_prior_missing,
  *   attestation_prior_fork, attestation_prior_unknown), head advance and
  *   the stored acceptance, stored with the time it signs (judged_at).
  * One signed attestation thus has one admissible encoding, and so one

@@ -1,6 +1,6 @@
 /*
  * ota/nonce.h - single-use challenges in an embedded sqlite (WAL) store
- * (DESIGN.md section 6), plus the per-(txn, boundary) head and the stored
+ * (DESIGN.md section 6), plus the per-(txn, issuer, boundary) head and the stored
  * acceptances that attestation admission advances in the same transaction.
  *
  * A challenge is 16..64 random bytes from the OS (32 by default), bound at
@@ -142,18 +142,17 @@ typedef enum ota_nonce_op_kind {
  * operation's result; the batch then commits once. `result` and
  * `challenge` are outputs.
  *
- * ADMIT: the lane (expect->txn, boundary) belongs to the issuer of its first
- * accepted record: a record of another issuer (expect->issuer) is refused
- * before anything else (attestation_lane_issuer_mismatch). Then it consumes
- * `nonce` (bound to `expect`, required), requires the current head of the
- * lane to equal `prior` (NULL or "" when no record was accepted yet for
- * it), advances the head to `record_id` (the first record also binds the
- * lane to expect->issuer) and stores attestation + acceptance under
- * record_id, all or nothing.
+ * ADMIT: the lane is (expect->txn, expect->issuer, boundary): each issuer's
+ * boundaries are its own, so no issuer can advance, fork or take first
+ * another's. It consumes `nonce` (bound to `expect`, required), requires
+ * the current head of the lane to equal `prior` (NULL or "" when no record
+ * was accepted yet for it), advances the head to `record_id` and stores
+ * attestation + acceptance under record_id, all or nothing.
  * Head refusals: attestation_prior_missing (a head exists but no prior was
- * given), attestation_prior_fork (prior is an accepted record but not the
- * head), attestation_prior_unknown (prior names no accepted record of this
- * txn and boundary: skipped or invented), attestation_duplicate.
+ * given), attestation_prior_fork (prior is an earlier record of the lane,
+ * not its head), attestation_prior_unknown (prior names no accepted record
+ * of the lane: skipped, invented, or another issuer's),
+ * attestation_duplicate.
  */
 typedef struct ota_nonce_op {
 	ota_nonce_op_kind kind;
@@ -165,7 +164,7 @@ typedef struct ota_nonce_op {
 	ota_bytes nonce;
 	const ota_nonce_binding *expect;
 	/* ADMIT */
-	const char *boundary;    /* identity of the boundary (head key with txn) */
+	const char *boundary;    /* identity of the boundary (lane key with txn, issuer) */
 	const char *prior;       /* expected current head, NULL/"" for the first */
 	const char *record_id;   /* identity of the attestation: the new head */
 	ota_bytes attestation;   /* COSE bytes stored with the acceptance */
@@ -217,11 +216,12 @@ OTA_API OTA_NODISCARD ota_err ota_nonce_store_acceptance_get(
 	ota_nonce_store *s, const char *txn, const char *boundary, const char *record_id,
 	uint8_t **attestation, size_t *att_len, uint8_t **acceptance, size_t *acc_len,
 	ota_error *err);
-/* Current head of (txn, boundary) into out (OTA_ID_LEN+1 bytes, or larger
- * ids up to 256); "" when none. */
+/* Current head of the lane (txn, issuer, boundary) into out (OTA_ID_LEN+1
+ * bytes, or larger ids up to 256); "" when none. */
 OTA_API OTA_NODISCARD ota_err ota_nonce_store_head_get(ota_nonce_store *s, const char *txn,
-                                                       const char *boundary, char *out,
-                                                       size_t out_cap, ota_error *err);
+                                                       const char *issuer, const char *boundary,
+                                                       char *out, size_t out_cap,
+                                                       ota_error *err);
 /* Counts (for /metrics): live challenges, consumed-and-kept, acceptances. */
 OTA_API OTA_NODISCARD ota_err ota_nonce_store_counts(ota_nonce_store *s, uint64_t *live,
                                                      uint64_t *consumed, uint64_t *accepted,

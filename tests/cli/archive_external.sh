@@ -11,6 +11,10 @@
 #   the endpoint); the harness writes the receipt in the runner's shape;
 #   `ota archive build --attestd-db` takes the acceptances from the endpoint's
 #   store; `ota-verify archive --trust PINNED` reconciles it.
+# Lanes are the issuer's own: another issuer of the same provider target
+# (provider:squat) that takes the lane's boundary name first does not stop
+# the provider's chain, and cannot follow the provider's head from its own
+# lane (attestation_prior_unknown).
 # Failures, each by its error name (jq on ota-verify --json):
 #   - a record the endpoint refused (attestation_prior_fork), put into the
 #     receipt anyway: no acceptance is stored for it, `ota archive build`
@@ -69,6 +73,11 @@ t=$tmp/trust
   --provider-target '*' --sign "$t/keys/root-1.pem" >/dev/null
 "$OTA" trust add-key --dir "$t" --principal verifier:attestd --generate "$tmp/verifier.pem" \
   --sign "$t/keys/root-1.pem" >/dev/null
+# another issuer for the same provider target, with a key of its own
+"$OTA" trust add-principal --dir "$t" --id provider:squat --role issuer --repo '*' --lane '*' \
+  --provider-target oci_local --sign "$t/keys/root-1.pem" >/dev/null
+"$OTA" trust add-key --dir "$t" --principal provider:squat --generate "$tmp/squat.pem" \
+  --sign "$t/keys/root-1.pem" >/dev/null
 ROOT_ID=$("$OTA" trust show "$t/root.json" --json | jq -r .identity)
 case "$ROOT_ID" in sha256:*) ;; *) fail "no trust root identity" ;; esac
 PINNED=$t/versions/1.root.json
@@ -122,6 +131,7 @@ EFF=$(jq -r .effective_policy_identity "$tmp/policy.json")
 
 TXN=txn-ext-$$
 ISS=provider:ext
+KEY=$tmp/issuer.pem
 LANE=lane:$TXN
 NOW() { date +%s; }
 # identity of a JSON value: sha256 over its JCS bytes (ASCII, integers only here)
@@ -134,7 +144,7 @@ fid() { printf 'sha256:%s' "$(sha256sum "$1" | cut -d' ' -f1)"; }
 n_att=0
 sign_att() {
   n_att=$((n_att + 1))
-  local a=$tmp/a$n_att
+  local a=$tmp/${PFX:-a}$n_att
   "$OTA" attest challenge --url "$U" --txn "$TXN" --issuer "$ISS" --scope oci_local --json >"$a.ch.json" \
     || fail "challenge for $1"
   local iat
@@ -148,7 +158,7 @@ sign_att() {
       boundary: $b, body: $body}
      + (if $seg == "" then {} else {segment: $seg} end)
      + (if $prior == "" then {} else {prior: $prior} end)' >"$a.claims.json"
-  "$OTA" attest sign --key "$tmp/issuer.pem" --claims "$a.claims.json" --out "$a.cose" \
+  "$OTA" attest sign --key "$KEY" --claims "$a.claims.json" --out "$a.cose" \
     || fail "attest sign $1"
   A=$a
 }
@@ -189,8 +199,34 @@ ev() { echo "$1" >>"$tmp/evidence.names"; }
 CAP=$(rec cap '{"kind":"ota.capability_descriptor/v1","provider":"oci_local","runtime":"runc","adapter_version":"0.1.0"}')
 ADAPTER=$CAP
 ev cap
+# submit_as ISSUER KEY KIND BOUNDARY PRIOR RECORD SEGMENT CANON EFF: signed
+# by that issuer and submitted; exit status and answer (A.sub.json) kept,
+# outside the aN files the receipt is built from
+submit_as() {
+  local iss=$ISS key=$KEY n=$n_att rc=0
+  ISS=$1 KEY=$2 PFX=other
+  shift 2
+  sign_att "$@"
+  ISS=$iss KEY=$key PFX= n_att=$n
+  "$OTA" attest submit --url "$U" "$A.cose" --json >"$A.sub.json" 2>"$A.err" || rc=$?
+  return "$rc"
+}
+# provider:squat takes the lane's name (txn, boundary) first: its own lane
+submit_as provider:squat "$tmp/squat.pem" capability "$LANE" "" "$CAP" "" "$CANON" "$EFF" \
+  || fail "the squatter's own first record: $(cat "$A.sub.json" "$A.err")"
+SQUAT=$(fid "$A.cose")
 attest capability "$LANE" "" "$CAP" "" "$CANON" "$EFF"
 LANE_PRIOR=$ATT
+# nor can it follow the provider's head from its lane (unknown, not a fork)
+set +e
+submit_as provider:squat "$tmp/squat.pem" capability "$LANE" "$LANE_PRIOR" "$CAP" "" "$CANON" "$EFF"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] && jq -e '.code == "attestation_prior_unknown"' "$A.sub.json" >/dev/null \
+  || fail "the squatter following the provider: exit $rc $(cat "$A.sub.json" "$A.err")"
+# its own lane goes on from its own head
+submit_as provider:squat "$tmp/squat.pem" capability "$LANE" "$SQUAT" "$CAP" "" "$CANON" "$EFF" \
+  || fail "the squatter's second record: $(cat "$A.sub.json" "$A.err")"
 PCHECK=$(rec pcheck '{"kind":"ota.platform_check/v1","declared":{"os":"linux","architecture":"amd64","variant":""},"ok":true}')
 : >"$tmp/segments.jsonl"
 : >"$tmp/transitions.jsonl"

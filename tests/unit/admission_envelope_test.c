@@ -269,7 +269,7 @@ static void test_reencodings_refused(void **state)
 	uint8_t *y = attest(w, w->k256, "malleable", id, &len2);
 	assert_ota(admit(w, y, len2, id2), OTA_OK);
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-env", "malleable", head,
+	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-env", "issuer:acme", "malleable", head,
 	                                    sizeof head, NULL),
 	           OTA_OK);
 	assert_string_equal(head, id2);

@@ -1,12 +1,12 @@
 /*
- * The (txn, boundary) lane and the times the store keeps:
- *   - a lane belongs to the issuer of its first accepted record: another
- *     issuer (even one scoped for the same provider, with its own valid
- *     challenge on the same txn) cannot advance it
- *     (attestation_lane_issuer_mismatch), in the transaction and before
- *     anything is consumed; alone, in a batch, and after a schema 1 store
- *     is migrated (owners read back from the stored acceptances, single and
- *     batch form);
+ * The (txn, issuer, boundary) lane and the times the store keeps:
+ *   - each issuer's boundaries are its own: another issuer (even one scoped
+ *     for the same provider, with its own valid challenge on the same txn)
+ *     can neither advance nor fork an issuer's chain, nor take a boundary
+ *     name first so that the issuer it belongs to is refused on it (the
+ *     squatting schema 2 and 3 allowed); alone, in a batch, and after
+ *     schema 1 and schema 3 stores are migrated (schema 1's owners read
+ *     back from the stored acceptances, single and batch form);
  *   - the store records the time the acceptance signs (its iat), not the
  *     later clock of the commit.
  */
@@ -98,10 +98,12 @@ static ota_err admit(world *w, const uint8_t *msg, size_t len, char *id_out)
 	return test_admission_admit(&w->base, ota_bytes_make(msg, len), NOW, id_out);
 }
 
-static void head_is(world *w, const char *txn, const char *boundary, const char *want)
+static void head_is(world *w, const char *txn, const char *iss, const char *boundary,
+                    const char *want)
 {
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(w->base.store, txn, boundary, head, sizeof head, NULL),
+	assert_ota(ota_nonce_store_head_get(w->base.store, txn, iss, boundary, head, sizeof head,
+	                                    NULL),
 	           OTA_OK);
 	assert_string_equal(head, want);
 }
@@ -147,12 +149,15 @@ static int64_t consumed_at(const char *db, const ota_challenge *c)
 	return v;
 }
 
+/* The issuers holding a lane named (txn, boundary), in order, joined by ','. */
 static char *lane_owner(const char *db, const char *txn, const char *boundary)
 {
 	sqlite3 *h = NULL;
 	sqlite3_stmt *st = NULL;
 	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(h, "SELECT issuer FROM heads WHERE txn = ?1 AND boundary = ?2",
+	assert_int_equal(sqlite3_prepare_v2(h,
+	                                    "SELECT group_concat(issuer) FROM (SELECT issuer FROM heads"
+	                                    " WHERE txn = ?1 AND boundary = ?2 ORDER BY issuer)",
 	                                    -1, &st, NULL),
 	                 SQLITE_OK);
 	sqlite3_bind_text(st, 1, txn, -1, SQLITE_TRANSIENT);
@@ -164,55 +169,77 @@ static char *lane_owner(const char *db, const char *txn, const char *boundary)
 	return v;
 }
 
-/* ---- the lane's owner ---- */
+/* ---- each issuer's lanes ---- */
 
-static void test_other_issuer_cannot_advance(void **state)
+static void test_issuers_have_own_lanes(void **state)
 {
 	world *w = *state;
-	char a1[OTA_ID_LEN + 1], a2[OTA_ID_LEN + 1], o1[OTA_ID_LEN + 1];
+	char a1[OTA_ID_LEN + 1], a2[OTA_ID_LEN + 1], o1[OTA_ID_LEN + 1], x[OTA_ID_LEN + 1];
 	ota_challenge c;
 	size_t len = 0;
 	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", NULL, NULL, &len);
 	assert_ota(admit(w, m, len, a1), OTA_OK);
 	free(m);
-	/* issuer:other, its own challenge on the same txn, prior = acme's head */
+	/* issuer:other, its own challenge on the same txn, prior = acme's head:
+	 * no record of its own lane (txn-l, other, b1) */
 	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", a1, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
 	still_live(w, &c); /* refused before anything was consumed */
-	head_is(w, "txn-l", "b1", a1);
+	head_is(w, "txn-l", "issuer:acme", "b1", a1);
+	head_is(w, "txn-l", "issuer:other", "b1", "");
 	free(m);
-	/* ... nor without a prior (not prior_missing: the lane is not its own) */
-	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
-	still_live(w, &c);
-	free(m);
-	/* its own lane is its own */
-	m = attest(w, "issuer:other", w->other_key, "txn-l", "b2", NULL, NULL, &len);
+	/* without a prior it begins its own lane of that name; acme's is untouched */
+	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, NULL, &len);
 	assert_ota(admit(w, m, len, o1), OTA_OK);
 	free(m);
-	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-l", "b2", a2, sizeof a2, NULL),
-	           OTA_OK);
-	assert_string_equal(a2, o1);
-	/* and acme cannot take it either */
-	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b2", o1, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
-	still_live(w, &c);
-	free(m);
+	head_is(w, "txn-l", "issuer:other", "b1", o1);
+	head_is(w, "txn-l", "issuer:acme", "b1", a1);
 	/* acme's chain goes on */
 	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", a1, NULL, &len);
 	assert_ota(admit(w, m, len, a2), OTA_OK);
-	head_is(w, "txn-l", "b1", a2);
 	free(m);
+	head_is(w, "txn-l", "issuer:acme", "b1", a2);
+	/* other cannot follow acme's head from its own lane: acme's record is
+	 * no record of it (unknown, not a fork) */
+	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", a2, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
+	still_live(w, &c);
+	free(m);
+	/* forks and missing priors are judged inside a lane */
+	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", a1, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_FORK);
+	still_live(w, &c);
+	free(m);
+	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, &c, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_MISSING);
+	still_live(w, &c);
+	free(m);
+	/* a boundary name taken first by other is still acme's to begin */
+	m = attest(w, "issuer:other", w->other_key, "txn-l", "b2", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, x), OTA_OK);
+	free(m);
+	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b2", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, a1), OTA_OK);
+	free(m);
+	head_is(w, "txn-l", "issuer:acme", "b2", a1);
+	head_is(w, "txn-l", "issuer:other", "b2", x);
 	/* the same boundary name in another txn is another lane */
 	m = attest(w, "issuer:other", w->other_key, "txn-l2", "b1", NULL, NULL, &len);
 	assert_ota(admit(w, m, len, NULL), OTA_OK);
 	free(m);
 	char *owner = lane_owner(w->base.db, "txn-l", "b1");
-	assert_string_equal(owner, "issuer:acme");
+	assert_string_equal(owner, "issuer:acme,issuer:other");
 	free(owner);
-	owner = lane_owner(w->base.db, "txn-l", "b2");
+	owner = lane_owner(w->base.db, "txn-l2", "b1");
 	assert_string_equal(owner, "issuer:other");
 	free(owner);
+	/* each record is found on its lane */
+	assert_ota(ota_nonce_store_acceptance_get(w->base.store, "txn-l", "b1", o1, NULL, NULL, NULL,
+	                                          NULL, NULL),
+	           OTA_OK);
+	assert_ota(ota_nonce_store_acceptance_get(w->base.store, "txn-l", "b1", a2, NULL, NULL, NULL,
+	                                          NULL, NULL),
+	           OTA_OK);
 }
 
 /* Prepared admissions of one batch, committed in one transaction. */
@@ -271,21 +298,25 @@ static void test_lane_in_batch(void **state)
 	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-b", "b1", NULL, NULL, &len);
 	assert_ota(admit(w, m, len, first), OTA_OK);
 	free(m);
-	/* one transaction: other's record on acme's lane, then acme's next */
-	prepared ps[2];
+	/* one transaction: other's record following acme's, other beginning
+	 * its own b1, then acme's next */
+	prepared ps[3];
 	memset(ps, 0, sizeof ps);
 	ota_challenge oc;
 	ps[0].msg = attest(w, "issuer:other", w->other_key, "txn-b", "b1", first, &oc, &ps[0].len);
-	ps[1].msg = attest(w, "issuer:acme", w->acme_key, "txn-b", "b1", first, NULL, &ps[1].len);
-	prepare_at(w, &ps[0], NOW);
-	prepare_at(w, &ps[1], NOW);
-	ota_nonce_op ops[2];
-	assert_ota(commit_batch_at(w, ps, 2, NOW, ops), OTA_OK);
-	assert_ota(ops[0].result, OTA_ERR_ATT_LANE_ISSUER);
+	ps[1].msg = attest(w, "issuer:other", w->other_key, "txn-b", "b1", NULL, NULL, &ps[1].len);
+	ps[2].msg = attest(w, "issuer:acme", w->acme_key, "txn-b", "b1", first, NULL, &ps[2].len);
+	for (size_t i = 0; i < 3; i++)
+		prepare_at(w, &ps[i], NOW);
+	ota_nonce_op ops[3];
+	assert_ota(commit_batch_at(w, ps, 3, NOW, ops), OTA_OK);
+	assert_ota(ops[0].result, OTA_ERR_ATT_PRIOR_UNKNOWN);
 	assert_ota(ops[1].result, OTA_OK);
+	assert_ota(ops[2].result, OTA_OK);
 	still_live(w, &oc);
-	head_is(w, "txn-b", "b1", ps[1].adm.record_id);
-	free_prepared(ps, 2);
+	head_is(w, "txn-b", "issuer:acme", "b1", ps[2].adm.record_id);
+	head_is(w, "txn-b", "issuer:other", "b1", ps[1].adm.record_id);
+	free_prepared(ps, 3);
 }
 
 /* ---- schema 1 -> 2 ---- */
@@ -302,6 +333,7 @@ static void downgrade_to_v1(const char *db, const char *extra_sql)
 		"INSERT INTO heads_v1 SELECT txn, boundary, head FROM heads;"
 		"DROP TABLE heads;"
 		"ALTER TABLE heads_v1 RENAME TO heads;"
+		"ALTER TABLE acceptances DROP COLUMN issuer;"
 		"UPDATE ota_meta SET v = 1 WHERE k = 'schema';"
 		"COMMIT;";
 	char *msg = NULL;
@@ -352,7 +384,7 @@ static void test_migrate_v1(void **state)
 	assert_false(heads_has_issuer(w->base.db));
 	reopen(w); /* migrates */
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
-	                 3);
+	                 4);
 	char *owner = lane_owner(w->base.db, "txn-m", "b1");
 	assert_string_equal(owner, "issuer:acme");
 	free(owner);
@@ -362,14 +394,18 @@ static void test_migrate_v1(void **state)
 	owner = lane_owner(w->base.db, "txn-m", "b3");
 	assert_string_equal(owner, "issuer:acme");
 	free(owner);
-	/* the owners hold after the migration */
+	/* the lanes are their owners' after the migration */
 	ota_challenge c;
 	m = attest(w, "issuer:other", w->other_key, "txn-m", "b1", a2, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
 	still_live(w, &c);
 	free(m);
 	m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b2", o1, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_LANE_ISSUER);
+	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
+	still_live(w, &c);
+	free(m);
+	m = attest(w, "issuer:other", w->other_key, "txn-m", "b2", o1, NULL, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_OK);
 	free(m);
 	m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b1", a2, NULL, &len);
 	assert_ota(admit(w, m, len, NULL), OTA_OK);
@@ -377,7 +413,7 @@ static void test_migrate_v1(void **state)
 	/* a second open does not migrate again */
 	reopen(w);
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
-	                 3);
+	                 4);
 }
 
 /* Unique indexes of acceptances over record_id alone (schema 1 and 2). */
@@ -387,6 +423,22 @@ static const char record_id_alone_sql[] =
 	" AND (SELECT name FROM pragma_index_info(il.name)) = 'record_id'";
 
 /* ---- schema 2 -> 3 ---- */
+
+/* Schema 3's heads: one lane per (txn, boundary), owned by an issuer. */
+static const char v3_layout_sql[] =
+	"BEGIN;"
+	"CREATE TABLE h3(txn TEXT NOT NULL, boundary TEXT NOT NULL, head TEXT NOT NULL,"
+	" issuer TEXT NOT NULL, PRIMARY KEY(txn, boundary)) WITHOUT ROWID;"
+	"INSERT INTO h3 SELECT txn, boundary, head, issuer FROM heads;"
+	"DROP TABLE heads; ALTER TABLE h3 RENAME TO heads;"
+	"ALTER TABLE acceptances DROP COLUMN issuer;"
+	"UPDATE ota_meta SET v = 3 WHERE k = 'schema';"
+	"COMMIT;";
+
+static const char heads_key_sql[] =
+	"SELECT group_concat(name) FROM (SELECT name FROM pragma_table_info('heads') WHERE pk > 0"
+	" ORDER BY pk)";
+
 
 /* Schema 2's acceptances: a UNIQUE record_id, no lane index. */
 static const char v2_layout_sql[] =
@@ -425,13 +477,14 @@ static void test_migrate_v2(void **state)
 	sqlite3 *h = NULL;
 	char *msg = NULL;
 	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
-	if (sqlite3_exec(h, v2_layout_sql, NULL, NULL, &msg) != SQLITE_OK)
+	if (sqlite3_exec(h, v3_layout_sql, NULL, NULL, &msg) != SQLITE_OK ||
+	    sqlite3_exec(h, v2_layout_sql, NULL, NULL, &msg) != SQLITE_OK)
 		fail_msg("v2 layout: %s", msg);
 	sqlite3_close(h);
 	assert_int_equal(query_int(w->base.db, record_id_alone_sql, NULL), 1);
-	reopen(w); /* rebuilds acceptances */
+	reopen(w); /* rebuilds acceptances (and heads, schema 3 -> 4) */
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
-	                 3);
+	                 4);
 	assert_int_equal(query_int(w->base.db, record_id_alone_sql, NULL), 0);
 	assert_int_equal(query_int(w->base.db,
 	                           "SELECT count(*) FROM pragma_index_list('acceptances') AS il"
@@ -465,6 +518,116 @@ static void test_migrate_v2(void **state)
 	/* a second open does not rebuild again */
 	reopen(w);
 	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM acceptances", NULL), 4);
+}
+
+/* ---- schema 3 -> 4 ---- */
+
+static void test_migrate_v3(void **state)
+{
+	world *w = *state;
+	char a1[OTA_ID_LEN + 1], o1[OTA_ID_LEN + 1];
+	size_t len = 0, len2 = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-v3", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, a1), OTA_OK);
+	free(m);
+	m = attest(w, "issuer:other", w->other_key, "txn-v3", "b2", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, o1), OTA_OK);
+	free(m);
+	/* signed before the migration, submitted after it */
+	uint8_t *next = attest(w, "issuer:acme", w->acme_key, "txn-v3", "b1", a1, NULL, &len);
+	uint8_t *theirs = attest(w, "issuer:other", w->other_key, "txn-v3", "b1", NULL, NULL, &len2);
+	ota_nonce_store_close(w->base.store);
+	w->base.store = NULL;
+	sqlite3 *h = NULL;
+	char *msg = NULL;
+	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
+	if (sqlite3_exec(h, v3_layout_sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("v3 layout: %s", msg);
+	sqlite3_close(h);
+	char *key = NULL;
+	assert_int_equal(sqlite3_open_v2(w->base.db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_prepare_v2(h, heads_key_sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	key = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	assert_string_equal(key, "txn,boundary");
+	free(key);
+	reopen(w); /* rebuilds heads */
+	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
+	                 4);
+	assert_int_equal(sqlite3_open_v2(w->base.db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, heads_key_sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "txn,issuer,boundary");
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	/* the same lanes, heads and owners; each acceptance knows its lane's issuer */
+	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM heads", NULL), 2);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT count(*) FROM acceptances WHERE issuer = ?1", "issuer:acme"),
+	                 1);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT count(*) FROM acceptances WHERE issuer = ?1", "issuer:other"),
+	                 1);
+	head_is(w, "txn-v3", "issuer:acme", "b1", a1);
+	head_is(w, "txn-v3", "issuer:other", "b2", o1);
+	/* acme's chain goes on, other begins its own b1 */
+	assert_ota(admit(w, next, len, NULL), OTA_OK);
+	assert_ota(admit(w, theirs, len2, NULL), OTA_OK);
+	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM heads", NULL), 3);
+	free(next);
+	free(theirs);
+	/* a second open does not rebuild again */
+	reopen(w);
+	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM heads", NULL), 3);
+}
+
+/* A schema 3 acceptance on no lane (a heads row deleted by hand) stops the
+ * migration: nothing is guessed, the file stays schema 3. */
+static void test_migrate_v3_orphan(void **state)
+{
+	world *w = *state;
+	size_t len = 0;
+	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-o", "b1", NULL, NULL, &len);
+	assert_ota(admit(w, m, len, NULL), OTA_OK);
+	free(m);
+	ota_nonce_store_close(w->base.store);
+	w->base.store = NULL;
+	sqlite3 *h = NULL;
+	char *msg = NULL;
+	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
+	if (sqlite3_exec(h, v3_layout_sql, NULL, NULL, &msg) != SQLITE_OK ||
+	    sqlite3_exec(h, "DELETE FROM heads", NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("v3 layout: %s", msg);
+	sqlite3_close(h);
+	ota_nonce_store *s = NULL;
+	ota_error e = {0};
+	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
+	assert_null(s);
+	assert_non_null(strstr(e.what, "on no lane"));
+	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
+	                 3);
+	assert_int_equal(query_int(w->base.db,
+	                           "SELECT count(*) FROM pragma_table_info('acceptances')"
+	                           " WHERE name = 'issuer'",
+	                           NULL),
+	                 0);
+	/* nor is an acceptance without its issuer under today's heads */
+	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
+	if (sqlite3_exec(h,
+	                 "ALTER TABLE acceptances ADD COLUMN issuer TEXT NOT NULL DEFAULT '';"
+	                 "DROP TABLE heads; CREATE TABLE heads(txn TEXT NOT NULL,"
+	                 " issuer TEXT NOT NULL, boundary TEXT NOT NULL, head TEXT NOT NULL,"
+	                 " PRIMARY KEY(txn, issuer, boundary)) WITHOUT ROWID;",
+	                 NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("v4 heads: %s", msg);
+	sqlite3_close(h);
+	ota_error e2 = {0};
+	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e2), OTA_ERR_NONCE_SCHEMA);
+	assert_null(s);
+	assert_non_null(strstr(e2.what, "name no issuer"));
 }
 
 /* The first schema 1 layout: challenges and acceptances WITHOUT ROWID,
@@ -505,7 +668,7 @@ static void test_migrate_v1_first_layout(void **state)
 	                 0);
 	reopen(w); /* rebuilds the tables, then migrates */
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
-	                 3);
+	                 4);
 	assert_int_equal(query_int(w->base.db, record_id_alone_sql, NULL), 0);
 	assert_int_equal(query_int(w->base.db,
 	                           "SELECT count(*) FROM pragma_table_info('challenges') WHERE name = 'id'",
@@ -547,7 +710,7 @@ static void test_migrate_v1_unreadable(void **state)
 	/* a newer schema than ours is refused too */
 	sqlite3 *h = NULL;
 	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, "UPDATE ota_meta SET v = 4 WHERE k = 'schema'", NULL, NULL, NULL),
+	assert_int_equal(sqlite3_exec(h, "UPDATE ota_meta SET v = 5 WHERE k = 'schema'", NULL, NULL, NULL),
 	                 SQLITE_OK);
 	sqlite3_close(h);
 	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
@@ -638,10 +801,12 @@ static void test_expiry_still_judged_at_commit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_other_issuer_cannot_advance, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_issuers_have_own_lanes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lane_in_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v2, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v3_orphan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1_unreadable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1_first_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_time_is_signed_time, setup, teardown),

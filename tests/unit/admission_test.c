@@ -163,8 +163,8 @@ static void test_accept_chain(void **state)
 	snprintf(a.prior, sizeof a.prior, "%s", r2);
 	assert_ota(submit(w, &a, w->issuer_key, r3), OTA_OK);
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-1", "boundary-1", head, sizeof head,
-	                                    NULL),
+	assert_ota(ota_nonce_store_head_get(w->base.store, "txn-1", "issuer:acme", "boundary-1", head,
+	                                    sizeof head, NULL),
 	           OTA_OK);
 	assert_string_equal(head, r3);
 }

@@ -294,13 +294,13 @@ static void test_admit_heads(void **state)
 	for (int i = 0; i < 8; i++)
 		assert_ota(ota_nonce_store_issue(f->s, &bind_a, 0, 0, 1000, &c[i], NULL), OTA_OK);
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b1", head, sizeof head, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "issuer:acme", "b1", head, sizeof head, NULL), OTA_OK);
 	assert_string_equal(head, "");
 	/* prior on an empty boundary: skipped/invented */
 	assert_ota(admit(f, &c[0], "b1", "r0", "r1"), OTA_ERR_ATT_PRIOR_UNKNOWN);
 	assert_ota(admit(f, &c[0], "b1", NULL, "r1"), OTA_OK); /* the refusal did not burn c[0] */
 	assert_ota(admit(f, &c[1], "b1", "r1", "r2"), OTA_OK);
-	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b1", head, sizeof head, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "issuer:acme", "b1", head, sizeof head, NULL), OTA_OK);
 	assert_string_equal(head, "r2");
 	assert_ota(admit(f, &c[2], "b1", "r1", "r2b"), OTA_ERR_ATT_PRIOR_FORK);
 	assert_ota(admit(f, &c[2], "b1", "r9", "r3"), OTA_ERR_ATT_PRIOR_UNKNOWN);
@@ -378,14 +378,14 @@ static void test_admit_refusals_in_batch(void **state)
 	set_admit(&ops[k++], &c[5], &bind_a, "b2", "r1", "s1x");    /* prior on an empty lane */
 	set_admit(&ops[k++], &c[6], &bind_a, "b1", "r2", "r1");     /* duplicate of this batch's r1 */
 	set_admit(&ops[k++], &c[0], &bind_a, "b3", NULL, "t1x");    /* nonce consumed in this batch */
-	set_admit(&ops[k++], &cb, &bind_b, "b1", "r2", "r3z");      /* b1 belongs to issuer:acme */
+	set_admit(&ops[k++], &cb, &bind_b, "b1", "r2", "r3z");      /* acme's r2 is not in other's b1 */
 	set_admit(&ops[k++], &c[7], &bind_b, "b3", NULL, "t1y");    /* c[7] is bound to issuer:acme */
 	set_admit(&ops[k++], &c[8], &bind_a, "b1", "r2", "r3");     /* ok */
 	set_admit(&ops[k++], &c[9], &bind_a, "b2", NULL, "s1");     /* ok */
 	static const ota_err want[12] = {
 		OTA_OK, OTA_OK, OTA_ERR_ATT_PRIOR_FORK, OTA_ERR_ATT_PRIOR_UNKNOWN,
 		OTA_ERR_ATT_PRIOR_MISSING, OTA_ERR_ATT_PRIOR_UNKNOWN, OTA_ERR_ATT_DUPLICATE,
-		OTA_ERR_NONCE_REPLAYED, OTA_ERR_ATT_LANE_ISSUER, OTA_ERR_NONCE_ISSUER_MISMATCH,
+		OTA_ERR_NONCE_REPLAYED, OTA_ERR_ATT_PRIOR_UNKNOWN, OTA_ERR_NONCE_ISSUER_MISMATCH,
 		OTA_OK, OTA_OK};
 	assert_ota(ota_nonce_store_commit_batch(f->s, ops, (size_t)k, 1001, NULL), OTA_OK);
 	for (int i = 0; i < k; i++) {
@@ -396,11 +396,11 @@ static void test_admit_refusals_in_batch(void **state)
 			assert_int_equal(ops[i].challenge.consumed_at, 0);
 	}
 	char head[OTA_MAX_RECORD_ID_BYTES + 1];
-	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b1", head, sizeof head, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "issuer:acme", "b1", head, sizeof head, NULL), OTA_OK);
 	assert_string_equal(head, "r3");
-	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b2", head, sizeof head, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "issuer:acme", "b2", head, sizeof head, NULL), OTA_OK);
 	assert_string_equal(head, "s1");
-	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "b3", head, sizeof head, NULL), OTA_OK);
+	assert_ota(ota_nonce_store_head_get(f->s, "txn-a", "issuer:acme", "b3", head, sizeof head, NULL), OTA_OK);
 	assert_string_equal(head, "");
 	uint64_t acc_n = 0, consumed = 0;
 	assert_ota(ota_nonce_store_counts(f->s, NULL, &consumed, &acc_n, NULL), OTA_OK);
