@@ -40,6 +40,9 @@
  *   libraries and their data): peak_rss_kb gives the figures as measured.
  *
  *   bench_archive [ROUNDS] [--max N] [--external] [--write-seed PATH]   default 3 rounds
+ *   (vectors only: --widen, --canary-failed, --canary-missing, --resources
+ *   KIND, --verifier-target T: the verifier principal scoped to provider
+ *   target T instead of every one)
  *   --external: the attestations are signed by an issuer principal and
  *   accepted by a verifier principal as ota-attestd answers them: batch-form
  *   acceptances, one signature per group commit of up to 64 (BATCH); the
@@ -710,6 +713,9 @@ int main(int argc, char **argv)
 	size_t max = 10000;
 	bool external = false;
 	const char *seed = NULL;
+	/* --verifier-target (vectors only): verifier-1 is trusted for that
+	 * provider target alone, not for every one */
+	const char *vtarget[1] = {"*"};
 	if (argc == 3 && strcmp(argv[1], "--rss-floor") == 0)
 		return rss_floor(argv[2]);
 	if (argc >= 3 && strcmp(argv[1], "--rss-run") == 0)
@@ -725,6 +731,8 @@ int main(int argc, char **argv)
 			external = true;
 		else if (strcmp(argv[i], "--widen") == 0)
 			g_widen = true;
+		else if (strcmp(argv[i], "--verifier-target") == 0 && i + 1 < argc)
+			vtarget[0] = argv[++i];
 		else if (strcmp(argv[i], "--canary-failed") == 0)
 			g_canary_failed = true;
 		else if (strcmp(argv[i], "--canary-missing") == 0)
@@ -762,7 +770,7 @@ int main(int argc, char **argv)
 	    (rc = ota_trust_draft_add_key(d, "provider-x", issuer, OTA_ALG_NONE, T0 - 1000, 0, NULL)) !=
 	            OTA_OK ||
 	    (rc = ota_trust_draft_add_principal(d, "verifier-1", OTA_TRUST_ROLE_VERIFIER, star, 1, star,
-	                                        1, star, 1, NULL)) != OTA_OK ||
+	                                        1, vtarget, 1, NULL)) != OTA_OK ||
 	    (rc = ota_trust_draft_add_key(d, "verifier-1", verifier, OTA_ALG_NONE, T0 - 1000, 0,
 	                                  NULL)) != OTA_OK ||
 	    (rc = ota_trust_draft_finish(d, &root, NULL)) != OTA_OK ||
@@ -806,7 +814,8 @@ int main(int argc, char **argv)
 				fclose(f);
 			}
 		}
-		if (g_widen || g_canary_failed || g_canary_missing || g_resources != NULL) {
+		if (g_widen || g_canary_failed || g_canary_missing || g_resources != NULL ||
+		    strcmp(vtarget[0], "*") != 0) {
 			/* a forged vector: written, not timed */
 			json_decref(b.msgs);
 			free(b.archive);

@@ -318,6 +318,7 @@ typedef struct vctx {
 	size_t nai;
 	idx_entry *att_idx;
 	ota_acceptance *acc;
+	ota_alg *acc_alg; /* the algorithm each acceptance is signed with */
 	bool *acc_ok;
 	idx_entry *acc_idx; /* by attestation identity */
 	size_t nacc_idx;
@@ -1023,11 +1024,12 @@ static ota_err index_members(vctx *v)
 	v->att_idx = calloc(a->natt + 1, sizeof *v->att_idx);
 	v->acc = calloc(a->nacc + 1, sizeof *v->acc);
 	v->acc_ok = calloc(a->nacc + 1, sizeof *v->acc_ok);
+	v->acc_alg = calloc(a->nacc + 1, sizeof *v->acc_alg);
 	v->acc_idx = calloc(a->nacc + 1, sizeof *v->acc_idx);
 	if (v->ev_idx == NULL || v->ev_ids == NULL || v->ev_cfg == NULL || v->ev_ref == NULL ||
 	    v->ch_idx == NULL ||
 	    v->ch_uses == NULL || v->ai == NULL || v->att_idx == NULL || v->acc == NULL ||
-	    v->acc_ok == NULL || v->acc_idx == NULL)
+	    v->acc_ok == NULL || v->acc_alg == NULL || v->acc_idx == NULL)
 		return OTA_ERR_NOMEM;
 	jcs_list ev_list;
 	jl_open(&ev_list);
@@ -1159,6 +1161,7 @@ static void acceptance_checks(vctx *v)
 		                  OTA_TRUST_ROLE_VERIFIER, NULL, at, "acceptances[]") != OTA_OK)
 			continue;
 		v->acc_ok[i] = true;
+		v->acc_alg[i] = m.alg;
 		v->acc_idx[n++] = (idx_entry){v->acc[i].attestation, i};
 	}
 	ota_acceptance_cache_free(cache);
@@ -1315,6 +1318,21 @@ static void attestation_check(vctx *v, size_t i)
 		    strcmp(ac->prior, c->has_prior ? c->prior : "") != 0) {
 			fail(r, OTA_ERR_ARCHIVE_ACCEPTANCE_MISMATCH, where,
 			     "the acceptance does not bind this attestation's challenge and claims");
+			ok = false;
+		}
+		/* the verifier that accepted it is trusted for this scope too (its
+		 * acceptance alone was judged for the role): a verifier scoped to
+		 * other providers, lanes or repositories vouches for nothing here */
+		ota_bytes vk = ota_bytes_make(ac->verifier_kid, sizeof ac->verifier_kid);
+		ota_error ve;
+		ota_error_clear(&ve);
+		if (ota_trust_lookup(v->root, vk, v->acc_alg[acc], OTA_TRUST_ROLE_VERIFIER, &scope,
+		                     judged, NULL, NULL, &ve) != OTA_OK) {
+			fail(r, ve.code, where, "its acceptance's verifier %s: %s", ac->verifier_id,
+			     ve.what);
+			ok = false;
+		} else if (current_judge(v, vk, v->acc_alg[acc], OTA_TRUST_ROLE_VERIFIER, &scope,
+		                         judged, where) != OTA_OK) {
 			ok = false;
 		}
 	}
@@ -3169,6 +3187,7 @@ out:
 	free(v.att_idx);
 	free(v.acc);
 	free(v.acc_ok);
+	free(v.acc_alg);
 	free(v.acc_idx);
 	json_decref(v.adm);
 	json_decref(v.receipt);

@@ -843,15 +843,26 @@ static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r,
 	ota_error e;
 	ota_error_clear(&e);
 	r->now = now_of(d);
+	ota_err rc = ota_admission_prepare(&d->actx, ota_bytes_make(r->buf, r->len),
+	                                   ota_bytes_make(NULL, 0), r->now, &r->adm, &e);
 	/* the acceptance is signed as of r->now and verified by ota-verify at
 	 * that time: the verifier key must be valid then, not only at start
-	 * (a valid_until or revoked_at may pass while the endpoint runs) */
-	ota_err rc = ota_trust_lookup(d->root, ota_bytes_make(d->vkid, sizeof d->vkid),
-	                              ota_key_default_alg(d->vkey), OTA_TRUST_ROLE_VERIFIER, NULL,
-	                              r->now, NULL, NULL, &e);
-	if (rc == OTA_OK)
-		rc = ota_admission_prepare(&d->actx, ota_bytes_make(r->buf, r->len),
-		                           ota_bytes_make(NULL, 0), r->now, &r->adm, &e);
+	 * (a valid_until or revoked_at may pass while the endpoint runs), and
+	 * trusted for the attestation's provider target, as ota-verify judges
+	 * it (an acceptance from a verifier scoped to other providers vouches
+	 * for nothing) */
+	if (rc == OTA_OK) {
+		ota_trust_scope_req scope = {NULL, NULL, r->adm.claims.provider};
+		ota_error ve;
+		ota_error_clear(&ve);
+		rc = ota_trust_lookup(d->root, ota_bytes_make(d->vkid, sizeof d->vkid),
+		                      ota_key_default_alg(d->vkey), OTA_TRUST_ROLE_VERIFIER, &scope,
+		                      r->now, NULL, NULL, &ve);
+		if (rc != OTA_OK) {
+			ota_error_set(&e, rc, "verifier", "this endpoint's verifier %.128s: %.300s",
+			              d->verifier_id, ve.what);
+		}
+	}
 	if (rc != OTA_OK) {
 		atomic_fetch_add(&d->refused, 1);
 		answer_error(d, a, method, url, &e);

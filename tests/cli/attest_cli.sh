@@ -31,6 +31,9 @@ run 0 "$OTA" trust add-principal --dir "$T" --id issuer:acme --role issuer --pro
 run 0 "$OTA" trust add-key --dir "$T" --principal issuer:acme --generate "$work/issuer-FIXTURE.pem" --sign "$T/keys/root-1.pem"
 run 0 "$OTA" trust add-principal --dir "$T" --id verifier:endpoint --role verifier --provider-target '*' --sign "$T/keys/root-1.pem"
 run 0 "$OTA" trust add-key --dir "$T" --principal verifier:endpoint --generate "$work/verifier-FIXTURE.pem" --sign "$T/keys/root-1.pem"
+# a verifier trusted for another provider target only
+run 0 "$OTA" trust add-principal --dir "$T" --id verifier:narrow --role verifier --provider-target oci_local --sign "$T/keys/root-1.pem"
+run 0 "$OTA" trust add-key --dir "$T" --principal verifier:narrow --generate "$work/narrow-FIXTURE.pem" --sign "$T/keys/root-1.pem"
 run 0 "$OTA" trust add-principal --dir "$T" --id runner:ci --role runner --provider-target '*' --sign "$T/keys/root-1.pem"
 run 0 "$OTA" trust add-key --dir "$T" --principal runner:ci --generate "$work/runner-FIXTURE.pem" --sign "$T/keys/root-1.pem"
 ROOT_ID=$("$OTA" trust show "$T/root.json" --json | jq -r .identity)
@@ -209,6 +212,27 @@ grep -q '"event":"stopped"' "$work/attestd.log" && pass "stopped logged" || bad 
 # the endpoint is gone: an environment error
 run 3 "$OTA" attest challenge --url "$U" --txn t --issuer issuer:acme --scope oci_remote
 expect_err http_transport
+
+# ---- an endpoint whose verifier is trusted for another provider target ----
+# it accepts nothing for oci_remote (ota-verify would not take its
+# acceptances): 403 trust_scope_mismatch where "verifier", nothing consumed
+"$ATTESTD" --db "$work/narrow.db" --trust "$T/root.json" --key "$work/narrow-FIXTURE.pem" \
+  --port 0 --port-file "$work/port2" 2>"$work/narrow.log" &
+pid=$!
+for _ in $(seq 100); do [ -s "$work/port2" ] && break; sleep 0.05; done
+U="http://127.0.0.1:$(cat "$work/port2" 2>/dev/null)"
+claims "$work/n1.json" txn-n b1
+run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/n1.json" --out "$work/n1.cose"
+for i in 1 2; do # the same bytes twice: not a replay, nothing was consumed
+  run 1 "$OTA" attest submit --url "$U" "$work/n1.cose" --json
+  [ "$(jq -r '.code + " " + .where' "$work/stdout")" = "trust_scope_mismatch verifier" ] \
+    && pass "narrow verifier refuses ($i)" || { bad "narrow verifier ($i)"; cat "$work/stdout"; }
+done
+grep -q 'verifier:narrow' "$work/stdout" && pass "the refusal names the endpoint's verifier" \
+  || bad "refusal does not name verifier:narrow"
+kill -TERM "$pid"
+wait "$pid"
+pid=
 
 if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all attest CLI checks passed"

@@ -487,6 +487,26 @@ static void test_named_codes(void **state)
 		free(pin);
 		free(ab);
 	}
+	/* external, correctly signed, but every acceptance is by a verifier
+	 * trusted for another provider target than the attestations' */
+	{
+		size_t al = 0, pl = 0;
+		uint8_t *ab = read_vec("j.json", &al);
+		uint8_t *pin = read_vec("j.json.root.json", &pl);
+		ota_archive_verify_opts o;
+		memset(&o, 0, sizeof o);
+		o.pinned = ota_bytes_make(pin, pl);
+		ota_archive_report *rep = NULL;
+		assert_int_not_equal(ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, NULL), OTA_OK);
+		const char *where = NULL, *what = NULL;
+		assert_int_equal(ota_archive_report_failure(rep, 0, &where, &what),
+		                 OTA_ERR_TRUST_SCOPE_MISMATCH);
+		assert_string_equal(where, "attestations[0]");
+		assert_non_null(strstr(what, "verifier-1"));
+		ota_archive_report_free(rep);
+		free(pin);
+		free(ab);
+	}
 	/* correctly signed, but an applied record's resources (the limits read
 	 * back from the container's cgroups) are not the rendered config's
 	 * linux.resources: another pids value (g), a memory limit claimed that

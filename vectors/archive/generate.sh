@@ -31,4 +31,9 @@ done
 "$b/bench/bench_archive" 1 --max 9 --resources different --write-seed "$d/g.json" >/dev/null
 "$b/bench/bench_archive" 1 --max 9 --resources unrendered --write-seed "$d/h.json" >/dev/null
 "$b/bench/bench_archive" 1 --max 9 --resources omitted --write-seed "$d/i.json" >/dev/null
+# j.*: external, correctly signed, but verifier-1 is trusted for provider
+# target oci_remote alone and accepted oci_local attestations
+# (trust_scope_mismatch at each attestation)
+"$b/bench/bench_archive" 1 --max 9 --external --verifier-target oci_remote \
+  --write-seed "$d/j.json" >/dev/null
 echo "vectors/archive regenerated"
