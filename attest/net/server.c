@@ -859,8 +859,8 @@ static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r,
 		                      ota_key_default_alg(d->vkey), OTA_TRUST_ROLE_VERIFIER, &scope,
 		                      r->now, NULL, NULL, &ve);
 		if (rc != OTA_OK) {
-			ota_error_set(&e, rc, "verifier", "this endpoint's verifier %.128s: %.300s",
-			              d->verifier_id, ve.what);
+			ota_error_set(&e, rc, ve.where, "this endpoint's verifier key: %.300s",
+			              ve.what);
 		}
 	}
 	if (rc != OTA_OK) {

@@ -215,7 +215,7 @@ expect_err http_transport
 
 # ---- an endpoint whose verifier is trusted for another provider target ----
 # it accepts nothing for oci_remote (ota-verify would not take its
-# acceptances): 403 trust_scope_mismatch where "verifier", nothing consumed
+# acceptances): 403 trust_scope_mismatch where its principal, nothing consumed
 "$ATTESTD" --db "$work/narrow.db" --trust "$T/root.json" --key "$work/narrow-FIXTURE.pem" \
   --port 0 --port-file "$work/port2" 2>"$work/narrow.log" &
 pid=$!
@@ -225,11 +225,11 @@ claims "$work/n1.json" txn-n b1
 run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/n1.json" --out "$work/n1.cose"
 for i in 1 2; do # the same bytes twice: not a replay, nothing was consumed
   run 1 "$OTA" attest submit --url "$U" "$work/n1.cose" --json
-  [ "$(jq -r '.code + " " + .where' "$work/stdout")" = "trust_scope_mismatch verifier" ] \
+  [ "$(jq -r '.code + " " + .where' "$work/stdout")" = "trust_scope_mismatch verifier:narrow" ] \
     && pass "narrow verifier refuses ($i)" || { bad "narrow verifier ($i)"; cat "$work/stdout"; }
 done
-grep -q 'verifier:narrow' "$work/stdout" && pass "the refusal names the endpoint's verifier" \
-  || bad "refusal does not name verifier:narrow"
+grep -q "this endpoint's verifier key" "$work/stdout" && pass "the refusal says it is the endpoint's key" \
+  || bad "refusal does not say it is the endpoint's key"
 kill -TERM "$pid"
 wait "$pid"
 pid=
