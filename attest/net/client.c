@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ota/admission.h"
 #include "ota/attestd.h"
+#include "ota/cose.h"
 #include "ota/json.h"
 #include "ota/limits.h"
 
@@ -239,11 +241,9 @@ ota_err ota_attest_client_challenge(const char *base_url, const ota_nonce_bindin
 	return OTA_OK;
 }
 
-ota_err ota_attest_client_submit(const char *base_url, ota_bytes cose, char **out, ota_error *err)
+/* One POST of the attestation: *out the judged answer. */
+static ota_err post_once(const char *base_url, ota_bytes cose, char **out, ota_error *err)
 {
-	if (out == NULL)
-		return ota_error_set(err, OTA_ERR_USAGE, "client", "out is NULL");
-	*out = NULL;
 	char *ans = NULL;
 	size_t al = 0;
 	long st = 0;
@@ -258,6 +258,119 @@ ota_err ota_attest_client_submit(const char *base_url, ota_bytes cose, char **ou
 	}
 	*out = ans;
 	return OTA_OK;
+}
+
+ota_err ota_attest_client_lookup(const char *base_url, ota_bytes cose, char **out, ota_error *err)
+{
+	if (out == NULL || cose.ptr == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "client", "bad arguments");
+	*out = NULL;
+	char id[OTA_ID_LEN + 1];
+	ota_cose_sign1 m;
+	ota_attestation *c = malloc(sizeof *c);
+	if (c == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "client", "claims");
+	ota_err e;
+	if ((e = ota_sha256_id(cose, id)) != OTA_OK) {
+		free(c);
+		return ota_error_set(err, e, "attestation", "cannot hash");
+	}
+	if ((e = ota_cose_sign1_decode(cose, NULL, &m, err)) != OTA_OK ||
+	    (e = ota_attestation_parse(m.payload, c, err)) != OTA_OK) {
+		free(c);
+		return e;
+	}
+	CURL *h = curl_easy_init();
+	char *t = h != NULL ? curl_easy_escape(h, c->txn, 0) : NULL;
+	char *b = h != NULL ? curl_easy_escape(h, c->boundary, 0) : NULL;
+	free(c);
+	char *path = NULL;
+	if (t != NULL && b != NULL) {
+		size_t n = strlen(t) + strlen(b) + OTA_ID_LEN + 64;
+		path = malloc(n);
+		if (path != NULL)
+			snprintf(path, n, "/v1/acceptances/%s?txn=%s&boundary=%s", id, t, b);
+	}
+	curl_free(t);
+	curl_free(b);
+	if (h != NULL)
+		curl_easy_cleanup(h);
+	if (path == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "client", "lookup path");
+	char *ans = NULL;
+	size_t al = 0;
+	long st = 0;
+	e = exchange(base_url, path, NULL, ota_bytes_make(NULL, 0), false, &ans, &al, &st, err);
+	free(path);
+	if (e != OTA_OK)
+		return e;
+	/* the stored acceptance: the same judgement as an answer to the POST,
+	 * and it must be of the attestation looked up */
+	json_t *o = NULL;
+	const char *aid = NULL;
+	if ((e = ota_attest_client_answer(ans, al, st, OTA_ATTEST_ANSWER_ACCEPTANCE, err)) == OTA_OK &&
+	    (ota_json_parse(ota_bytes_make(ans, al), &o, NULL) != OTA_OK ||
+	     (aid = json_string_value(json_object_get(o, "attestation"))) == NULL ||
+	     strcmp(aid, id) != 0))
+		e = ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+		                  "the stored acceptance is of another attestation");
+	free(ans);
+	if (e != OTA_OK) {
+		json_decref(o);
+		return e;
+	}
+	json_t *r = json_pack("{s:b, s:s, s:s, s:O, s:b}", "ok", 1, "result", "accepted", "attestation",
+	                      id, "acceptance", json_object_get(o, "acceptance"), "recovered", 1);
+	json_decref(o);
+	char *text = r != NULL ? json_dumps(r, JSON_COMPACT) : NULL;
+	json_decref(r);
+	if (text == NULL)
+		return ota_error_set(err, OTA_ERR_NOMEM, "client", "answer");
+	*out = text;
+	return OTA_OK;
+}
+
+ota_err ota_attest_client_submit(const char *base_url, ota_bytes cose, char **out, ota_error *err)
+{
+	if (out == NULL)
+		return ota_error_set(err, OTA_ERR_USAGE, "client", "out is NULL");
+	*out = NULL;
+	ota_error first;
+	ota_error_clear(&first);
+	ota_err e = post_once(base_url, cose, out, &first);
+	if (e != OTA_ERR_HTTP_TRANSPORT) {
+		if (e != OTA_OK)
+			ota_error_set(err, first.code, first.where, "%s", first.what);
+		return e;
+	}
+	/* The answer was lost: the transaction may have committed (an
+	 * endpoint killed, a connection cut, after the commit) or not (before
+	 * it). The stored acceptance answers the first; the challenge, still
+	 * live, lets one more POST answer the second; a replay then means that
+	 * POST lost to the first one, whose acceptance is stored by now. */
+	ota_error le;
+	ota_error_clear(&le);
+	ota_err lr = ota_attest_client_lookup(base_url, cose, out, &le);
+	if (lr == OTA_OK)
+		return OTA_OK;
+	if (lr == OTA_ERR_NOT_FOUND) {
+		ota_error pe;
+		ota_error_clear(&pe);
+		ota_err pr = post_once(base_url, cose, out, &pe);
+		if (pr == OTA_OK)
+			return OTA_OK;
+		if (pr == OTA_ERR_NONCE_REPLAYED) {
+			ota_error_clear(&le);
+			if (ota_attest_client_lookup(base_url, cose, out, &le) == OTA_OK)
+				return OTA_OK;
+		}
+		if (pr != OTA_ERR_HTTP_TRANSPORT && pr != OTA_ERR_NONCE_REPLAYED) {
+			/* the retry's answer is the endpoint's word on these bytes */
+			return ota_error_set(err, pe.code, pe.where, "%s", pe.what);
+		}
+	}
+	return ota_error_set(err, first.code, first.where, "%s (the stored acceptance: %s)",
+	                     first.what, lr == OTA_OK ? "found" : le.what);
 }
 
 ota_err ota_attest_client_get(const char *base_url, const char *path, char **out, size_t *out_len,

@@ -90,7 +90,13 @@ OTA_API OTA_NODISCARD ota_err ota_attest_client_challenge(const char *base_url,
                                                           char **out, ota_error *err);
 /*
  * POST base_url/v1/attestations with the COSE bytes. *out (new JSON text)
- * is the acceptance answer on success; refusals as above.
+ * is the acceptance answer on success; refusals as above. When the answer
+ * is lost (http_transport: the endpoint may have committed or not), the
+ * acceptance is looked up (ota_attest_client_lookup); when none is stored,
+ * the POST is sent once more (the challenge is still live), and a
+ * nonce_replayed to it is answered by one more lookup. A recovered answer
+ * is {"ok", "result", "attestation", "acceptance", "recovered": true}.
+ * Still nothing: the first http_transport.
  */
 OTA_API OTA_NODISCARD ota_err ota_attest_client_submit(const char *base_url, ota_bytes cose,
                                                        char **out, ota_error *err);
@@ -115,6 +121,17 @@ typedef enum ota_attest_answer_kind {
 OTA_API OTA_NODISCARD ota_err ota_attest_client_answer(const char *body, size_t len, long status,
                                                        ota_attest_answer_kind kind,
                                                        ota_error *err);
+/*
+ * GET base_url/v1/acceptances/<id>?txn=T&boundary=B for the attestation
+ * cose (its identity and its own txn and boundary claims): *out (new JSON
+ * text) {"ok": true, "result": "accepted", "attestation", "acceptance",
+ * "recovered": true} when the endpoint stored its acceptance; not_found
+ * when it did not; http_transport, attestation_response_invalid (also an
+ * answer naming another attestation), the attestation's own decoding
+ * errors.
+ */
+OTA_API OTA_NODISCARD ota_err ota_attest_client_lookup(const char *base_url, ota_bytes cose,
+                                                       char **out, ota_error *err);
 /* GET base_url + path; *out new body (NUL-terminated), *status the HTTP status. */
 OTA_API OTA_NODISCARD ota_err ota_attest_client_get(const char *base_url, const char *path,
                                                     char **out, size_t *out_len, long *status,

@@ -202,6 +202,89 @@ st=$(code -X POST -H 'Content-Type: application/cose' --data-binary @"$work/junk
 code "$U/metrics" >/dev/null
 grep -q '^ota_attestd_attestations_accepted_total 4$' "$work/body" && pass "metrics count 4 acceptances (c1, c2p, c5, c6)" || { bad "metrics"; cat "$work/body"; }
 
+# ---- a lost answer: ota attest submit looks the acceptance up ----
+# a proxy in front of the endpoint; MODE after: the POST reaches the
+# endpoint, its answer is dropped (the connection closed unanswered);
+# before: the first POST is dropped unsent, the next ones go through;
+# always: every POST dropped unsent. GETs go through.
+cat >"$work/proxy.py" <<'PY'
+import http.server, socketserver, sys, urllib.request, urllib.error
+up, mode, portfile = sys.argv[1], sys.argv[2], sys.argv[3]
+posts = [0]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def relay(self, req):
+        try:
+            r = urllib.request.urlopen(req, timeout=10)
+            st, body, ct = r.status, r.read(), r.headers.get('Content-Type', '')
+        except urllib.error.HTTPError as e:
+            st, body, ct = e.code, e.read(), e.headers.get('Content-Type', '')
+        return st, body, ct
+    def answer(self, st, body, ct):
+        self.send_response(st)
+        self.send_header('Content-Type', ct)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.answer(*self.relay(urllib.request.Request(up + self.path)))
+    def do_POST(self):
+        data = self.rfile.read(int(self.headers.get('Content-Length', '0')))
+        posts[0] += 1
+        self.close_connection = True
+        if mode == 'always' or (mode == 'before' and posts[0] == 1):
+            return
+        res = self.relay(urllib.request.Request(up + self.path, data=data, method='POST',
+                         headers={'Content-Type': self.headers.get('Content-Type', '')}))
+        if mode == 'after':
+            return
+        self.answer(*res)
+    def log_message(self, *a):
+        pass
+s = socketserver.TCPServer(('127.0.0.1', 0), H)
+open(portfile, 'w').write(str(s.server_address[1]))
+s.timeout = 30
+for _ in range(8):
+    s.handle_request()
+PY
+proxy() { # proxy MODE: starts it, PU its URL, ppid its pid
+  rm -f "$work/proxy.port"
+  python3 "$work/proxy.py" "$U" "$1" "$work/proxy.port" &
+  ppid=$!
+  for _ in $(seq 50); do [ -s "$work/proxy.port" ] && break; sleep 0.1; done
+  PU="http://127.0.0.1:$(cat "$work/proxy.port")"
+}
+claims "$work/l1.json" txn-lost b1
+run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/l1.json" --out "$work/l1.cose"
+L1=sha256:$(sha256sum "$work/l1.cose" | cut -d' ' -f1)
+proxy after
+run 0 "$OTA" attest submit --url "$PU" "$work/l1.cose" --trust "$T/root.json" --out "$work/l1.acc" --json
+jq -e --arg id "$L1" '.ok and .recovered == true and .attestation == $id' "$work/stdout" >/dev/null \
+  && pass "answer lost after the commit: the stored acceptance, checked and written" \
+  || { bad "lost answer not recovered"; cat "$work/stdout" "$work/stderr"; }
+code "$U/v1/acceptances/$L1?txn=txn-lost&boundary=b1" >/dev/null
+[ "$(jq -r .acceptance "$work/body" | base64 -d | sha256sum)" = "$(sha256sum <"$work/l1.acc")" ] \
+  && pass "the written acceptance is the stored one" || bad "written acceptance differs"
+kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
+claims "$work/l2.json" txn-lost b2
+run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/l2.json" --out "$work/l2.cose"
+proxy before
+run 0 "$OTA" attest submit --url "$PU" "$work/l2.cose" --json
+jq -e '.ok and .result == "accepted" and (.recovered | not) and (.challenge | startswith("sha256:"))' \
+  "$work/stdout" >/dev/null && pass "lost before the commit: sent again, accepted once" \
+  || { bad "lost request not sent again"; cat "$work/stdout" "$work/stderr"; }
+kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
+claims "$work/l3.json" txn-lost b3
+run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/l3.json" --out "$work/l3.cose"
+proxy always
+run 3 "$OTA" attest submit --url "$PU" "$work/l3.cose"
+expect_err http_transport
+grep -q "the stored acceptance" "$work/stderr" && pass "nothing stored, nothing accepted: the transport error" \
+  || bad "no lookup mentioned"
+kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
+# the same bytes straight to the endpoint: still live, accepted now
+run 0 "$OTA" attest submit --url "$U" "$work/l3.cose"
+
 # ---- SIGTERM: clean shutdown, exit 0 ----
 kill -TERM "$pid"
 wait "$pid"
