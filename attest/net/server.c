@@ -69,6 +69,8 @@ typedef struct answer {
 enum { RQ_READING = 0, RQ_QUEUED, RQ_COMMITTED, RQ_READY, RQ_DONE };
 enum { JOB_NONE = 0, JOB_ISSUE, JOB_ADMIT };
 
+enum { CONN_BUSY = 0, CONN_IDLE = 1, CONN_SHED = 2 };
+
 /*
  * One connection, as the request-deadline watchdog sees it (MHD's socket
  * context; linked under ota_attestd.wmu). MHD's own timeout is an idle
@@ -87,10 +89,15 @@ typedef struct conn_watch {
 	struct timespec since; /* CLOCK_MONOTONIC */
 	bool paused;           /* suspended for the group commit */
 	bool killed;           /* shut down by the watchdog */
-	/* between requests (or before the first one's head is in): such a
-	 * connection holds a slot doing nothing, and is the one shut down
-	 * when the slots run short (watchdog_main) */
-	atomic_bool idle;
+	/* CONN_IDLE between requests (or before the first one's head is in):
+	 * such a connection holds a slot doing nothing, and is the one shut
+	 * down when the slots run short (watchdog_main). Claimed by compare
+	 * and swap on both sides: the watchdog takes CONN_IDLE to CONN_SHED
+	 * before it shuts the connection down, a request's first call takes
+	 * CONN_IDLE to CONN_BUSY before it does anything, so a request is
+	 * either never shed or refused before it begins (nothing consumed,
+	 * no answer lost after a commit) */
+	atomic_int state;
 	struct conn_watch *prev, *next;
 	/* the connection's last request, kept for its next one (a req is
 	 * several KiB: malloc and free of it, and of its body buffer, on every
@@ -1273,8 +1280,9 @@ static void *watchdog_main(void *arg)
 				continue;
 			int64_t ms = ((int64_t)now.tv_sec - (int64_t)w->since.tv_sec) * 1000 +
 			             ((int64_t)now.tv_nsec - (int64_t)w->since.tv_nsec) / 1000000;
+			int idle = CONN_IDLE;
 			if (short_of_slots && ms >= 1000 &&
-			    atomic_load_explicit(&w->idle, memory_order_relaxed)) {
+			    atomic_compare_exchange_strong(&w->state, &idle, CONN_SHED)) {
 				shutdown(w->fd, SHUT_RDWR);
 				w->killed = true;
 				shed++;
@@ -1344,8 +1352,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		conn_watch *w = watch_of(c);
 		uint8_t *buf = NULL;
 		size_t cap = 0;
-		if (w != NULL)
-			atomic_store_explicit(&w->idle, false, memory_order_relaxed);
+		int idle = CONN_IDLE;
+		if (w != NULL && !atomic_compare_exchange_strong(&w->state, &idle, CONN_BUSY) &&
+		    idle == CONN_SHED)
+			return MHD_NO; /* shed before this request began: nothing done */
 		if (w != NULL && w->spare != NULL) {
 			r = w->spare;
 			w->spare = NULL;
@@ -1497,8 +1507,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	conn_watch *w = c != NULL ? watch_of(c) : NULL;
 	if (c != NULL)
 		(void)watch_restart(d, c, false); /* the next request's deadline */
+	int busy = CONN_BUSY;
 	if (w != NULL)
-		atomic_store_explicit(&w->idle, true, memory_order_relaxed);
+		(void)atomic_compare_exchange_strong(&w->state, &busy, CONN_IDLE);
 	if (r != NULL) {
 		if (r->counted)
 			atomic_fetch_sub(&d->inflight, 1);
@@ -1573,7 +1584,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		return;
 	w->fd = ci->connect_fd;
 	clock_gettime(CLOCK_MONOTONIC, &w->since);
-	atomic_init(&w->idle, true);
+	atomic_init(&w->state, CONN_IDLE);
 	pthread_mutex_lock(&d->wmu);
 	d->nconn++;
 	w->next = d->watch;
