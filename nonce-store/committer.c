@@ -1,8 +1,9 @@
 /*
  * nonce-store/committer.c - group commit: one thread drains a queue of
  * operations, runs up to max_batch of them in one transaction (one fsync)
- * and only then wakes their callers. Nothing is acknowledged before the
- * COMMIT has returned.
+ * and only then wakes their callers, through a second thread (the waker)
+ * while it runs the next batch. Nothing is acknowledged before the COMMIT
+ * has returned.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,8 +31,44 @@ struct ota_nonce_committer {
 	bool stop;
 	uint64_t batches, ops;
 	ota_nonce_op *batch_ops;   /* copies run by the thread */
-	pending **batch_pend;
+	pending **batch_pend;      /* the batch being committed */
+	pending **spare_pend;      /* the other buffer: the waker's, or free */
+	/* The waker: wakes a committed batch's callers while the committer
+	 * runs the next batch (a futex wake per caller, hundreds per batch,
+	 * used to hold the next transaction back). */
+	pthread_t waker;
+	pthread_mutex_t wmu;
+	pthread_cond_t wwork; /* a batch handed over, or stopping */
+	pthread_cond_t wdone; /* the handed-over batch is woken */
+	pending **wbuf;       /* handed over, not yet all woken */
+	size_t wn;
+	bool wstop;
 };
+
+static void *waker_main(void *arg)
+{
+	ota_nonce_committer *c = arg;
+	pthread_mutex_lock(&c->wmu);
+	for (;;) {
+		while (c->wbuf == NULL && !c->wstop)
+			pthread_cond_wait(&c->wwork, &c->wmu);
+		if (c->wbuf == NULL)
+			break; /* stopping, nothing left */
+		pending **b = c->wbuf;
+		size_t n = c->wn;
+		pthread_mutex_unlock(&c->wmu);
+		/* each caller sleeps in sem_wait until posted: its op (written
+		 * by the committer before the hand-over) and its pending record
+		 * stay valid until then */
+		for (size_t i = 0; i < n; i++)
+			sem_post(&b[i]->sem);
+		pthread_mutex_lock(&c->wmu);
+		c->wbuf = NULL;
+		pthread_cond_signal(&c->wdone);
+	}
+	pthread_mutex_unlock(&c->wmu);
+	return NULL;
+}
 
 static void *committer_main(void *arg)
 {
@@ -61,12 +98,21 @@ static void *committer_main(void *arg)
 		c->batches++;
 		c->ops += n;
 		pthread_mutex_unlock(&c->mu);
-		/* each caller sleeps in sem_wait until posted: its op and its
-		 * pending record stay valid until then */
-		for (size_t i = 0; i < n; i++) {
+		/* the callers are asleep: their results go in now, the waker
+		 * wakes them while the next batch runs (its buffer is the other
+		 * one, free once the waker has woken the batch before) */
+		for (size_t i = 0; i < n; i++)
 			*c->batch_pend[i]->op = c->batch_ops[i];
-			sem_post(&c->batch_pend[i]->sem);
-		}
+		pthread_mutex_lock(&c->wmu);
+		while (c->wbuf != NULL)
+			pthread_cond_wait(&c->wdone, &c->wmu);
+		c->wbuf = c->batch_pend;
+		c->wn = n;
+		pthread_cond_signal(&c->wwork);
+		pthread_mutex_unlock(&c->wmu);
+		pending **t = c->batch_pend;
+		c->batch_pend = c->spare_pend;
+		c->spare_pend = t;
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -96,21 +142,40 @@ ota_err ota_nonce_committer_new(ota_nonce_store *s, size_t max_batch, const ota_
 	}
 	c->batch_ops = calloc(max_batch, sizeof *c->batch_ops);
 	c->batch_pend = calloc(max_batch, sizeof *c->batch_pend);
-	if (c->batch_ops == NULL || c->batch_pend == NULL)
+	c->spare_pend = calloc(max_batch, sizeof *c->spare_pend);
+	if (c->batch_ops == NULL || c->batch_pend == NULL || c->spare_pend == NULL)
 		goto out_free;
 	if (pthread_mutex_init(&c->mu, NULL) != 0)
 		goto out_free;
-	pthread_cond_init(&c->work, NULL);
-	if (pthread_create(&c->thread, NULL, committer_main, c) != 0) {
-		pthread_cond_destroy(&c->work);
+	if (pthread_mutex_init(&c->wmu, NULL) != 0) {
 		pthread_mutex_destroy(&c->mu);
 		goto out_free;
 	}
+	pthread_cond_init(&c->work, NULL);
+	pthread_cond_init(&c->wwork, NULL);
+	pthread_cond_init(&c->wdone, NULL);
+	if (pthread_create(&c->waker, NULL, waker_main, c) != 0)
+		goto out_sync;
+	if (pthread_create(&c->thread, NULL, committer_main, c) != 0) {
+		pthread_mutex_lock(&c->wmu);
+		c->wstop = true;
+		pthread_cond_signal(&c->wwork);
+		pthread_mutex_unlock(&c->wmu);
+		pthread_join(c->waker, NULL);
+		goto out_sync;
+	}
 	*out = c;
 	return OTA_OK;
+out_sync:
+	pthread_cond_destroy(&c->wdone);
+	pthread_cond_destroy(&c->wwork);
+	pthread_cond_destroy(&c->work);
+	pthread_mutex_destroy(&c->wmu);
+	pthread_mutex_destroy(&c->mu);
 out_free:
 	free(c->batch_ops);
 	free(c->batch_pend);
+	free(c->spare_pend);
 	free(c);
 	return OTA_ERR_NOMEM;
 }
@@ -124,10 +189,21 @@ void ota_nonce_committer_free(ota_nonce_committer *c)
 	pthread_cond_broadcast(&c->work);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
+	/* the committer handed its last batch over: the waker wakes it, then
+	 * stops */
+	pthread_mutex_lock(&c->wmu);
+	c->wstop = true;
+	pthread_cond_signal(&c->wwork);
+	pthread_mutex_unlock(&c->wmu);
+	pthread_join(c->waker, NULL);
+	pthread_cond_destroy(&c->wdone);
+	pthread_cond_destroy(&c->wwork);
 	pthread_cond_destroy(&c->work);
+	pthread_mutex_destroy(&c->wmu);
 	pthread_mutex_destroy(&c->mu);
 	free(c->batch_ops);
 	free(c->batch_pend);
+	free(c->spare_pend);
 	free(c);
 }
 
