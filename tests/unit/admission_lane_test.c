@@ -118,6 +118,29 @@ static void still_live(world *w, const ota_challenge *c)
 	assert_int_equal(got.consumed_at, 0);
 }
 
+/* A fresh attestation of iss (key k) on (txn, boundary) after prior, admitted
+ * at NOW: refused with want, its challenge still live. */
+static void refused_live(world *w, const char *iss, const ota_key *k, const char *txn,
+                         const char *boundary, const char *prior, ota_err want)
+{
+	ota_challenge c;
+	size_t len = 0;
+	uint8_t *m = attest(w, iss, k, txn, boundary, prior, &c, &len);
+	assert_ota(admit(w, m, len, NULL), want);
+	still_live(w, &c);
+	free(m);
+}
+
+/* The same, accepted; id_out (may be NULL) its identity. */
+static void accepted(world *w, const char *iss, const ota_key *k, const char *txn,
+                     const char *boundary, const char *prior, char *id_out)
+{
+	size_t len = 0;
+	uint8_t *m = attest(w, iss, k, txn, boundary, prior, NULL, &len);
+	assert_ota(admit(w, m, len, id_out), OTA_OK);
+	free(m);
+}
+
 /* One integer from a query with one text parameter (or -1 when no row). */
 static int64_t query_int(const char *db, const char *sql, const char *arg)
 {
@@ -175,58 +198,33 @@ static void test_issuers_have_own_lanes(void **state)
 {
 	world *w = *state;
 	char a1[OTA_ID_LEN + 1], a2[OTA_ID_LEN + 1], o1[OTA_ID_LEN + 1], x[OTA_ID_LEN + 1];
-	ota_challenge c;
-	size_t len = 0;
-	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, a1), OTA_OK);
-	free(m);
+	accepted(w, "issuer:acme", w->acme_key, "txn-l", "b1", NULL, a1);
 	/* issuer:other, its own challenge on the same txn, prior = acme's head:
-	 * no record of its own lane (txn-l, other, b1) */
-	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", a1, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
-	still_live(w, &c); /* refused before anything was consumed */
+	 * no record of its own lane (txn-l, other, b1); refused before anything
+	 * was consumed */
+	refused_live(w, "issuer:other", w->other_key, "txn-l", "b1", a1, OTA_ERR_ATT_PRIOR_UNKNOWN);
 	head_is(w, "txn-l", "issuer:acme", "b1", a1);
 	head_is(w, "txn-l", "issuer:other", "b1", "");
-	free(m);
 	/* without a prior it begins its own lane of that name; acme's is untouched */
-	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, o1), OTA_OK);
-	free(m);
+	accepted(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, o1);
 	head_is(w, "txn-l", "issuer:other", "b1", o1);
 	head_is(w, "txn-l", "issuer:acme", "b1", a1);
 	/* acme's chain goes on */
-	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", a1, NULL, &len);
-	assert_ota(admit(w, m, len, a2), OTA_OK);
-	free(m);
+	accepted(w, "issuer:acme", w->acme_key, "txn-l", "b1", a1, a2);
 	head_is(w, "txn-l", "issuer:acme", "b1", a2);
 	/* other cannot follow acme's head from its own lane: acme's record is
 	 * no record of it (unknown, not a fork) */
-	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", a2, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
-	still_live(w, &c);
-	free(m);
+	refused_live(w, "issuer:other", w->other_key, "txn-l", "b1", a2, OTA_ERR_ATT_PRIOR_UNKNOWN);
 	/* forks and missing priors are judged inside a lane */
-	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b1", a1, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_FORK);
-	still_live(w, &c);
-	free(m);
-	m = attest(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_MISSING);
-	still_live(w, &c);
-	free(m);
+	refused_live(w, "issuer:acme", w->acme_key, "txn-l", "b1", a1, OTA_ERR_ATT_PRIOR_FORK);
+	refused_live(w, "issuer:other", w->other_key, "txn-l", "b1", NULL, OTA_ERR_ATT_PRIOR_MISSING);
 	/* a boundary name taken first by other is still acme's to begin */
-	m = attest(w, "issuer:other", w->other_key, "txn-l", "b2", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, x), OTA_OK);
-	free(m);
-	m = attest(w, "issuer:acme", w->acme_key, "txn-l", "b2", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, a1), OTA_OK);
-	free(m);
+	accepted(w, "issuer:other", w->other_key, "txn-l", "b2", NULL, x);
+	accepted(w, "issuer:acme", w->acme_key, "txn-l", "b2", NULL, a1);
 	head_is(w, "txn-l", "issuer:acme", "b2", a1);
 	head_is(w, "txn-l", "issuer:other", "b2", x);
 	/* the same boundary name in another txn is another lane */
-	m = attest(w, "issuer:other", w->other_key, "txn-l2", "b1", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_OK);
-	free(m);
+	accepted(w, "issuer:other", w->other_key, "txn-l2", "b1", NULL, NULL);
 	char *owner = lane_owner(w->base.db, "txn-l", "b1");
 	assert_string_equal(owner, "issuer:acme,issuer:other");
 	free(owner);
@@ -395,21 +393,10 @@ static void test_migrate_v1(void **state)
 	assert_string_equal(owner, "issuer:acme");
 	free(owner);
 	/* the lanes are their owners' after the migration */
-	ota_challenge c;
-	m = attest(w, "issuer:other", w->other_key, "txn-m", "b1", a2, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
-	still_live(w, &c);
-	free(m);
-	m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b2", o1, &c, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_ERR_ATT_PRIOR_UNKNOWN);
-	still_live(w, &c);
-	free(m);
-	m = attest(w, "issuer:other", w->other_key, "txn-m", "b2", o1, NULL, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_OK);
-	free(m);
-	m = attest(w, "issuer:acme", w->acme_key, "txn-m", "b1", a2, NULL, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_OK);
-	free(m);
+	refused_live(w, "issuer:other", w->other_key, "txn-m", "b1", a2, OTA_ERR_ATT_PRIOR_UNKNOWN);
+	refused_live(w, "issuer:acme", w->acme_key, "txn-m", "b2", o1, OTA_ERR_ATT_PRIOR_UNKNOWN);
+	accepted(w, "issuer:other", w->other_key, "txn-m", "b2", o1, NULL);
+	accepted(w, "issuer:acme", w->acme_key, "txn-m", "b1", a2, NULL);
 	/* a second open does not migrate again */
 	reopen(w);
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),

@@ -425,6 +425,25 @@ static void test_parser_caps(void **state)
 	free(bytes);
 }
 
+/* Vector NAME, verified against its own pinned root: refused; its report. */
+static ota_archive_report *vector_refused(const char *name)
+{
+	char pn[64];
+	snprintf(pn, sizeof pn, "%s.root.json", name);
+	size_t al = 0, pl = 0;
+	uint8_t *ab = read_vec(name, &al);
+	uint8_t *pin = read_vec(pn, &pl);
+	ota_archive_verify_opts o;
+	memset(&o, 0, sizeof o);
+	o.pinned = ota_bytes_make(pin, pl);
+	ota_archive_report *rep = NULL;
+	assert_int_not_equal(ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, NULL), OTA_OK);
+	assert_non_null(rep);
+	free(pin);
+	free(ab);
+	return rep;
+}
+
 static void test_named_codes(void **state)
 {
 	(void)state;
@@ -468,44 +487,24 @@ static void test_named_codes(void **state)
 	static const ota_err code[2] = {OTA_ERR_ARCHIVE_CANARY_FAILED,
 	                                OTA_ERR_ARCHIVE_CANARY_MISSING};
 	for (int i = 0; i < 2; i++) {
-		char pn[32];
-		snprintf(pn, sizeof pn, "%s.root.json", forged[i]);
-		size_t al = 0, pl = 0;
-		uint8_t *ab = read_vec(forged[i], &al);
-		uint8_t *pin = read_vec(pn, &pl);
-		ota_archive_verify_opts o;
-		memset(&o, 0, sizeof o);
-		o.pinned = ota_bytes_make(pin, pl);
-		ota_archive_report *rep = NULL;
-		assert_int_not_equal(ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, NULL), OTA_OK);
+		ota_archive_report *rep = vector_refused(forged[i]);
 		assert_int_equal(ota_archive_report_failure(rep, 0, NULL, NULL), code[i]);
 		/* the derived status is not enforced (the segment's canary
 		 * evidence does not hold), whatever the receipt claims */
 		assert_non_null(ota_archive_report_status(rep));
 		assert_string_not_equal(ota_archive_report_status(rep), "enforced_through_completion");
 		ota_archive_report_free(rep);
-		free(pin);
-		free(ab);
 	}
 	/* external, correctly signed, but every acceptance is by a verifier
 	 * trusted for another provider target than the attestations' */
 	{
-		size_t al = 0, pl = 0;
-		uint8_t *ab = read_vec("j.json", &al);
-		uint8_t *pin = read_vec("j.json.root.json", &pl);
-		ota_archive_verify_opts o;
-		memset(&o, 0, sizeof o);
-		o.pinned = ota_bytes_make(pin, pl);
-		ota_archive_report *rep = NULL;
-		assert_int_not_equal(ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, NULL), OTA_OK);
+		ota_archive_report *rep = vector_refused("j.json");
 		const char *where = NULL, *what = NULL;
 		assert_int_equal(ota_archive_report_failure(rep, 0, &where, &what),
 		                 OTA_ERR_TRUST_SCOPE_MISMATCH);
 		assert_string_equal(where, "attestations[0]");
 		assert_non_null(strstr(what, "verifier-1"));
 		ota_archive_report_free(rep);
-		free(pin);
-		free(ab);
 	}
 	/* correctly signed, but an applied record's resources (the limits read
 	 * back from the container's cgroups) are not the rendered config's
@@ -517,16 +516,7 @@ static void test_named_codes(void **state)
 	                                    "memory_limit_bytes is 67108864, the rendered linux.resources.memory.limit none",
 	                                    "memory_limit_bytes is none, the rendered linux.resources.memory.limit 67108864"};
 	for (int i = 0; i < 3; i++) {
-		char pn[32];
-		snprintf(pn, sizeof pn, "%s.root.json", limits[i]);
-		size_t al = 0, pl = 0;
-		uint8_t *ab = read_vec(limits[i], &al);
-		uint8_t *pin = read_vec(pn, &pl);
-		ota_archive_verify_opts o;
-		memset(&o, 0, sizeof o);
-		o.pinned = ota_bytes_make(pin, pl);
-		ota_archive_report *rep = NULL;
-		assert_int_not_equal(ota_archive_verify(ota_bytes_make(ab, al), &o, &rep, NULL), OTA_OK);
+		ota_archive_report *rep = vector_refused(limits[i]);
 		const char *where = NULL, *what = NULL;
 		assert_int_equal(ota_archive_report_failure(rep, 0, &where, &what),
 		                 OTA_ERR_ARCHIVE_RESOURCES_MISMATCH);
@@ -535,8 +525,6 @@ static void test_named_codes(void **state)
 			fprintf(stderr, "%s: %s\n", limits[i], what);
 		assert_non_null(strstr(what, says[i]));
 		ota_archive_report_free(rep);
-		free(pin);
-		free(ab);
 	}
 	/* the other domain's chain */
 	d = json_deep_copy(fx.a);
