@@ -118,6 +118,38 @@ static void still_live(world *w, const ota_challenge *c)
 	assert_int_equal(got.consumed_at, 0);
 }
 
+/* Closes the store and runs each of the SQL texts (NULL-terminated) on the
+ * file, as an older build or a hand edit would have left it. */
+static void close_and_exec(world *w, const char *const *sql)
+{
+	if (w->base.store != NULL) {
+		ota_nonce_store_close(w->base.store);
+		w->base.store = NULL;
+	}
+	sqlite3 *h = NULL;
+	char *msg = NULL;
+	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
+	for (; *sql != NULL; sql++)
+		if (sqlite3_exec(h, *sql, NULL, NULL, &msg) != SQLITE_OK)
+			fail_msg("%s: %s", *sql, msg);
+	sqlite3_close(h);
+}
+
+/* The one text a query answers (NULL when no row), new (free()). */
+static char *query_text(const char *db, const char *sql)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+	char *v = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL
+	                  ? strdup((const char *)sqlite3_column_text(st, 0))
+	                  : NULL;
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
 /* A fresh attestation of iss (key k) on (txn, boundary) after prior, admitted
  * at NOW: refused with want, its challenge still live. */
 static void refused_live(world *w, const char *iss, const ota_key *k, const char *txn,
@@ -459,15 +491,7 @@ static void test_migrate_v2(void **state)
 	uint8_t *next = attest(w, "issuer:acme", w->acme_key, "txn-v2", "b1", a2, NULL, &len2);
 	int64_t seqs = query_int(w->base.db, "SELECT sum(seq * length(acceptance)) FROM acceptances",
 	                         NULL);
-	ota_nonce_store_close(w->base.store);
-	w->base.store = NULL;
-	sqlite3 *h = NULL;
-	char *msg = NULL;
-	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
-	if (sqlite3_exec(h, v3_layout_sql, NULL, NULL, &msg) != SQLITE_OK ||
-	    sqlite3_exec(h, v2_layout_sql, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("v2 layout: %s", msg);
-	sqlite3_close(h);
+	close_and_exec(w, (const char *const[]){v3_layout_sql, v2_layout_sql, NULL});
 	assert_int_equal(query_int(w->base.db, record_id_alone_sql, NULL), 1);
 	reopen(w); /* rebuilds acceptances (and heads, schema 3 -> 4) */
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
@@ -514,42 +538,23 @@ static void test_migrate_v3(void **state)
 	world *w = *state;
 	char a1[OTA_ID_LEN + 1], o1[OTA_ID_LEN + 1];
 	size_t len = 0, len2 = 0;
-	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-v3", "b1", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, a1), OTA_OK);
-	free(m);
-	m = attest(w, "issuer:other", w->other_key, "txn-v3", "b2", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, o1), OTA_OK);
-	free(m);
+	accepted(w, "issuer:acme", w->acme_key, "txn-v3", "b1", NULL, a1);
+	accepted(w, "issuer:other", w->other_key, "txn-v3", "b2", NULL, o1);
 	/* signed before the migration, submitted after it */
 	uint8_t *next = attest(w, "issuer:acme", w->acme_key, "txn-v3", "b1", a1, NULL, &len);
 	uint8_t *theirs = attest(w, "issuer:other", w->other_key, "txn-v3", "b1", NULL, NULL, &len2);
-	ota_nonce_store_close(w->base.store);
-	w->base.store = NULL;
-	sqlite3 *h = NULL;
-	char *msg = NULL;
-	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
-	if (sqlite3_exec(h, v3_layout_sql, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("v3 layout: %s", msg);
-	sqlite3_close(h);
-	char *key = NULL;
-	assert_int_equal(sqlite3_open_v2(w->base.db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_stmt *st = NULL;
-	assert_int_equal(sqlite3_prepare_v2(h, heads_key_sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	key = strdup((const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	sqlite3_close(h);
+	close_and_exec(w, (const char *const[]){v3_layout_sql, NULL});
+	char *key = query_text(w->base.db, heads_key_sql);
+	assert_non_null(key);
 	assert_string_equal(key, "txn,boundary");
 	free(key);
 	reopen(w); /* rebuilds heads */
 	assert_int_equal(query_int(w->base.db, "SELECT v FROM ota_meta WHERE k = 'schema'", NULL),
 	                 4);
-	assert_int_equal(sqlite3_open_v2(w->base.db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(h, heads_key_sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(st, 0), "txn,issuer,boundary");
-	sqlite3_finalize(st);
-	sqlite3_close(h);
+	key = query_text(w->base.db, heads_key_sql);
+	assert_non_null(key);
+	assert_string_equal(key, "txn,issuer,boundary");
+	free(key);
 	/* the same lanes, heads and owners; each acceptance knows its lane's issuer */
 	assert_int_equal(query_int(w->base.db, "SELECT count(*) FROM heads", NULL), 2);
 	assert_int_equal(query_int(w->base.db,
@@ -576,19 +581,8 @@ static void test_migrate_v3(void **state)
 static void test_migrate_v3_orphan(void **state)
 {
 	world *w = *state;
-	size_t len = 0;
-	uint8_t *m = attest(w, "issuer:acme", w->acme_key, "txn-o", "b1", NULL, NULL, &len);
-	assert_ota(admit(w, m, len, NULL), OTA_OK);
-	free(m);
-	ota_nonce_store_close(w->base.store);
-	w->base.store = NULL;
-	sqlite3 *h = NULL;
-	char *msg = NULL;
-	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
-	if (sqlite3_exec(h, v3_layout_sql, NULL, NULL, &msg) != SQLITE_OK ||
-	    sqlite3_exec(h, "DELETE FROM heads", NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("v3 layout: %s", msg);
-	sqlite3_close(h);
+	accepted(w, "issuer:acme", w->acme_key, "txn-o", "b1", NULL, NULL);
+	close_and_exec(w, (const char *const[]){v3_layout_sql, "DELETE FROM heads", NULL});
 	ota_nonce_store *s = NULL;
 	ota_error e = {0};
 	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e), OTA_ERR_NONCE_SCHEMA);
@@ -602,15 +596,12 @@ static void test_migrate_v3_orphan(void **state)
 	                           NULL),
 	                 0);
 	/* nor is an acceptance without its issuer under today's heads */
-	assert_int_equal(sqlite3_open(w->base.db, &h), SQLITE_OK);
-	if (sqlite3_exec(h,
-	                 "ALTER TABLE acceptances ADD COLUMN issuer TEXT NOT NULL DEFAULT '';"
-	                 "DROP TABLE heads; CREATE TABLE heads(txn TEXT NOT NULL,"
-	                 " issuer TEXT NOT NULL, boundary TEXT NOT NULL, head TEXT NOT NULL,"
-	                 " PRIMARY KEY(txn, issuer, boundary)) WITHOUT ROWID;",
-	                 NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("v4 heads: %s", msg);
-	sqlite3_close(h);
+	close_and_exec(w, (const char *const[]){
+		"ALTER TABLE acceptances ADD COLUMN issuer TEXT NOT NULL DEFAULT '';"
+		"DROP TABLE heads; CREATE TABLE heads(txn TEXT NOT NULL,"
+		" issuer TEXT NOT NULL, boundary TEXT NOT NULL, head TEXT NOT NULL,"
+		" PRIMARY KEY(txn, issuer, boundary)) WITHOUT ROWID;",
+		NULL});
 	ota_error e2 = {0};
 	assert_ota(ota_nonce_store_open(w->base.db, NULL, &s, &e2), OTA_ERR_NONCE_SCHEMA);
 	assert_null(s);
