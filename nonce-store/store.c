@@ -404,6 +404,17 @@ out:
 	return e;
 }
 
+/* A table rebuilt in today's layout: rename (the old table out of the way),
+ * today's schema (creates the new one), copy (the rows across, the old
+ * table dropped). */
+static ota_err rebuild(ota_nonce_store *s, const char *rename, const char *copy, ota_error *err)
+{
+	ota_err e;
+	if ((e = exec_sql(s, rename, err)) != OTA_OK || (e = exec_sql(s, schema_sql, err)) != OTA_OK)
+		return e;
+	return exec_sql(s, copy, err);
+}
+
 /*
  * Schema 2 -> 3, inside open_epoch's transaction: acceptances is rebuilt
  * without the index of record ids alone (sqlite cannot drop the index of a
@@ -428,17 +439,13 @@ static ota_err migrate_v2(ota_nonce_store *s, ota_error *err)
 		return OTA_OK; /* no index of record ids alone: today's layout */
 	if (rc != SQLITE_ROW)
 		return db_err(s, rc, err, "migrate schema 2");
-	ota_err e;
-	if ((e = exec_sql(s, "ALTER TABLE acceptances RENAME TO acceptances_v2;", err)) != OTA_OK ||
-	    (e = exec_sql(s, schema_sql, err)) != OTA_OK)
-		return e;
-	return exec_sql(s,
-	                "INSERT INTO acceptances(seq, record_id, txn, boundary, prior, nonce,"
-	                " accepted_at, attestation, acceptance) SELECT seq, record_id, txn, boundary,"
-	                " prior, nonce, accepted_at, attestation, acceptance FROM acceptances_v2"
-	                " ORDER BY seq;"
-	                "DROP TABLE acceptances_v2;",
-	                err);
+	return rebuild(s, "ALTER TABLE acceptances RENAME TO acceptances_v2;",
+	               "INSERT INTO acceptances(seq, record_id, txn, boundary, prior, nonce,"
+	               " accepted_at, attestation, acceptance) SELECT seq, record_id, txn, boundary,"
+	               " prior, nonce, accepted_at, attestation, acceptance FROM acceptances_v2"
+	               " ORDER BY seq;"
+	               "DROP TABLE acceptances_v2;",
+	               err);
 }
 
 /* One integer from sql (-1 when no row). */
@@ -503,14 +510,11 @@ static ota_err migrate_v3(ota_nonce_store *s, ota_error *err)
 		return ota_error_set(err, OTA_ERR_NONCE_SCHEMA, s->where,
 		                     "schema 3 cannot be migrated: %lld acceptances on no lane",
 		                     (long long)orphans);
-	if ((e = exec_sql(s, "ALTER TABLE heads RENAME TO heads_v3;", err)) != OTA_OK ||
-	    (e = exec_sql(s, schema_sql, err)) != OTA_OK)
-		return e;
-	return exec_sql(s,
-	                "INSERT INTO heads(txn, issuer, boundary, head) SELECT txn, issuer, boundary,"
-	                " head FROM heads_v3;"
-	                "DROP TABLE heads_v3;",
-	                err);
+	return rebuild(s, "ALTER TABLE heads RENAME TO heads_v3;",
+	               "INSERT INTO heads(txn, issuer, boundary, head) SELECT txn, issuer, boundary,"
+	               " head FROM heads_v3;"
+	               "DROP TABLE heads_v3;",
+	               err);
 }
 
 /* The checkpointer's thread: PASSIVE passes until the uncopied tail is
