@@ -169,6 +169,12 @@ typedef struct reader {
  * writer's commits would wake the checkpointer into another RESTART and
  * another wait of up to CKPT_BUSY_MS with the writer lock held. */
 #define CKPT_BACKOFF_MS 1000
+/* A RESTART that found the lock busy is tried again once its back-off is
+ * over, by the checkpointer itself (a timed wait), up to this many times
+ * in a row: without it the last burst's WAL, when its last RESTART met a
+ * commit or a reader, stays unrestarted until the next commit wakes the
+ * checkpointer, however long the store then stays idle. */
+#define CKPT_RETRIES 8
 
 typedef struct checkpointer {
 	sqlite3 *db; /* its own connection (the thread's) */
@@ -180,6 +186,8 @@ typedef struct checkpointer {
 	int frames, tail, hard; /* CKPT_FRAMES, CKPT_TAIL, CKPT_HARD (tests change them) */
 	int64_t backoff_us;       /* CKPT_BACKOFF_MS */
 	int64_t no_restart_until; /* mono_us(); 0 when setting the limits */
+	int64_t retry_at;         /* mono_us() of its own next try; 0: none */
+	int retries;              /* busy RESTARTs in a row (CKPT_RETRIES) */
 	uint64_t passes, restarts, restarts_busy, writer_ckpts;
 } checkpointer;
 
@@ -526,8 +534,19 @@ static void *ckpt_main(void *arg)
 	checkpointer *c = &s->ck;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		while (!c->due && !c->stop)
-			pthread_cond_wait(&c->cv, &c->mu);
+		while (!c->due && !c->stop) {
+			if (c->retry_at == 0) {
+				pthread_cond_wait(&c->cv, &c->mu);
+				continue;
+			}
+			struct timespec at = {(time_t)(c->retry_at / 1000000),
+			                      (long)(c->retry_at % 1000000) * 1000};
+			pthread_cond_timedwait(&c->cv, &c->mu, &at);
+			if (c->retry_at != 0 && mono_us() >= c->retry_at) {
+				c->retry_at = 0;
+				c->due = true;
+			}
+		}
 		if (c->stop)
 			break;
 		c->due = false;
@@ -553,8 +572,14 @@ static void *ckpt_main(void *arg)
 				busy = 1;
 		}
 		pthread_mutex_lock(&c->mu);
-		if (busy)
+		if (busy) {
 			c->no_restart_until = mono_us() + backoff;
+			c->retry_at = c->retries < CKPT_RETRIES ? c->no_restart_until : 0;
+			c->retries++;
+		} else if (restarted) {
+			c->retry_at = 0;
+			c->retries = 0;
+		}
 		c->passes++;
 		c->restarts += restarted;
 		c->restarts_busy += busy;
@@ -574,11 +599,17 @@ static void ckpt_start(ota_nonce_store *s)
 	    SQLITE_OK)
 		goto fail;
 	sqlite3_busy_timeout(c->db, CKPT_BUSY_MS);
+	pthread_condattr_t ca; /* the retries' timed waits: mono_us's clock */
+	if (pthread_condattr_init(&ca) != 0)
+		goto fail;
 	/* a connection learns that the file is in WAL mode when it first reads
 	 * it; until then a checkpoint through it does nothing and says OK */
-	if (sqlite3_exec(c->db, "SELECT count(*) FROM ota_meta", NULL, NULL, NULL) != SQLITE_OK ||
-	    !(mu = pthread_mutex_init(&c->mu, NULL) == 0) ||
-	    !(cv = pthread_cond_init(&c->cv, NULL) == 0))
+	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+	    sqlite3_exec(c->db, "SELECT count(*) FROM ota_meta", NULL, NULL, NULL) == SQLITE_OK &&
+	    (mu = pthread_mutex_init(&c->mu, NULL) == 0))
+		cv = pthread_cond_init(&c->cv, &ca) == 0;
+	pthread_condattr_destroy(&ca);
+	if (!cv)
 		goto fail;
 	/* with every signal blocked: the process's handlers (ota run's
 	 * SIGINT/SIGTERM, which must interrupt the caller's waits) keep
@@ -855,6 +886,8 @@ void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int
 	s->ck.hard = hard;
 	s->ck.backoff_us = backoff_ms * 1000;
 	s->ck.no_restart_until = 0;
+	s->ck.retry_at = 0;
+	s->ck.retries = 0;
 	if (s->ck.started)
 		pthread_mutex_unlock(&s->ck.mu);
 	pthread_mutex_unlock(&s->mu);
