@@ -84,19 +84,47 @@ static void load(ota_nonce_store *s, int from, int batches)
 	load_paced(s, from, batches, 0);
 }
 
-/* Waits (up to 10 s) for the checkpointer to have restarted the WAL at
- * least `want` times; returns the count. */
-static uint64_t wait_restarts(ota_nonce_store *s, uint64_t want)
+enum { PASSES, RESTARTS, BUSY };
+
+/* Waits (up to 10 s) for one of the checkpointer's counts (PASSES,
+ * RESTARTS: done; BUSY: RESTARTs that found the lock taken) to reach
+ * `want`; returns it. */
+static uint64_t wait_stat(ota_nonce_store *s, int which, uint64_t want)
 {
-	uint64_t passes = 0, restarts = 0, busy = 0, writer = 0;
+	uint64_t n[3] = {0, 0, 0}, writer = 0;
 	for (int i = 0; i < 1000; i++) {
-		nonce_store_checkpoint_stats(s, &passes, &restarts, &busy, &writer);
-		if (restarts >= want)
+		nonce_store_checkpoint_stats(s, &n[PASSES], &n[RESTARTS], &n[BUSY], &writer);
+		if (n[which] >= want)
 			break;
 		struct timespec d = {0, 10 * 1000 * 1000};
 		nanosleep(&d, NULL);
 	}
-	return restarts;
+	return n[which];
+}
+
+static uint64_t wait_restarts(ota_nonce_store *s, uint64_t want)
+{
+	return wait_stat(s, RESTARTS, want);
+}
+
+/* Opens the store at p with no checkpoint in reach, commits two batches
+ * and opens a reader in another connection whose read transaction (and
+ * snapshot, ending inside the WAL) stays until its COMMIT. */
+static sqlite3 *hold_reader(const char *p, ota_nonce_store **s)
+{
+	assert_ota(ota_nonce_store_open(p, NULL, s, NULL), OTA_OK);
+	nonce_store_checkpoint_limits(*s, 1 << 30, 16, 1 << 30, 3600 * 1000);
+	load(*s, 0, 2);
+	sqlite3 *rd = NULL;
+	assert_int_equal(sqlite3_open_v2(p, &rd, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_exec(rd, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(rd, "SELECT count(*) FROM acceptances", -1, &st, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 2 * PER);
+	sqlite3_finalize(st);
+	return rd;
 }
 
 /* Commits paced batches (1 ms after each commit), one at a time, from
@@ -175,21 +203,6 @@ static void test_background_restart(void **state)
 	free(dir);
 }
 
-/* Waits (up to 10 s) for the checkpointer to have made `want` passes. */
-static void wait_passes(ota_nonce_store *s, uint64_t want)
-{
-	uint64_t passes = 0, restarts = 0, busy = 0, writer = 0;
-	for (int i = 0; i < 1000; i++) {
-		nonce_store_checkpoint_stats(s, &passes, &restarts, &busy, &writer);
-		if (passes >= want)
-			return;
-		struct timespec d = {0, 10 * 1000 * 1000};
-		nanosleep(&d, NULL);
-	}
-	fail_msg("the checkpointer made %llu passes, not %llu", (unsigned long long)passes,
-	         (unsigned long long)want);
-}
-
 /*
  * A reader in another connection keeps an old snapshot, begun while the
  * WAL held frames no checkpoint had copied (so it reads through the WAL):
@@ -208,24 +221,13 @@ static void test_reader_holds_log(void **state)
 	char p[512];
 	snprintf(p, sizeof p, "%s/held.db", dir);
 	ota_nonce_store *s = NULL;
-	assert_ota(ota_nonce_store_open(p, NULL, &s, NULL), OTA_OK);
-	/* no checkpoint yet: the reader's snapshot ends inside the WAL */
-	nonce_store_checkpoint_limits(s, 1 << 30, 16, 1 << 30, 3600 * 1000);
-	load(s, 0, 2);
-	sqlite3 *rd = NULL;
+	sqlite3 *rd = hold_reader(p, &s);
 	sqlite3_stmt *st = NULL;
-	assert_int_equal(sqlite3_open_v2(p, &rd, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(rd, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(rd, "SELECT count(*) FROM acceptances", -1, &st, NULL),
-	                 SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int64(st, 0), 2 * PER);
-	sqlite3_finalize(st); /* the read transaction (and its snapshot) stays */
 	/* every commit now wakes the checkpointer (a back-off longer than the
 	 * test) */
 	nonce_store_checkpoint_limits(s, 32, 16, 1 << 30, 3600 * 1000);
 	load(s, 2 * PER, 20);
-	wait_passes(s, 1);
+	assert_true(wait_stat(s, PASSES, 1) >= 1);
 	load(s, 22 * PER, 10);
 	uint64_t passes = 0, restarts = 0, busy = 0, writer = 0;
 	nonce_store_checkpoint_stats(s, &passes, &restarts, &busy, &writer);
@@ -274,23 +276,13 @@ static void test_busy_restart_retried(void **state)
 	char p[512];
 	snprintf(p, sizeof p, "%s/retry.db", dir);
 	ota_nonce_store *s = NULL;
-	assert_ota(ota_nonce_store_open(p, NULL, &s, NULL), OTA_OK);
-	nonce_store_checkpoint_limits(s, 1 << 30, 16, 1 << 30, 3600 * 1000);
-	load(s, 0, 2);
-	sqlite3 *rd = NULL;
-	assert_int_equal(sqlite3_open_v2(p, &rd, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(rd, "BEGIN; SELECT count(*) FROM acceptances", NULL, NULL, NULL),
-	                 SQLITE_OK);
+	sqlite3 *rd = hold_reader(p, &s);
 	/* a back-off of 300 ms: eight retries in a row outlast what follows */
 	nonce_store_checkpoint_limits(s, 32, 16, 1 << 30, 300);
 	load(s, 2 * PER, 4);
+	assert_true(wait_stat(s, BUSY, 1) >= 1);
 	uint64_t passes = 0, restarts = 0, busy = 0, writer = 0;
-	for (int i = 0; i < 1000 && busy == 0; i++) {
-		struct timespec d = {0, 10 * 1000 * 1000};
-		nanosleep(&d, NULL);
-		nonce_store_checkpoint_stats(s, &passes, &restarts, &busy, &writer);
-	}
-	assert_true(busy >= 1);
+	nonce_store_checkpoint_stats(s, &passes, &restarts, &busy, &writer);
 	assert_int_equal(restarts, 0);
 	assert_int_equal(sqlite3_exec(rd, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(rd);
