@@ -32,7 +32,9 @@
  *
  * Before its checks (which witness it) the canary adds a seccomp filter of
  * its own, which the task inherits and cannot remove: making a
- * set-user-ID or set-group-ID file fails with EPERM (see setid_filter).
+ * set-user-ID or set-group-ID file fails with EPERM (see setid_filter),
+ * and every system call newer than the profile's review gives ENOSYS
+ * (see NEWER_NR).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -294,6 +296,23 @@ static int check_status(void)
  * (int 0x80) and x32 calls, aarch64 with arm.
  */
 #define SETID_BITS 06000u
+/*
+ * Newer system calls. The runtime's profile is a deny-list by name: a call
+ * the kernel gained after the list was reviewed is allowed, and one the
+ * runtime's libseccomp cannot name cannot be listed at all (Debian 12's
+ * 2.5.4 names up to futex_requeue, 456, Linux 6.7; this kind of machine
+ * runs 6.18, with statmount and listmount (457, 458), the LSM calls, mseal,
+ * the *xattrat calls, open_tree_attr (467: the mount family the profile
+ * denies), file_getattr and file_setattr). This filter gives ENOSYS, the
+ * answer of a kernel that predates the call, to every number from
+ * NEWER_NR on: libc and programs fall back as they do on an older kernel.
+ * Since Linux 5.1 (424, pidfd_send_signal) new calls take one number on
+ * every architecture, so one bound serves x86_64, i386, x32, aarch64 and
+ * arm; above it stay x32's own calls (512-547, bit 30 set) and arm's
+ * private ones (0xf0000 on: set_tls, cacheflush). To allow a newer call,
+ * review it and raise the bound (the profile's deny-list gains its name).
+ */
+#define NEWER_NR 457u
 #define OPEN_CREATING 020000100u /* O_CREAT | __O_TMPFILE */
 
 typedef struct setid_call {
@@ -337,6 +356,22 @@ static const setid_call setid_calls2[] = { /* arm (EABI), in the x86_64 table's 
 	((__u32)(offsetof(struct seccomp_data, args) + (size_t)(i) * sizeof(__u64) + \
 	         (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4u : 0u)))
 
+/* Appends the bound on newer calls (NEWER_NR): A holds the number; numbers
+ * in [hole_lo, hole_hi) (an architecture's own calls above the common
+ * ones; hole_lo == hole_hi: none) go on to the next check. */
+static size_t newer_block(struct sock_filter *f, size_t n, __u32 hole_lo, __u32 hole_hi)
+{
+	if (hole_lo == hole_hi) {
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, NEWER_NR, 0, 1);
+	} else {
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, NEWER_NR, 0, 3);
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, hole_hi, 1, 0);
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, hole_lo, 1, 0);
+	}
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & 0xffff));
+	return n;
+}
+
 /* Appends the checks of one architecture's calls: A holds the number. */
 static size_t setid_block(struct sock_filter *f, size_t n, const setid_call *c, size_t nc)
 {
@@ -371,8 +406,8 @@ static size_t setid_block(struct sock_filter *f, size_t n, const setid_call *c, 
 static int setid_filter(void)
 {
 #if defined(SETID_ARCH)
-	struct sock_filter f[8 + 7 * (sizeof setid_calls / sizeof setid_calls[0] +
-	                              sizeof setid_calls2 / sizeof setid_calls2[0])];
+	struct sock_filter f[16 + 7 * (sizeof setid_calls / sizeof setid_calls[0] +
+	                               sizeof setid_calls2 / sizeof setid_calls2[0])];
 	size_t n = 0;
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 	                                      offsetof(struct seccomp_data, arch));
@@ -382,6 +417,9 @@ static int setid_filter(void)
 #if defined(__x86_64__)
 	/* x32 calls carry bit 30; their numbers of these calls are the same */
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, ~0x40000000u);
+	n = newer_block(f, n, 512, 548); /* x32's own calls */
+#else
+	n = newer_block(f, n, 0, 0);
 #endif
 	n = setid_block(f, n, setid_calls, sizeof setid_calls / sizeof setid_calls[0]);
 	size_t second = n;
@@ -389,6 +427,11 @@ static int setid_filter(void)
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 	                                      offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+	n = newer_block(f, n, 0, 0);
+#else
+	n = newer_block(f, n, 0xf0000, 0xf0100); /* arm's private calls */
+#endif
 	n = setid_block(f, n, setid_calls2, sizeof setid_calls2 / sizeof setid_calls2[0]);
 	/* arch == SETID_ARCH: fall through to the first block; else to the second */
 	f[jump2] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SETID_ARCH, 0,
@@ -446,6 +489,10 @@ static int check_syscalls(void)
 	all &= report("syscall", "open_setid", r < 0 && e == EPERM, e);
 	r = mknod(nowhere, S_IFREG | 02755, 0);
 	all &= report("syscall", "mknod_setid", r != 0 && errno == EPERM, r != 0 ? errno : 0);
+	/* newer than the profile's review (NEWER_NR): ENOSYS whether the kernel
+	 * has it (6.8 on) or not; an unfiltered 6.8 answers EFAULT or EINVAL */
+	long m = syscall(458 /* listmount */, NULL, NULL, 0, 0);
+	all &= report("syscall", "listmount", m < 0 && errno == ENOSYS, m < 0 ? errno : 0);
 	return all;
 }
 

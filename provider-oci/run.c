@@ -299,7 +299,7 @@ static ota_err gate_args(const oci_rt *rt, const ota_oci_plan *plan, const ota_o
 		json_array_append_new(args, json_string(fixed[i]));
 	snprintf(buf, sizeof buf, "absent:%s", rt->root);
 	json_array_append_new(args, json_string(buf));
-	*expected = json_array_size(args) - first + 2 + 12; /* status, loopback, 12 syscalls */
+	*expected = json_array_size(args) - first + 2 + 13; /* status, loopback, the 13 syscalls of canary.c check_syscalls */
 	json_array_append_new(args, json_string("--"));
 	for (size_t i = 0; i < plan->argc; i++)
 		json_array_append_new(args, json_string(plan->argv[i]));

@@ -9,6 +9,9 @@
  *                              set-group-ID file in DIR
  *   oci-task-probe syscalls32  tries the calls the seccomp profile denies
  *                              through the i386 entry points
+ *   oci-task-probe newer       tries system calls newer than the profile's
+ *                              review (the canary's NEWER_NR bound), and
+ *                              cachestat, one below it
  *   oci-task-probe mmapw FILE  writes a marker into FILE through a shared
  *                              writable mapping
  *   oci-task-probe forkbomb    forks without end, retrying when the pid
@@ -176,6 +179,28 @@ static int syscalls32(void)
 #endif
 }
 
+/* Calls from NEWER_NR (457) on, each with arguments a kernel that has it
+ * would refuse otherwise than ENOSYS (mseal of nothing succeeds), natively,
+ * through x32 (bit 30) and, where the kernel has them, the i386 entry
+ * points; then cachestat (451), below the bound, which reaches the kernel
+ * (EBADF from 6.5 on). */
+static int newer(void)
+{
+	says("newer_statmount", syscall(457, NULL, NULL, 0, 0));
+	says("newer_listmount", syscall(458, NULL, NULL, 0, 0));
+	says("newer_mseal", syscall(462, 0, 0, 0));
+	says("newer_open_tree_attr", syscall(467, AT_FDCWD, "/", 0, NULL, 0));
+	says("newer_file_setattr", syscall(469, AT_FDCWD, "/", NULL, 0, 0));
+	says("newer_unassigned", syscall(509, 0, 0, 0));
+#if defined(__x86_64__)
+	says("newer_x32_listmount", syscall(0x40000000 | 458, NULL, NULL, 0, 0));
+	if (ia32())
+		says("newer_i386_listmount", sys32(458, 0, 0, 0));
+#endif
+	says("reviewed_cachestat", syscall(451, -1, NULL, NULL, 0));
+	return 0;
+}
+
 /* Writes a marker at the start of FILE through a shared writable mapping
  * (which, unlike write(), keeps a set-id bit and file capabilities). */
 static int mmapw(const char *file)
@@ -207,6 +232,8 @@ int main(int argc, char **argv)
 		return mmapw(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "syscalls32") == 0)
 		return syscalls32();
+	if (argc == 2 && strcmp(argv[1], "newer") == 0)
+		return newer();
 	if (argc == 2 && strcmp(argv[1], "forkbomb") == 0) {
 		printf("forkbomb\n");
 		fflush(stdout);
