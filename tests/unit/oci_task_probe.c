@@ -9,8 +9,9 @@
  *                              set-group-ID file in DIR
  *   oci-task-probe syscalls32  tries the calls the seccomp profile denies
  *                              through the i386 entry points
- *   oci-task-probe newer       tries system calls newer than the profile's
- *                              review (the canary's NEWER_NR bound), and
+ *   oci-task-probe profile     tries system calls the profile denies by
+ *                              name natively, those newer than its review
+ *                              (the canary's NEWER_NR bound), and
  *                              cachestat, one below it
  *   oci-task-probe mmapw FILE  writes a marker into FILE through a shared
  *                              writable mapping
@@ -179,13 +180,32 @@ static int syscalls32(void)
 #endif
 }
 
-/* Calls from NEWER_NR (457) on, each with arguments a kernel that has it
+/* Calls the profile denies by name (EPERM; arguments a kernel would accept
+ * or refuse otherwise: kcmp of the caller with itself, get_mempolicy,
+ * clock_adjtime read-only, ustat, sysfs, ...); then calls from NEWER_NR (457) on, each with arguments a kernel that has it
  * would refuse otherwise than ENOSYS (mseal of nothing succeeds), natively,
  * through x32 (bit 30) and, where the kernel has them, the i386 entry
  * points; then cachestat (451), below the bound, which reaches the kernel
  * (EBADF from 6.5 on). */
-static int newer(void)
+static int profile(void)
 {
+	static char buf[512];
+	pid_t me = getpid();
+	says("denied_kcmp", syscall(SYS_kcmp, me, me, 0 /* KCMP_FILE */, 0, 0));
+	says("denied_get_mempolicy", syscall(SYS_get_mempolicy, NULL, NULL, 0, NULL, 0));
+	says("denied_set_mempolicy", syscall(SYS_set_mempolicy, 0 /* MPOL_DEFAULT */, NULL, 0));
+	says("denied_mbind", syscall(SYS_mbind, buf, 0, 0, NULL, 0, 0));
+	says("denied_migrate_pages", syscall(SYS_migrate_pages, 0, 0, NULL, NULL));
+	says("denied_move_pages", syscall(SYS_move_pages, 0, 0, NULL, NULL, NULL, 0));
+	memset(buf, 0, sizeof buf);
+	says("denied_clock_adjtime", syscall(SYS_clock_adjtime, 0 /* CLOCK_REALTIME */, buf));
+	says("denied_settimeofday", syscall(SYS_settimeofday, NULL, NULL));
+	says("denied_clock_settime", syscall(SYS_clock_settime, 0, NULL));
+#if defined(SYS_ustat) && defined(SYS_sysfs) && defined(SYS_uselib) /* not on aarch64 */
+	says("denied_ustat", syscall(SYS_ustat, 0, buf));
+	says("denied_sysfs", syscall(SYS_sysfs, 3 /* count file systems */));
+	says("denied_uselib", syscall(SYS_uselib, "/nonexistent"));
+#endif
 	says("newer_statmount", syscall(457, NULL, NULL, 0, 0));
 	says("newer_listmount", syscall(458, NULL, NULL, 0, 0));
 	says("newer_mseal", syscall(462, 0, 0, 0));
@@ -232,8 +252,8 @@ int main(int argc, char **argv)
 		return mmapw(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "syscalls32") == 0)
 		return syscalls32();
-	if (argc == 2 && strcmp(argv[1], "newer") == 0)
-		return newer();
+	if (argc == 2 && strcmp(argv[1], "profile") == 0)
+		return profile();
 	if (argc == 2 && strcmp(argv[1], "forkbomb") == 0) {
 		printf("forkbomb\n");
 		fflush(stdout);
