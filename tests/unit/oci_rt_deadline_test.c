@@ -505,7 +505,11 @@ static void test_version_blocked(void **state)
 	alarm(0);
 	assert_string_equal(ver, "");
 	assert_true(took < 5000.0);
-	assert_int_equal(assert_blocked_gone(&w), 2);
+	/* the first call's blocked child, and the second's when its shell got
+	 * as far as starting one before the flag ended it (under load it may
+	 * not have): either way none is left */
+	size_t blocked = assert_blocked_gone(&w);
+	assert_true(blocked == 1 || blocked == 2);
 	world_free(&w);
 }
 
