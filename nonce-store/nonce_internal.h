@@ -63,4 +63,9 @@ void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int
                                    int64_t backoff_ms);
 void nonce_store_checkpoint_stats(ota_nonce_store *s, uint64_t *passes, uint64_t *restarts,
                                   uint64_t *restarts_busy, uint64_t *writer_ckpts);
+/* For tests only: the checkpointer's last pass, for a failure's message:
+ * the result codes of its last PASSIVE and RESTART (-1: none tried) and the
+ * WAL's frames and those copied, as the last checkpoint reported them. */
+void nonce_store_checkpoint_last(ota_nonce_store *s, int *rc_passive, int *rc_restart, int *log,
+                                 int *done);
 #endif

@@ -189,6 +189,7 @@ typedef struct checkpointer {
 	int64_t retry_at;         /* mono_us() of its own next try; 0: none */
 	int retries;              /* busy RESTARTs in a row (CKPT_RETRIES) */
 	uint64_t passes, restarts, restarts_busy, writer_ckpts;
+	int last_passive, last_restart, last_log, last_done; /* the last pass's (tests) */
 } checkpointer;
 
 struct ota_nonce_store {
@@ -564,15 +565,19 @@ static void *ckpt_main(void *arg)
 		 * back-pressure that keeps the WAL bounded. (log -1: not in WAL mode,
 		 * nothing was checkpointed.) */
 		uint64_t restarted = 0, busy = 0;
+		int rc_passive = rc, rc_restart = -1;
 		if (rc == SQLITE_OK && log >= 0 && mono_us() >= until) {
-			rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
+			rc = rc_restart =
+			    sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
 			if (rc == SQLITE_OK && log >= 0)
 				restarted = 1;
 			else if ((rc & 0xff) == SQLITE_BUSY)
 				busy = 1;
 		}
 		pthread_mutex_lock(&c->mu);
-		if (busy) {
+		/* a PASSIVE that found the checkpoint lock taken (the writer's own
+		 * checkpoint at CKPT_HARD) is tried again the same way */
+		if (busy || (rc_passive & 0xff) == SQLITE_BUSY) {
 			c->no_restart_until = mono_us() + backoff;
 			c->retry_at = c->retries < CKPT_RETRIES ? c->no_restart_until : 0;
 			c->retries++;
@@ -581,6 +586,10 @@ static void *ckpt_main(void *arg)
 			c->retries = 0;
 		}
 		c->passes++;
+		c->last_passive = rc_passive;
+		c->last_restart = rc_restart;
+		c->last_log = log;
+		c->last_done = done;
 		c->restarts += restarted;
 		c->restarts_busy += busy;
 	}
@@ -890,6 +899,22 @@ void nonce_store_checkpoint_limits(ota_nonce_store *s, int frames, int tail, int
 	s->ck.retries = 0;
 	if (s->ck.started)
 		pthread_mutex_unlock(&s->ck.mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void nonce_store_checkpoint_last(ota_nonce_store *s, int *rc_passive, int *rc_restart, int *log,
+                                 int *done)
+{
+	*rc_passive = *rc_restart = *log = *done = -1;
+	pthread_mutex_lock(&s->mu);
+	if (s->ck.started) {
+		pthread_mutex_lock(&s->ck.mu);
+		*rc_passive = s->ck.last_passive;
+		*rc_restart = s->ck.last_restart;
+		*log = s->ck.last_log;
+		*done = s->ck.last_done;
+		pthread_mutex_unlock(&s->ck.mu);
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -135,9 +135,9 @@ static sqlite3 *hold_reader(const char *p, ota_nonce_store **s)
  * wake-up. Fails past `max` batches; returns the number committed. */
 static int load_until_restart(ota_nonce_store *s, int from, int max)
 {
+	uint64_t passes = 0, restarts = 0, busy = 0, writer = 0;
 	for (int b = 0; b < max; b++) {
 		load_paced(s, from + b * PER, 1, 1000);
-		uint64_t passes = 0, restarts = 0, busy = 0, writer = 0;
 		for (int i = 0; i < 20 && restarts == 0; i++) {
 			struct timespec d = {0, 5 * 1000 * 1000};
 			nanosleep(&d, NULL);
@@ -146,7 +146,12 @@ static int load_until_restart(ota_nonce_store *s, int from, int max)
 		if (restarts >= 1)
 			return b + 1;
 	}
-	fail_msg("no RESTART after %d paced batches", max);
+	int rc_passive = -1, rc_restart = -1, log = -1, done = -1;
+	nonce_store_checkpoint_last(s, &rc_passive, &rc_restart, &log, &done);
+	fail_msg("no RESTART after %d paced batches (%llu passes, %llu busy, %llu by the writer; "
+	         "the last pass: PASSIVE %d, RESTART %d, WAL %d frames, %d copied)",
+	         max, (unsigned long long)passes, (unsigned long long)busy,
+	         (unsigned long long)writer, rc_passive, rc_restart, log, done);
 	return -1;
 }
 
