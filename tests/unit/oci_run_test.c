@@ -1289,6 +1289,25 @@ static bool host_ia32(void)
 }
 #endif
 
+/* Runs oci-task-probe MODE (copied into the carve-out) as the task under
+ * kind; the run must complete enforced. The probe's lines are in f->out. */
+static fx *probe_enforced(ota_oci_runtime_kind kind, const char *mode, ota_oci_result *r)
+{
+	fx *f = fx_new(kind);
+	test_sh("cp '%s' '%s/work/probe'", OTA_TASK_PROBE, f->repo);
+	ota_oci_run_opts o = fx_opts(f);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "/workspace/work/probe %s", mode);
+	ota_oci_plan p = fx_plan(f, cmd);
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_run(&p, &o, r, &e);
+	if (rc != OTA_OK)
+		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	assert_int_equal(r->terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	return f;
+}
+
 static void syscalls32_run(ota_oci_runtime_kind kind)
 {
 	if (!runtime_available(kind))
@@ -1296,17 +1315,8 @@ static void syscalls32_run(ota_oci_runtime_kind kind)
 #if !defined(__x86_64__)
 	skip();
 #endif
-	fx *f = fx_new(kind);
-	test_sh("cp '%s' '%s/work/probe'", OTA_TASK_PROBE, f->repo);
-	ota_oci_run_opts o = fx_opts(f);
-	ota_oci_plan p = fx_plan(f, "/workspace/work/probe syscalls32");
 	ota_oci_result r;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_oci_run(&p, &o, &r, &e);
-	if (rc != OTA_OK)
-		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
-	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	fx *f = probe_enforced(kind, "syscalls32", &r);
 	if (getenv("OTA_TEST_VERBOSE") != NULL)
 		fprintf(stderr, "%s", f->out);
 	assert_null(strstr(f->out, " made"));
@@ -1346,17 +1356,8 @@ static void profile_run(ota_oci_runtime_kind kind)
 {
 	if (!runtime_available(kind))
 		skip();
-	fx *f = fx_new(kind);
-	test_sh("cp '%s' '%s/work/probe'", OTA_TASK_PROBE, f->repo);
-	ota_oci_run_opts o = fx_opts(f);
-	ota_oci_plan p = fx_plan(f, "/workspace/work/probe profile");
 	ota_oci_result r;
-	ota_error e;
-	ota_error_clear(&e);
-	ota_err rc = ota_oci_run(&p, &o, &r, &e);
-	if (rc != OTA_OK)
-		fail_msg("run: %s: %s: %s", ota_err_name(rc), e.where, e.what);
-	assert_int_equal(r.terminal, OTA_OCI_ENFORCED_THROUGH_COMPLETION);
+	fx *f = probe_enforced(kind, "profile", &r);
 	static const char *const denied[] = {
 		"kcmp", "get_mempolicy", "set_mempolicy", "mbind", "migrate_pages", "move_pages",
 		"clock_adjtime", "settimeofday", "clock_settime",
