@@ -32,7 +32,7 @@
  *
  * Before its checks (which witness it) the canary adds a seccomp filter of
  * its own, which the task inherits and cannot remove: making a
- * set-user-ID or set-group-ID file fails with EPERM (see setid_filter),
+ * set-user-ID or set-group-ID file fails with EPERM (see own_filter),
  * and every system call newer than the profile's review gives ENOSYS
  * (see NEWER_NR).
  */
@@ -401,9 +401,10 @@ static size_t setid_block(struct sock_filter *f, size_t n, const setid_call *c, 
 }
 #endif
 
-/* Installs the filter (no_new_privs is already set by the runtime); -1
- * when it cannot: the setid checks then fail and the run is refused. */
-static int setid_filter(void)
+/* Installs the canary's own filter, set-id files and the NEWER_NR bound
+ * (no_new_privs is already set by the runtime); -1 when it cannot: the
+ * setid and listmount checks then fail and the run is refused. */
+static int own_filter(void)
 {
 #if defined(SETID_ARCH)
 	struct sock_filter f[16 + 7 * (sizeof setid_calls / sizeof setid_calls[0] +
@@ -476,7 +477,7 @@ static int check_syscalls(void)
 	if (s >= 0)
 		close(s);
 	all &= report("syscall", "packet_socket", s < 0, e);
-	/* set-id files (setid_filter): EPERM before the path is looked up, so
+	/* set-id files (own_filter): EPERM before the path is looked up, so
 	 * the same path shows the filter without making anything */
 	r = chmod(nowhere, 04755);
 	all &= report("syscall", "chmod_setid", r != 0 && errno == EPERM, r != 0 ? errno : 0);
@@ -541,8 +542,8 @@ static int gate(int argc, char **argv)
 	while (r < 0 && errno == EINTR);
 	if (r != 1 || go != 'C')
 		return 125; /* not started: nothing ran in the boundary */
-	if (setid_filter() != 0)
-		fprintf(stderr, "ota-oci-canary: gate: set-id filter: %s\n", strerror(errno));
+	if (own_filter() != 0)
+		fprintf(stderr, "ota-oci-canary: gate: own seccomp filter (set-id, newer calls): %s\n", strerror(errno));
 	/* the report goes to descriptor 3; stdout stays the task's */
 	int saved = dup(1);
 	if (saved < 0 || dup2(3, 1) < 0) {
@@ -573,8 +574,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "gate") == 0)
 		return gate(argc - 2, argv + 2);
-	if (setid_filter() != 0)
-		fprintf(stderr, "ota-oci-canary: set-id filter: %s\n", strerror(errno));
+	if (own_filter() != 0)
+		fprintf(stderr, "ota-oci-canary: own seccomp filter (set-id, newer calls): %s\n", strerror(errno));
 	int all = run_checks(argc - 1, argv + 1);
 	fflush(stdout);
 	return all ? 0 : 1;
