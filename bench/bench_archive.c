@@ -32,6 +32,10 @@
  *   file and parses it with jansson (json_loadb, then json_decref), nothing
  *   checked, per archive byte: the text and its DOM, the floor of a verifier
  *   holding the document. Median of min(ROUNDS, 3) runs each, fresh processes.
+ *   archive_verify_process_N: the wall time of the same real `ota-verify
+ *   archive` process (median of the same runs), against the raw signature
+ *   time above; with its CPU time (user + system) and minor page faults (the
+ *   heap hint of cli/heap_hint.c: huge pages for the parse).
  *   OTA_BENCH_VERIFY=PATH measures another ota-verify (an older build, to
  *   compare in one run).
  *   The process runs without glibc fastbins (mallopt M_MXFAST 0), as
@@ -568,14 +572,17 @@ extern char **environ;
 
 /*
  * --rss-run EXE ARGS...: runs EXE (output discarded) and prints its
- * ru_maxrss (KB); exit 1 when it did not exit 0. A process's ru_maxrss is at
- * least the RSS of the memory it was forked from (Linux carries the
- * high-water mark across fork and exec), so the measured process is forked
- * from this small, freshly started one, never from the bench holding its
- * archives.
+ * ru_maxrss (KB), its CPU time (user + system, ms), its wall time (ms) and
+ * its minor page faults; exit 1 when it did not exit 0. A process's
+ * ru_maxrss is at least the RSS of the memory it was forked from (Linux
+ * carries the high-water mark across fork and exec), so the measured process
+ * is forked from this small, freshly started one, never from the bench
+ * holding its archives.
  */
 static int rss_run(char **argv)
 {
+	struct timespec w0, w1;
+	clock_gettime(CLOCK_MONOTONIC, &w0);
 	pid_t pid = fork();
 	if (pid < 0)
 		return 1;
@@ -592,13 +599,24 @@ static int rss_run(char **argv)
 	struct rusage ru;
 	if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return 1;
-	printf("%ld\n", ru.ru_maxrss);
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	             (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+	double wall = (double)(w1.tv_sec - w0.tv_sec) * 1e3 + (double)(w1.tv_nsec - w0.tv_nsec) / 1e6;
+	printf("%ld %.3f %.3f %ld\n", ru.ru_maxrss, cpu, wall, ru.ru_minflt);
 	return 0;
 }
 
-/* ru_maxrss (KB) of argv run through --rss-run; -1 when it failed. */
-static long child_peak_kb(char *const argv[])
+typedef struct child_run {
+	long peak_kb; /* -1 when it failed */
+	double cpu_ms, wall_ms;
+	long minflt;
+} child_run;
+
+/* What argv run through --rss-run used; peak_kb -1 when it failed. */
+static child_run child_peak_kb(char *const argv[])
 {
+	child_run r = {-1, 0, 0, 0};
 	char *full[16];
 	size_t n = 0;
 	full[n++] = (char *)"/proc/self/exe";
@@ -608,7 +626,7 @@ static long child_peak_kb(char *const argv[])
 	full[n] = NULL;
 	int p[2];
 	if (pipe(p) != 0)
-		return -1;
+		return r;
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
@@ -617,15 +635,19 @@ static long child_peak_kb(char *const argv[])
 	int rc = posix_spawn(&pid, full[0], &fa, NULL, full, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
-	char buf[64] = "";
+	char buf[128] = "";
 	ssize_t got = rc == 0 ? read(p[0], buf, sizeof buf - 1) : -1;
 	close(p[0]);
 	int st = 0;
 	if (rc != 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
 	    got <= 0)
-		return -1;
+		return r;
 	buf[got] = '\0';
-	return strtol(buf, NULL, 10);
+	child_run t;
+	if (sscanf(buf, "%ld %lf %lf %ld", &t.peak_kb, &t.cpu_ms, &t.wall_ms, &t.minflt) != 4 ||
+	    t.peak_kb <= 0)
+		return r;
+	return t;
 }
 
 /* --rss-floor FILE: read the file and parse it with jansson, nothing else. */
@@ -662,12 +684,13 @@ static bool write_tmp(char *path, size_t cap, const void *p, size_t len)
 }
 
 /*
- * The peak-RSS figure of one archive: ota-verify archive on it (exit 0
- * required) against the jansson floor, each the median of runs fresh
- * processes. Prints nothing when ota-verify cannot be run.
+ * The figures of the real ota-verify process on one archive: its peak RSS
+ * against the jansson floor, and its wall and CPU time against the raw
+ * signature verifications measured in process (raw_ms), each the median of
+ * runs fresh processes. Prints nothing when ota-verify cannot be run.
  */
 static void rss_figure(const char *archive, size_t len, const char *root, size_t rlen,
-                       size_t natt, int runs)
+                       size_t natt, int runs, double raw_ms)
 {
 	char ap[64], rp[64];
 	if (!write_tmp(ap, sizeof ap, archive, len))
@@ -676,7 +699,8 @@ static void rss_figure(const char *archive, size_t len, const char *root, size_t
 		unlink(ap);
 		return;
 	}
-	long ours[3], floor[3];
+	long ours[3], floor[3], flt[3];
+	double wall[3], cpu[3];
 	const char *exe = getenv("OTA_BENCH_VERIFY") != NULL ? getenv("OTA_BENCH_VERIFY")
 	                                                     : OTA_VERIFY_EXE;
 	char *va[] = {(char *)(uintptr_t)exe, (char *)"archive", ap, (char *)"--trust", rp, NULL};
@@ -684,8 +708,12 @@ static void rss_figure(const char *archive, size_t len, const char *root, size_t
 	int n = runs < 1 ? 1 : runs > 3 ? 3 : runs;
 	bool ok = true;
 	for (int i = 0; i < n && ok; i++) {
-		ours[i] = child_peak_kb(va);
-		floor[i] = child_peak_kb(fa);
+		child_run o = child_peak_kb(va), f = child_peak_kb(fa);
+		ours[i] = o.peak_kb;
+		wall[i] = o.wall_ms;
+		cpu[i] = o.cpu_ms;
+		flt[i] = o.minflt;
+		floor[i] = f.peak_kb;
 		ok = ours[i] > 0 && floor[i] > 0;
 	}
 	unlink(ap);
@@ -696,6 +724,9 @@ static void rss_figure(const char *archive, size_t len, const char *root, size_t
 	}
 	qsort(ours, (size_t)n, sizeof ours[0], cmp_l);
 	qsort(floor, (size_t)n, sizeof floor[0], cmp_l);
+	qsort(flt, (size_t)n, sizeof flt[0], cmp_l);
+	qsort(wall, (size_t)n, sizeof wall[0], cmp_d);
+	qsort(cpu, (size_t)n, sizeof cpu[0], cmp_d);
 	double v = (double)ours[n / 2] * 1024.0 / (double)len,
 	       bv = (double)floor[n / 2] * 1024.0 / (double)len;
 	printf("{\"bench\": \"archive_verify_peak_rss_%zu_attestations\", \"value\": %.3f, "
@@ -704,6 +735,12 @@ static void rss_figure(const char *archive, size_t len, const char *root, size_t
 	       "\"ratio\": %.3f, \"peak_rss_kb\": %ld, \"baseline_peak_rss_kb\": %ld, "
 	       "\"archive_bytes\": %zu}\n",
 	       natt, v, natt, bv, bv > 0 ? v / bv : 0.0, ours[n / 2], floor[n / 2], len);
+	printf("{\"bench\": \"archive_verify_process_%zu_attestations\", \"value\": %.3f, "
+	       "\"unit\": \"ms\", \"baseline\": \"raw_cose_verify_in_process\", "
+	       "\"baseline_value\": %.3f, \"ratio\": %.3f, \"cpu_ms\": %.3f, "
+	       "\"minor_faults\": %ld}\n",
+	       natt, wall[n / 2], raw_ms, raw_ms > 0 ? wall[n / 2] / raw_ms : 0.0, cpu[n / 2],
+	       flt[n / 2]);
 	fflush(stdout);
 }
 
@@ -900,7 +937,7 @@ int main(int argc, char **argv)
 		       checked, jfloor[rounds / 2], bv > 0 ? jfloor[rounds / 2] / bv : 0.0,
 		       hfloor[rounds / 2]);
 		fflush(stdout);
-		rss_figure((const char *)b.archive, b.len, rtext, rlen, b.natt, rounds);
+		rss_figure((const char *)b.archive, b.len, rtext, rlen, b.natt, rounds, bv);
 		for (size_t i = 0; i < nm; i++)
 			free(m[i]);
 		free(m);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "heap_hint.h"
 #include "ota/archive.h"
 #include "ota/trust.h"
 
@@ -289,6 +290,7 @@ int verify_archive(int argc, char **argv)
 	o.current = cur;
 	o.n_current = ncur;
 	ota_archive_report *rep = NULL;
+	(void)cli_heap_hint(al);
 	/* the text is freed as soon as it is parsed (peak memory) */
 	rc = ota_archive_verify_take(&ab, al, &o, &rep, &e);
 	free(pb);
