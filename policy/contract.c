@@ -29,6 +29,25 @@ static const char *const k_task[] = {
 	"runtime", "after_success", "after_failure", "after_always", "safe_for_agent", "only_on",
 	"internal", "variants", "execution", "when", "run", "script", "command", "aggregate",
 	"prepare", "action", "launch", "compose", NULL};
+/*
+ * Inside a task: execution, its mode branches, variants, and what those may
+ * hold. A branch or variant overrides the task's body and its environment;
+ * keys that only the task level is read for (the graph edges, the boundary,
+ * safe_for_agent, ...) are refused there rather than ignored: a
+ * runtime_boundary or depends_on that silently did nothing would be a
+ * narrowing or a step the user believes in and the policy does not have.
+ */
+static const char *const k_task_exec[] = {"default_mode", "orchestrator", "modes", NULL};
+#define K_OVERRIDE                                                                            \
+	"description", "notes", "category", "context", "env", "env_files", "env_bindings",    \
+	    "adapter_inputs", "inputs", "replay_inputs", "witnessed_observations", "targets",  \
+	    "effects", "requirements", "requires_artifacts", "runtime", "run", "script",        \
+	    "command", "aggregate", "prepare", "action", "launch", "compose"
+static const char *const k_branch[] = {K_OVERRIDE, "lifecycle", NULL};
+static const char *const k_variant[] = {K_OVERRIDE, "when", NULL};
+static const char *const k_variant_when[] = {"os", NULL};
+static const char *const k_phase[] = {"task", "action", NULL};
+static const char *const k_wf_services[] = {"required", NULL};
 static const char *const k_command[] = {"exe", "args", "cwd", "interaction", "runtime_projection",
                                         NULL};
 static const char *const k_wf[] = {"intent", "description", "notes", "runtime_boundary", "env",
@@ -346,6 +365,13 @@ static ota_err body_of(ota_contract *c, otask *t, const ynode *m, ota_error *err
 	return rc;
 }
 
+/* A requirements block that is there and not empty (a pre-boundary refusal). */
+static bool requirements_present(const ynode *m)
+{
+	const ynode *req = yn_get(m, "requirements");
+	return req != NULL && !yn_is_null(req) && !(req->type == YN_MAP && req->n == 0);
+}
+
 static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *err)
 {
 	const ydoc *d = c->doc;
@@ -370,20 +396,48 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 		rc = y_str(d, m, "context", false, &t->context, err);
 	if (rc != OTA_OK)
 		return rc;
-	const ynode *req = yn_get(m, "requirements");
-	t->has_requirements = req != NULL && !yn_is_null(req) && !(req->type == YN_MAP && req->n == 0);
+	t->has_requirements = requirements_present(m);
 	const ynode *when = yn_get(m, "when");
 	t->has_when_checks = when != NULL && !yn_is_null(when);
 	t->effects = yn_get(m, "effects");
-	/* variants: the linux variant (or the first) gives the body kind */
+	/*
+	 * variants: the first linux variant (or the first) gives the body
+	 * kind. Each is a mapping of override keys with an optional
+	 * when: {os}; its requirements count as the task's.
+	 */
 	const ynode *var = yn_get(m, "variants");
-	if (t->body_kind == NULL && var != NULL && var->type == YN_SEQ && var->n > 0) {
-		const ynode *pick = var->items[0];
-		for (size_t i = 0; i < var->n; i++) {
-			const ynode *os = yn_get(yn_get(var->items[i], "when"), "os");
-			if (os != NULL && os->type == YN_SCALAR && strcmp(os->str, "linux") == 0)
-				pick = var->items[i];
+	if (var != NULL && !yn_is_null(var)) {
+		rc = y_expect(d, var, YN_SEQ, "variants", err);
+		if (rc != OTA_OK)
+			return rc;
+	}
+	const ynode *pick = NULL, *first_linux = NULL;
+	for (size_t i = 0; var != NULL && var->type == YN_SEQ && i < var->n; i++) {
+		const ynode *it = var->items[i];
+		rc = y_expect(d, it, YN_MAP, "variant", err);
+		if (rc == OTA_OK)
+			rc = y_keys(d, it, k_variant, NULL, "variant", err);
+		const ynode *vw = yn_get(it, "when");
+		if (rc == OTA_OK && vw != NULL && !yn_is_null(vw)) {
+			rc = y_expect(d, vw, YN_MAP, "variant when", err);
+			if (rc == OTA_OK)
+				rc = y_keys(d, vw, k_variant_when, NULL, "variant when", err);
 		}
+		const char *os = NULL;
+		if (rc == OTA_OK && vw != NULL && vw->type == YN_MAP)
+			rc = y_str(d, vw, "os", false, &os, err);
+		if (rc != OTA_OK)
+			return rc;
+		if (first_linux == NULL && os != NULL && strcmp(os, "linux") == 0)
+			first_linux = it;
+		if (pick == NULL)
+			pick = it;
+		if (requirements_present(it))
+			t->has_requirements = true;
+	}
+	if (first_linux != NULL)
+		pick = first_linux;
+	if (t->body_kind == NULL && pick != NULL) {
 		rc = body_of(c, t, pick, err);
 		if (rc != OTA_OK)
 			return rc;
@@ -394,6 +448,13 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 	 * selected mode is execution truth: no context can change it.
 	 */
 	const ynode *ex = yn_get(m, "execution");
+	if (ex != NULL && !yn_is_null(ex)) {
+		rc = y_expect(d, ex, YN_MAP, "task execution", err);
+		if (rc == OTA_OK)
+			rc = y_keys(d, ex, k_task_exec, NULL, "task execution", err);
+		if (rc != OTA_OK)
+			return rc;
+	}
 	if (ex != NULL && ex->type == YN_MAP) {
 		const char *dm = NULL;
 		rc = y_enum(d, ex, "default_mode", v_backend, &dm, err);
@@ -405,6 +466,14 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 			rc = y_expect(d, modes, YN_MAP, "execution.modes", err);
 			if (rc == OTA_OK)
 				rc = y_keys(d, modes, v_backend, NULL, "execution.modes", err);
+			for (size_t i = 1; rc == OTA_OK && i < modes->n; i += 2) {
+				const ynode *b = modes->items[i];
+				if (yn_is_null(b))
+					continue;
+				rc = y_expect(d, b, YN_MAP, "execution mode", err);
+				if (rc == OTA_OK)
+					rc = y_keys(d, b, k_branch, NULL, "execution mode", err);
+			}
 			if (rc != OTA_OK)
 				return rc;
 		}
@@ -422,6 +491,8 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 				                 dm, "");
 			if (ctx != NULL)
 				t->context = ctx;
+			if (requirements_present(br))
+				t->has_requirements = true;
 			if (t->body_kind == NULL) {
 				rc = body_of(c, t, br, err);
 				if (rc != OTA_OK)
@@ -473,6 +544,15 @@ static ota_err parse_workflows(ota_contract *c, const ynode *wn, ota_error *err)
 			const ynode *ph = yn_get(v, phase_names[p]);
 			if (ph == NULL || yn_is_null(ph))
 				continue;
+			if (ph->type == YN_MAP) {
+				rc = y_keys(d, ph, k_phase, NULL, "workflow phase", err);
+				if (rc == OTA_OK && (yn_get(ph, "task") == NULL) == (yn_get(ph, "action") == NULL))
+					rc = where_err(c, ph, OTA_ERR_CONTRACT_VALUE, err,
+					               "workflow phase %s names a task or an action, exactly one%s",
+					               phase_names[p], "");
+				if (rc != OTA_OK)
+					return rc;
+			}
 			if (ph->type == YN_MAP && yn_get(ph, "task") != NULL) {
 				rc = y_str(d, ph, "task", true, &w->phase_task[p], err);
 				if (rc != OTA_OK)
@@ -492,6 +572,8 @@ static ota_err parse_workflows(ota_contract *c, const ynode *wn, ota_error *err)
 		const ynode *sv = yn_get(v, "services");
 		if (sv != NULL && !yn_is_null(sv)) {
 			rc = y_expect(d, sv, YN_MAP, "workflow services ({required: [...]})", err);
+			if (rc == OTA_OK)
+				rc = y_keys(d, sv, k_wf_services, NULL, "workflow services", err);
 			if (rc == OTA_OK)
 				rc = y_strv(d, sv, "required", &w->services, err);
 			if (rc != OTA_OK)

@@ -3,7 +3,8 @@
  * or control character in keys and names, a documented cap on names (never
  * truncated into another's id), the selected execution mode as the backend,
  * typed workflow services, refused extends cycles, strings where strings
- * are required, and an OCI target that never re-modes a native lane.
+ * are required, an OCI target that never re-modes a native lane, and no key
+ * inside a task or workflow that would be ignored (a boundary, an edge).
  */
 #include "test_util.h"
 
@@ -283,6 +284,74 @@ static void test_services_cycles_strings(void **state)
 	ota_contract_free(c);
 }
 
+/* ---- keys nested in a task and a workflow: refused, never ignored ---- */
+
+static void test_nested_keys_strict(void **state)
+{
+	(void)state;
+	/* a boundary where none is read would be a narrowing that never applies */
+	REFUSED(HEAD "tasks:\n  a:\n    run: x\n    execution: {" RB "}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, "c.yaml:6:17");
+	REFUSED(HEAD "tasks:\n  a:\n    execution:\n      default_mode: native\n"
+	             "      modes: {native: {run: x, " RB "}}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, "c.yaml:7:32");
+	REFUSED(HEAD "tasks:\n  a:\n    variants:\n      - {when: {os: linux}, run: x, " RB "}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, "c.yaml:6:37");
+	/* graph edges are the task's: in a branch or variant they would drop a step */
+	REFUSED(HEAD "tasks:\n  b: {run: y}\n  a:\n    variants:\n      - {run: x, depends_on: [b]}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, "c.yaml:7:18");
+	REFUSED(HEAD "tasks:\n  b: {run: y}\n  a:\n    execution: {default_mode: native, modes: {native: {run: x, after_always: [b]}}}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, NULL);
+	/* a variant's condition is its os, nothing this loader would not test */
+	REFUSED(HEAD "tasks:\n  a:\n    variants:\n      - {when: {os: linux, arch: arm64}, run: x}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, "c.yaml:6:28");
+	REFUSED(HEAD "tasks:\n  a:\n    variants: {when: {os: linux}, run: x}\n", OTA_ERR_CONTRACT_TYPE,
+	        NULL);
+	REFUSED(HEAD "tasks:\n  a:\n    variants: [run x]\n", OTA_ERR_CONTRACT_TYPE, NULL);
+	/* workflow phases: a task or an action; services: required */
+	REFUSED(HEAD "tasks:\n  t: {run: x}\nworkflows:\n  w: {run: {task: t, " RB "}}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, "c.yaml:6:22");
+	REFUSED(HEAD "tasks:\n  t: {run: x}\nworkflows:\n  w: {run: {task: t, action: ensure_file}}\n",
+	        OTA_ERR_CONTRACT_VALUE, NULL);
+	REFUSED(HEAD "tasks:\n  t: {run: x}\nworkflows:\n  w: {run: {task: t}, services: {required: [db], optional: [c]}}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, NULL);
+
+	/* what upstream's examples hold still loads: variants with env and
+	 * adapter_inputs, branches with context, env, runtime, lifecycle */
+	ota_contract *c = loaded(
+		HEAD OCI_EXEC "tasks:\n"
+		"  a:\n    safe_for_agent: true\n    " RB "\n"
+		"    variants:\n"
+		"      - {when: {os: windows}, command: {exe: py}}\n"
+		"      - {when: {os: linux}, run: make, env: {K: v}, adapter_inputs: {}}\n"
+		"      - {when: {os: linux}, command: {exe: late}}\n"
+		"  b:\n    safe_for_agent: true\n    " RB "\n"
+		"    execution:\n      default_mode: container\n      orchestrator: {ref: x, mode: task}\n"
+		"      modes: {container: {run: make, lifecycle: ephemeral, env: {K: v}, runtime: {kind: service}}}\n"
+		"  r:\n    safe_for_agent: true\n    " RB "\n"
+		"    variants: [{when: {os: linux}, run: make, requirements: {tools: {make: {}}}}]\n"
+		"workflows:\n  w: {prepare: {action: ensure_file}, run: {task: a}, services: {required: []}}\n");
+	/* the first linux variant gives the body */
+	ota_policy *p = compile(c, OTA_LANE_TASK, "a");
+	assert_string_equal(json_string_value(json_object_get(seg_exec(p, 0), "kind")), "run");
+	ota_policy_free(p);
+	p = compile(c, OTA_LANE_TASK, "b");
+	assert_string_equal(json_string_value(json_object_get(seg_exec(p, 0), "kind")), "run");
+	ota_policy_free(p);
+	/* a variant's requirements are the task's: refused before the boundary */
+	p = compile(c, OTA_LANE_TASK, "r");
+	ota_capability_descriptor d = test_policy_oci_descriptor();
+	ota_admission_request r = {true, NULL, &d, 1};
+	json_t *out = NULL;
+	bool ok = true;
+	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+	assert_false(ok);
+	assert_true(test_policy_has_refusal(out, "execution.pre_boundary_actions"));
+	json_decref(out);
+	ota_policy_free(p);
+	ota_contract_free(c);
+}
+
 /* ---- outbound target values: one spelling per destination, nothing "anywhere" ---- */
 
 static char *target_contract(const char *kind, const char *value)
@@ -505,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_name_cap),
 		cmocka_unit_test(test_native_mode_not_remoded),
 		cmocka_unit_test(test_services_cycles_strings),
+		cmocka_unit_test(test_nested_keys_strict),
 		cmocka_unit_test(test_outbound_target_values),
 		cmocka_unit_test(test_constraint_values),
 	};
