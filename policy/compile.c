@@ -301,6 +301,23 @@ static ota_err visit_list(walker *w, const strv *l, const char *phase, size_t to
 		ota_err rc = visit(w, contract_task(w->p->c, l->v[i]), phase, &s);
 		if (rc != OTA_OK)
 			return rc;
+		/*
+		 * A hook already placed (a dependency of its parent, a phase
+		 * task or another task's hook before it) would sit before the
+		 * task it follows in the ordered segments: refused rather than
+		 * an edge the order contradicts.
+		 */
+		if (!dep_edge && s <= to) {
+			const otask *pt = w->p->segs[to].t;
+			char wh[300];
+			const ynode *at = yn_get(pt->node, strcmp(cond, "on_success") == 0   ? "after_success"
+			                                   : strcmp(cond, "on_failure") == 0 ? "after_failure"
+			                                                                     : "after_always");
+			yn_where(w->p->c->doc, at != NULL ? at : pt->node, wh, sizeof wh);
+			return ota_error_set(w->err, OTA_ERR_POLICY_HOOK_ORDER, wh,
+			                     "hook '%.60s' of task '%.60s' is already placed before it (a dependency of it, an earlier phase's task or an earlier hook): it would not run after it",
+			                     l->v[i], pt->name);
+		}
 		rc = dep_edge ? add_edge(w, s, to, cond) : add_edge(w, to, s, cond);
 		if (rc != OTA_OK)
 			return rc;

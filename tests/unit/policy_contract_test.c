@@ -352,6 +352,52 @@ static void test_nested_keys_strict(void **state)
 	ota_contract_free(c);
 }
 
+/* ---- hooks run after the task they follow, or the lane is refused ---- */
+
+static void compile_refused(const char *y, const char *lane, ota_err want, const char *where)
+{
+	ota_contract *c = loaded(y);
+	ota_policy_options o = test_policy_amd64();
+	ota_policy *p = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_policy_compile(c, OTA_LANE_TASK, lane, &o, NULL, 0, &p, &e);
+	if (rc != want)
+		fail_msg("want %s, got %s (%s %s)\n%s", ota_err_name(want), ota_err_name(rc), e.where,
+		         e.what, y);
+	assert_null(p);
+	if (where != NULL && strcmp(e.where, where) != 0)
+		fail_msg("where '%s', want '%s'", e.where, where);
+	ota_contract_free(c);
+}
+
+static void test_hook_order(void **state)
+{
+	(void)state;
+	/* a hook that is also a dependency: placed first, it cannot follow */
+	compile_refused(HEAD "tasks:\n  h: {run: y}\n"
+	                     "  a: {run: x, depends_on: [h], after_success: [h]}\n",
+	                "a", OTA_ERR_POLICY_HOOK_ORDER, "c.yaml:5:47");
+	/* through another dependency */
+	compile_refused(HEAD "tasks:\n  h: {run: y}\n  b: {run: z, depends_on: [h]}\n"
+	                     "  a: {run: x, depends_on: [b], after_always: [h]}\n",
+	                "a", OTA_ERR_POLICY_HOOK_ORDER, NULL);
+	/* one hook of two parents: it would run after the first only */
+	compile_refused(HEAD "tasks:\n  h: {run: y}\n  p1: {run: a, after_success: [h]}\n"
+	                     "  p2: {run: b, after_success: [h]}\n"
+	                     "  a: {aggregate: {tasks: [p1, p2]}}\n",
+	                "a", OTA_ERR_POLICY_HOOK_ORDER, NULL);
+	/* a hook alone follows its parent */
+	ota_contract *c = loaded(HEAD "tasks:\n  h: {run: y}\n  a: {run: x, after_success: [h]}\n");
+	ota_policy *p = compile(c, OTA_LANE_TASK, "a");
+	const json_t *segs = json_object_get(ota_policy_canonical_json(p), "segments");
+	assert_int_equal(json_array_size(segs), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(segs, 0), "task")), "a");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(segs, 1), "task")), "h");
+	ota_policy_free(p);
+	ota_contract_free(c);
+}
+
 /* ---- outbound target values: one spelling per destination, nothing "anywhere" ---- */
 
 static char *target_contract(const char *kind, const char *value)
@@ -575,6 +621,7 @@ int main(void)
 		cmocka_unit_test(test_native_mode_not_remoded),
 		cmocka_unit_test(test_services_cycles_strings),
 		cmocka_unit_test(test_nested_keys_strict),
+		cmocka_unit_test(test_hook_order),
 		cmocka_unit_test(test_outbound_target_values),
 		cmocka_unit_test(test_constraint_values),
 	};
