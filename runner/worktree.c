@@ -23,7 +23,8 @@
  *   - a tree's entries sorted as git sorts them (a directory's name
  *     compared as if it ended in "/").
  * Left out: REPO/.git itself, and what the toolkit writes into the
- * repository (.ota/archives, .ota/cleanup). Anything else (a FIFO, a
+ * repository (regular files NAME.json directly in .ota/archives and
+ * .ota/cleanup: toolkit_output). Anything else (a FIFO, a
  * socket, a device, a file that changes while it is hashed, a gitdir
  * pointer elsewhere, more than OTA_MAX_WORKTREE_ENTRIES entries or
  * OTA_MAX_WORKTREE_BYTES of content, deeper than OTA_MAX_WORKTREE_DEPTH)
@@ -257,13 +258,35 @@ static void entries_free(entry *v, size_t n)
 	free(v);
 }
 
-/* Skipped: REPO/.git and what the toolkit writes (.ota/archives, .ota/cleanup). */
+/* Skipped by name: REPO/.git. */
 static bool skipped(const char *path, const char *name)
 {
-	if (path[0] == '\0')
-		return strcmp(name, ".git") == 0;
-	return strcmp(path, ".ota") == 0 &&
-	       (strcmp(name, "archives") == 0 || strcmp(name, "cleanup") == 0);
+	return path[0] == '\0' && strcmp(name, ".git") == 0;
+}
+
+/*
+ * What the toolkit writes into the repository: a regular file named as it
+ * names its archives and cleanup reports (NAME.json, NAME of letters,
+ * digits, '-', '_', '.', not starting with '.') directly in .ota/archives
+ * or .ota/cleanup. Anything else there (another name, a directory, a
+ * symlink, an atomic write's leftover) is hashed like the rest: a task that
+ * may write .ota cannot hide content from the next run's work tree.
+ */
+static bool toolkit_output(const char *path, const char *name, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode) ||
+	    (strcmp(path, ".ota/archives") != 0 && strcmp(path, ".ota/cleanup") != 0))
+		return false;
+	size_t n = strlen(name);
+	if (n <= 5 || n > 105 || name[0] == '.' || strcmp(name + n - 5, ".json") != 0)
+		return false;
+	for (size_t i = 0; i < n - 5; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -322,6 +345,8 @@ static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, ui
 			rc = ota_error_set(w->err, OTA_ERR_IO, sub, "stat: %s", strerror(errno));
 			break;
 		}
+		if (toolkit_output(path, name, &st))
+			continue;
 		entry e = {.len = nl};
 		bool keep = true;
 		if (S_ISREG(st.st_mode)) {

@@ -465,6 +465,11 @@ static void test_worktree_dirty(void **state)
 		"chmod +x a-b",                   /* the executable bit */
 		"echo new > untracked",           /* an untracked file */
 		"echo built > .ota/output",       /* in .ota, but not the toolkit's */
+		/* beside the toolkit's files, but not named or shaped as they are */
+		"mkdir -p .ota/archives && echo x > .ota/archives/run.sh",
+		"mkdir -p .ota/archives && echo x > .ota/archives/.hidden.json",
+		"mkdir -p .ota/cleanup/d && echo '{}' > .ota/cleanup/d/c.json",
+		"mkdir -p .ota/cleanup && ln -s ../../a-b .ota/cleanup/l.json",
 		"rm link && ln -s a.b link",      /* a symlink's target */
 		"rm a0",                          /* a deletion */
 		"mkdir -p z/w && echo q > z/w/q", /* a new directory */
