@@ -427,7 +427,7 @@ static ota_err resolve_segment(walker *w, seg *s)
 		const char *cb = NULL;
 		unsigned h = 0;
 		for (const ocontext *x = ctx; x != NULL && cb == NULL && h <= c->ncontexts;
-		     x = contract_context(c, x->extends), h++)
+		     x = x->parent, h++)
 			cb = x->backend;
 		if (cb != NULL && strcmp(cb, t->mode) != 0) {
 			ctx = NULL;
@@ -439,7 +439,7 @@ static ota_err resolve_segment(walker *w, seg *s)
 	unsigned hops = 0;
 	/* extends cycles were refused at load: a chain visits each context at most once */
 	for (const ocontext *x = ctx; x != NULL && hops <= c->ncontexts;
-	     x = contract_context(c, x->extends), hops++) {
+	     x = x->parent, hops++) {
 		if (backend == NULL)
 			backend = x->backend;
 		if (lifecycle == NULL)

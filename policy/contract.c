@@ -1,5 +1,7 @@
 /* ota.yaml (upstream version 1) -> contract model, with static validation. */
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,55 +106,76 @@ static uint64_t h_str(const char *s)
 	return h;
 }
 
-static bool index_tasks(ota_contract *c)
+/*
+ * An open-addressing hash of the names of n records of stride bytes, each
+ * holding its name (a const char *) at offset off; SIZE_MAX marks a free
+ * slot. A name given twice is found at its first record.
+ */
+#define NAME_AT(base, stride, off, i) \
+	(*(const char *const *)(const void *)((const char *)(base) + (i) * (stride) + (off)))
+
+static bool index_names(const void *base, size_t n, size_t stride, size_t off, size_t **slots,
+                        size_t *cap_out)
 {
 	size_t cap = 16;
-	while (cap < c->ntasks * 2 + 2)
+	while (cap < n * 2 + 2)
 		cap *= 2;
-	c->task_index = malloc(cap * sizeof *c->task_index);
-	if (c->task_index == NULL)
+	size_t *ix = malloc(cap * sizeof *ix);
+	if (ix == NULL)
 		return false;
 	for (size_t i = 0; i < cap; i++)
-		c->task_index[i] = SIZE_MAX;
-	c->task_index_cap = cap;
-	for (size_t i = 0; i < c->ntasks; i++) {
-		size_t h = (size_t)(h_str(c->tasks[i].name) & (cap - 1));
-		while (c->task_index[h] != SIZE_MAX)
+		ix[i] = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		size_t h = (size_t)(h_str(NAME_AT(base, stride, off, i)) & (cap - 1));
+		while (ix[h] != SIZE_MAX)
 			h = (h + 1) & (cap - 1);
-		c->task_index[h] = i;
+		ix[h] = i;
 	}
+	free(*slots);
+	*slots = ix;
+	*cap_out = cap;
 	return true;
+}
+
+static size_t find_name(const void *base, size_t stride, size_t off, const size_t *ix, size_t cap,
+                        const char *name)
+{
+	if (ix == NULL || name == NULL)
+		return SIZE_MAX;
+	size_t h = (size_t)(h_str(name) & (cap - 1));
+	while (ix[h] != SIZE_MAX) {
+		if (strcmp(NAME_AT(base, stride, off, ix[h]), name) == 0)
+			return ix[h];
+		h = (h + 1) & (cap - 1);
+	}
+	return SIZE_MAX;
+}
+
+static bool index_tasks(ota_contract *c)
+{
+	return index_names(c->tasks, c->ntasks, sizeof *c->tasks, offsetof(otask, name),
+	                   &c->task_index, &c->task_index_cap);
 }
 
 const otask *contract_task(const ota_contract *c, const char *name)
 {
-	if (c->task_index == NULL || name == NULL)
-		return NULL;
-	size_t cap = c->task_index_cap;
-	size_t h = (size_t)(h_str(name) & (cap - 1));
-	while (c->task_index[h] != SIZE_MAX) {
-		const otask *t = &c->tasks[c->task_index[h]];
-		if (strcmp(t->name, name) == 0)
-			return t;
-		h = (h + 1) & (cap - 1);
-	}
-	return NULL;
+	size_t i = find_name(c->tasks, sizeof *c->tasks, offsetof(otask, name), c->task_index,
+	                     c->task_index_cap, name);
+	return i == SIZE_MAX ? NULL : &c->tasks[i];
 }
 
 const ocontext *contract_context(const ota_contract *c, const char *name)
 {
-	for (size_t i = 0; name != NULL && i < c->ncontexts; i++)
-		if (strcmp(c->contexts[i].name, name) == 0)
-			return &c->contexts[i];
-	return NULL;
+	size_t i = find_name(c->contexts, sizeof *c->contexts, offsetof(ocontext, name),
+	                     c->context_index, c->context_index_cap, name);
+	return i == SIZE_MAX ? NULL : &c->contexts[i];
 }
 
 const oworkflow *contract_workflow(const ota_contract *c, const char *name)
 {
-	for (size_t i = 0; name != NULL && i < c->nworkflows; i++)
-		if (strcmp(c->workflows[i].name, name) == 0)
-			return &c->workflows[i];
-	return NULL;
+	size_t i = find_name(c->workflows, sizeof *c->workflows, offsetof(oworkflow, name),
+	                     c->workflow_index, c->workflow_index_cap, name);
+	return i == SIZE_MAX ? NULL : &c->workflows[i];
 }
 
 /* ---- execution ---- */
@@ -189,6 +212,50 @@ static ota_err parse_container(ota_contract *c, const ynode *cn, const char **im
 		if (ota_platform_parse(*platform, &p, &e2) != OTA_OK)
 			rc = ota_error_set(err, e2.code, w, "%s", e2.what);
 	}
+	return rc;
+}
+
+/*
+ * extends cycles, in one pass: each chain is walked until a context already
+ * known to end (mark 2) or one on this walk (mark 1 with this walk's stamp:
+ * a cycle, reported at the first context in order whose chain never ends,
+ * as before). Contexts a finished walk passed are known to end.
+ */
+static ota_err check_extends_cycles(ota_contract *c, ota_error *err)
+{
+	size_t n = c->ncontexts;
+	size_t *stamp = malloc((n + 1) * sizeof *stamp);
+	uint8_t *mark = calloc(n + 1, 1);
+	if (stamp == NULL || mark == NULL) {
+		free(stamp);
+		free(mark);
+		return ota_error_set(err, OTA_ERR_NOMEM, "contexts", "out of memory");
+	}
+	ota_err rc = OTA_OK;
+	for (size_t i = 0; i < n && rc == OTA_OK; i++) {
+		const ocontext *x = &c->contexts[i];
+		while (x != NULL) {
+			size_t k = (size_t)(x - c->contexts);
+			if (mark[k] == 2)
+				break;
+			if (mark[k] == 1) {
+				if (stamp[k] == i)
+					rc = where_err(c, yn_get(c->contexts[i].node, "extends"),
+					               OTA_ERR_POLICY_CYCLE, err,
+					               "context '%.60s' extends itself through its extends chain%s",
+					               c->contexts[i].name, "");
+				break;
+			}
+			mark[k] = 1;
+			stamp[k] = i;
+			x = x->parent;
+		}
+		for (x = &c->contexts[i]; rc == OTA_OK && x != NULL && mark[x - c->contexts] == 1;
+		     x = x->parent)
+			mark[x - c->contexts] = 2;
+	}
+	free(stamp);
+	free(mark);
 	return rc;
 }
 
@@ -283,26 +350,19 @@ static ota_err parse_execution(ota_contract *c, const ynode *ex, ota_error *err)
 				}
 			}
 		}
+		if (!index_names(c->contexts, c->ncontexts, sizeof *c->contexts,
+		                 offsetof(ocontext, name), &c->context_index, &c->context_index_cap))
+			return ota_error_set(err, OTA_ERR_NOMEM, "contexts", "out of memory");
 		for (size_t i = 0; i < c->ncontexts; i++) {
-			const ocontext *o = &c->contexts[i];
-			if (o->extends != NULL && contract_context(c, o->extends) == NULL)
+			ocontext *o = &c->contexts[i];
+			if (o->extends != NULL && (o->parent = contract_context(c, o->extends)) == NULL)
 				return where_err(c, yn_get(o->node, "extends"), OTA_ERR_CONTRACT_REFERENCE,
 				                 err, "context '%s' extends unknown context '%.60s'", o->name,
 				                 o->extends);
 		}
-		/* an extends chain longer than the number of contexts revisits one: a cycle */
-		for (size_t i = 0; i < c->ncontexts; i++) {
-			const ocontext *x = &c->contexts[i];
-			size_t hops = 0;
-			while (x != NULL && x->extends != NULL && hops <= c->ncontexts) {
-				x = contract_context(c, x->extends);
-				hops++;
-			}
-			if (hops > c->ncontexts)
-				return where_err(c, yn_get(c->contexts[i].node, "extends"), OTA_ERR_POLICY_CYCLE,
-				                 err, "context '%.60s' extends itself through its extends chain%s",
-				                 c->contexts[i].name, "");
-		}
+		rc = check_extends_cycles(c, err);
+		if (rc != OTA_OK)
+			return rc;
 	}
 	if (c->default_context != NULL && contract_context(c, c->default_context) == NULL)
 		return where_err(c, yn_get(ex, "default_context"), OTA_ERR_CONTRACT_REFERENCE, err,
@@ -585,6 +645,9 @@ static ota_err parse_workflows(ota_contract *c, const ynode *wn, ota_error *err)
 		if (rc != OTA_OK)
 			return rc;
 	}
+	if (!index_names(c->workflows, c->nworkflows, sizeof *c->workflows, offsetof(oworkflow, name),
+	                 &c->workflow_index, &c->workflow_index_cap))
+		return ota_error_set(err, OTA_ERR_NOMEM, "workflows", "out of memory");
 	if (c->default_workflow != NULL && contract_workflow(c, c->default_workflow) == NULL)
 		return where_err(c, yn_get(wn, "default"), OTA_ERR_CONTRACT_REFERENCE, err,
 		                 "workflows.default '%.60s' is not a workflow%s", c->default_workflow, "");
@@ -831,6 +894,8 @@ void ota_contract_free(ota_contract *c)
 	}
 	free(c->tasks);
 	free(c->task_index);
+	free(c->context_index);
+	free(c->workflow_index);
 	for (size_t i = 0; i < c->ncontexts; i++) {
 		strv_free(&c->contexts[i].compose);
 		strv_free(&c->contexts[i].isolated);

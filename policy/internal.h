@@ -116,12 +116,13 @@ typedef struct {
 	size_t index;
 } otask;
 
-typedef struct {
+typedef struct ocontext_s {
 	const char *name;
 	const ynode *node;
 	const char *extends, *backend, *lifecycle, *image, *platform, *rootfs;
 	strv compose, isolated;
 	bool has_requirements;
+	const struct ocontext_s *parent; /* the context extends names (set at load) */
 } ocontext;
 
 enum { PH_PREPARE = 0, PH_SETUP, PH_RUN, PH_ATTACH, PH_COUNT };
@@ -152,8 +153,12 @@ struct ota_contract {
 	boundary rb;
 	otask *tasks;
 	size_t ntasks;
-	size_t *task_index; /* open-addressing hash of task names */
+	size_t *task_index; /* open-addressing hashes of task, context and workflow names */
 	size_t task_index_cap;
+	size_t *context_index;
+	size_t context_index_cap;
+	size_t *workflow_index;
+	size_t workflow_index_cap;
 	oworkflow *workflows;
 	size_t nworkflows;
 	const char *default_workflow;

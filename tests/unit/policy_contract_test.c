@@ -262,6 +262,37 @@ static void test_services_cycles_strings(void **state)
 	ota_policy_free(p);
 	ota_contract_free(c);
 	free(y);
+	/* long chains sharing their tails, each link a lookup: a chain of 3,000
+	 * whose far end loops is refused at its first context, every context of
+	 * a chain of 3,000 resolves to its root (the cycle check is one pass) */
+	enum { LONG = 3000 };
+	size_t cap = (size_t)LONG * 96 + 4096;
+	y = malloc(cap);
+	assert_non_null(y);
+	snprintf(y, cap, HEAD "execution:\n  contexts:\n");
+	for (int i = 0; i < LONG; i++)
+		snprintf(y + strlen(y), cap - strlen(y), "    c%d: {extends: c%d}\n", i,
+		         i + 1 < LONG ? i + 1 : LONG - 2);
+	REFUSED(y, OTA_ERR_POLICY_CYCLE, "c.yaml:5:19");
+	snprintf(y, cap, HEAD "execution:\n  contexts:\n");
+	for (int i = 0; i < LONG - 1; i++)
+		snprintf(y + strlen(y), cap - strlen(y), "    c%d: {extends: c%d}\n", i, i + 1);
+	snprintf(y + strlen(y), cap - strlen(y),
+	         "    c%d: {backend: container, lifecycle: ephemeral, container: {image: i, platform: linux/amd64}}\n"
+	         "tasks:\n",
+	         LONG - 1);
+	for (int i = 0; i < LONG; i += 100)
+		snprintf(y + strlen(y), cap - strlen(y), "  t%d: {run: x, context: c%d}\n", i, i);
+	c = loaded(y);
+	for (int i = 0; i < LONG; i += 100) {
+		char lane[32];
+		snprintf(lane, sizeof lane, "t%d", i);
+		p = compile(c, OTA_LANE_TASK, lane);
+		assert_string_equal(json_string_value(json_object_get(seg_exec(p, 0), "image")), "i");
+		ota_policy_free(p);
+	}
+	ota_contract_free(c);
+	free(y);
 	/* strings where strings are required (the runner reads them as strings) */
 	REFUSED(HEAD "tasks:\n  a: {run: 42}\n", OTA_ERR_CONTRACT_TYPE, "c.yaml:4:12");
 	REFUSED(HEAD "tasks:\n  a: {script: true}\n", OTA_ERR_CONTRACT_TYPE, "c.yaml:4:15");
