@@ -174,7 +174,7 @@ ota_err y_str(const ydoc *d, const ynode *m, const char *key, bool required, con
 		char w[300];
 		yn_where(d, v, w, sizeof w);
 		return ota_error_set(err, OTA_ERR_YAML_CONTROL_CHAR, w,
-		                     "'%s' holds a control character", key);
+		                     "'%s' holds a control or invisible/bidirectional format character", key);
 	}
 	if (required && v->len == 0) {
 		char w[300];
@@ -228,7 +228,7 @@ static ota_err strv_of(const ydoc *d, const ynode *m, const char *key, bool name
 		if (names && yn_has_control(e)) {
 			yn_where(d, e, w, sizeof w);
 			return ota_error_set(err, OTA_ERR_YAML_CONTROL_CHAR, w,
-			                     "'%s' entry holds a control character", key);
+			                     "'%s' entry holds a control or invisible/bidirectional format character", key);
 		}
 		if (!strv_push(out, e->str))
 			return ota_error_set(err, OTA_ERR_NOMEM, key, "out of memory");

@@ -81,23 +81,48 @@ static bool push_item(ynode *p, ynode *c)
 	return true;
 }
 
-/* the first C0 control, DEL or C1 control (U+0080..U+009F in UTF-8) of s, or NULL */
-static const char *control_char(const char *s, size_t n)
+/*
+ * The first C0 control, DEL or C1 control (U+0080..U+009F in UTF-8) of s,
+ * or the first invisible or bidirectional format character: U+061C, U+200B
+ * to U+200F (zero-width, LRM, RLM), U+202A to U+202E (embeddings and
+ * overrides), U+2060 to U+2064, U+2066 to U+2069 (isolates), U+FEFF. A name
+ * holding one reads as another name, or reorders what follows it on a
+ * terminal ("Trojan Source"). NULL when there is none; *cp (may be NULL)
+ * the code point.
+ */
+static const char *control_char(const char *s, size_t n, unsigned *cp)
 {
 	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x20 || ch == 0x7f)
+		const unsigned char *u = (const unsigned char *)s + i;
+		unsigned c = u[0];
+		bool bad = c < 0x20 || c == 0x7f;
+		if (!bad && c == 0xc2 && i + 1 < n && u[1] >= 0x80 && u[1] <= 0x9f) {
+			c = u[1];
+			bad = true;
+		} else if (!bad && c == 0xd8 && i + 1 < n && u[1] == 0x9c) {
+			c = 0x061c;
+			bad = true;
+		} else if (!bad && (c == 0xe2 || c == 0xef) && i + 2 < n) {
+			unsigned v = ((c & 0x0fu) << 12) | ((u[1] & 0x3fu) << 6) | (u[2] & 0x3fu);
+			if ((u[1] & 0xc0) == 0x80 && (u[2] & 0xc0) == 0x80 &&
+			    ((v >= 0x200b && v <= 0x200f) || (v >= 0x202a && v <= 0x202e) ||
+			     (v >= 0x2060 && v <= 0x2064) || (v >= 0x2066 && v <= 0x2069) || v == 0xfeff)) {
+				c = v;
+				bad = true;
+			}
+		}
+		if (bad) {
+			if (cp != NULL)
+				*cp = c;
 			return s + i;
-		if (ch == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
-		    (unsigned char)s[i + 1] <= 0x9f)
-			return s + i;
+		}
 	}
 	return NULL;
 }
 
 bool yn_has_control(const ynode *n)
 {
-	return n != NULL && n->type == YN_SCALAR && control_char(n->str, n->len) != NULL;
+	return n != NULL && n->type == YN_SCALAR && control_char(n->str, n->len, NULL) != NULL;
 }
 
 static ota_err add_child(builder *b, ynode *c, yaml_mark_t m)
@@ -124,13 +149,14 @@ static ota_err add_child(builder *b, ynode *c, yaml_mark_t m)
 			return ota_error_set(b->err, OTA_ERR_YAML_MERGE_KEY, w,
 			                     "merge key '<<' is not accepted");
 		}
-		/* keys name tasks, contexts, workflows and fields: no control characters */
-		const char *cc = control_char(c->str, c->len);
+		/* keys name tasks, contexts, workflows and fields: no control or format characters */
+		unsigned cp = 0;
+		const char *cc = control_char(c->str, c->len, &cp);
 		if (cc != NULL) {
 			where_mark(b->d, m, w, sizeof w);
 			return ota_error_set(b->err, OTA_ERR_YAML_CONTROL_CHAR, w,
-			                     "mapping key holds control character 0x%02x at byte %zu",
-			                     (unsigned)(unsigned char)*cc, (size_t)(cc - c->str));
+			                     "mapping key holds control or format character U+%04X at byte %zu",
+			                     cp, (size_t)(cc - c->str));
 		}
 	}
 	if (!push_item(p, c))

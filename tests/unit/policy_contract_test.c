@@ -87,6 +87,23 @@ static void test_nul_and_control_characters(void **state)
 		snprintf(y, sizeof y, HEAD "tasks:\n  \"ver%sify\": {run: x}\n", keys[i]);
 		REFUSED(y, OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:4:3");
 	}
+	/* invisible and bidirectional format characters: a name that prints
+	 * as another (zero-width space, word joiner, BOM) or reorders what
+	 * follows it (RLO, an isolate, RLM, ALM); in keys and in names */
+	const char *const fmt[] = {"\u200b", "\u200f", "\u202e", "\u2066", "\u2069",
+	                           "\u2060", "\ufeff", "\u061c"};
+	for (size_t i = 0; i < sizeof fmt / sizeof fmt[0]; i++) {
+		char y[300];
+		snprintf(y, sizeof y, HEAD "tasks:\n  \"ver%sify\": {run: x}\n", fmt[i]);
+		REFUSED(y, OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:4:3");
+		snprintf(y, sizeof y, HEAD "tasks:\n  a: {run: x, depends_on: [\"b%s\"]}\n  b: {run: y}\n",
+		         fmt[i]);
+		REFUSED(y, OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:4:28");
+	}
+	/* other non-ASCII letters, and free text with a mark, still load */
+	ota_contract *intl = loaded(HEAD "tasks:\n  \"v\u00e9rifier\": {run: x}\n"
+	                                 "  \"\u05d1\u05d3\u05d9\u05e7\u05d4\": {run: \"echo \u200f\u05d0\"}\n");
+	ota_contract_free(intl);
 	/* nested keys as well (a workflow, a context, a boundary field) */
 	REFUSED(HEAD "workflows:\n  \"c\\ti\": {run: {task: a}}\ntasks:\n  a: {run: x}\n",
 	        OTA_ERR_YAML_CONTROL_CHAR, "c.yaml:4:3");
