@@ -317,6 +317,14 @@ static ota_err on_event(builder *b, yaml_event_t *ev)
 				return ota_error_set(b->err, OTA_ERR_YAML_ALIAS_LIMIT, w,
 				                     "recursive alias");
 			}
+		/* the alias's copy nests as deep as its anchor's node: refused where
+		 * the alias stands, as a node written out there would be */
+		if (t->height > 0 && b->depth + t->height > OTA_MAX_YAML_DEPTH) {
+			where_mark(b->d, ev->start_mark, w, sizeof w);
+			return ota_error_set(b->err, OTA_ERR_YAML_TOO_DEEP, w,
+			                     "alias '%.80s' nests deeper than %u here",
+			                     (const char *)ev->data.alias.anchor, OTA_MAX_YAML_DEPTH);
+		}
 		rc = count(b, t->weight, t->bytes, ev->start_mark);
 		if (rc != OTA_OK)
 			return rc;
@@ -389,6 +397,10 @@ static ota_err on_event(builder *b, yaml_event_t *ev)
 		if (b->depth == 0)
 			return ota_error_set(b->err, OTA_ERR_YAML_SYNTAX, b->d->name, "unbalanced end");
 		ynode *n = b->stack[--b->depth];
+		n->height = 1;
+		for (size_t i = 0; i < n->n; i++)
+			if (n->items[i]->height + 1 > n->height)
+				n->height = n->items[i]->height + 1;
 		if (n->type == YN_MAP) {
 			rc = check_dup_keys(b, n);
 			if (rc != OTA_OK)

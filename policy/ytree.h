@@ -29,6 +29,7 @@ typedef struct ynode {
 	size_t n, cap;
 	uint64_t weight;    /* nodes in the expanded subtree */
 	uint64_t bytes;     /* scalar bytes in the expanded subtree (keys included) */
+	unsigned height;    /* nesting levels of the expanded subtree (a scalar 0) */
 } ynode;
 
 typedef struct ydoc ydoc;

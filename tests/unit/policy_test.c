@@ -213,6 +213,33 @@ static void test_alias_bomb_and_depth(void **state)
 		strcat(y, "]");
 	strcat(y, "\n");
 	assert_ota(load_str(y, &c, &e), OTA_ERR_YAML_TOO_DEEP);
+	/* an alias nests as deep as its anchor: refused where it stands, not
+	 * later and without a position (40 levels anchored, used 20 down) */
+	strcpy(y, HEAD "metadata:\n  a: &a ");
+	for (int i = 0; i < 40; i++)
+		strcat(y, "[");
+	for (int i = 0; i < 40; i++)
+		strcat(y, "]");
+	strcat(y, "\n  b: ");
+	for (int i = 0; i < 20; i++)
+		strcat(y, "[");
+	strcat(y, "*a");
+	for (int i = 0; i < 20; i++)
+		strcat(y, "]");
+	strcat(y, "\n");
+	assert_ota(load_str(y, &c, &e), OTA_ERR_YAML_TOO_DEEP);
+	assert_string_equal(e.where, "t.yaml:5:26");
+	assert_null(c);
+	/* the same alias used shallower loads */
+	strcpy(y, HEAD "metadata:\n  a: &a ");
+	for (int i = 0; i < 40; i++)
+		strcat(y, "[");
+	for (int i = 0; i < 40; i++)
+		strcat(y, "]");
+	strcat(y, "\n  b: [[*a]]\n");
+	assert_ota(load_str(y, &c, &e), OTA_OK);
+	ota_contract_free(c);
+	c = NULL;
 	/* just under the cap loads, and its identity (one level deeper) computes */
 	strcpy(y, HEAD "metadata: ");
 	for (int i = 0; i < 53; i++)
