@@ -469,11 +469,8 @@ static void evaluate(const ota_policy *p, const ota_capability_descriptor *d, ev
 			if (b->protected_.n > 0)
 				fs_ok &= need(e, sid, OTA_CTL_FS_PROTECTED_PATHS, "filesystem.path_boundaries",
 				              "protected_path_write_denial", "protected paths");
-			bool under = false;
-			for (size_t a = 0; a < b->protected_.n; a++)
-				for (size_t w = 0; w < b->writable.n; w++)
-					under = under || path_within(b->protected_.v[a], b->writable.v[w]);
-			if (under)
+			size_t pi, wi;
+			if (paths_first_within(&b->protected_, &b->writable, &pi, &wi))
 				fs_ok &= need(e, sid, OTA_CTL_FS_PROTECTED_UNDER_WRITABLE,
 				              "filesystem.path_boundaries", "canonical_non_overlapping_paths",
 				              "a protected path under a writable parent");

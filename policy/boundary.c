@@ -407,15 +407,14 @@ ota_err boundary_parse(const ydoc *d, const ynode *node, pool *pl, boundary *out
 		if (rc != OTA_OK)
 			goto fail;
 		out->root = root == NULL ? RM_UNSET : strcmp(root, "read_only") == 0 ? RM_READ_ONLY : RM_WRITABLE;
-		for (size_t i = 0; i < out->writable.n; i++)
-			for (size_t j = 0; j < out->protected_.n; j++)
-				if (path_within(out->writable.v[i], out->protected_.v[j])) {
-					yn_where(d, fs, w, sizeof w);
-					rc = ota_error_set(err, OTA_ERR_POLICY_PATH_OVERLAP, w,
-					                   "writable path '%.80s' equals or lies inside protected path '%.80s'",
-					                   out->writable.v[i], out->protected_.v[j]);
-					goto fail;
-				}
+		size_t i, j;
+		if (paths_first_within(&out->writable, &out->protected_, &i, &j)) {
+			yn_where(d, fs, w, sizeof w);
+			rc = ota_error_set(err, OTA_ERR_POLICY_PATH_OVERLAP, w,
+			                   "writable path '%.80s' equals or lies inside protected path '%.80s'",
+			                   out->writable.v[i], out->protected_.v[j]);
+			goto fail;
+		}
 	}
 	const ynode *net = yn_get(node, "network");
 	if (net != NULL && !yn_is_null(net)) {
@@ -552,34 +551,64 @@ json_t *boundary_to_json(const boundary *b)
 static void region_minimize(strv *r)
 {
 	strv_sort_unique(r);
+	pathset s;
+	bool fast = pathset_build(&s, r);
 	size_t o = 0;
 	for (size_t i = 0; i < r->n; i++) {
 		bool inside = false;
-		for (size_t j = 0; j < r->n && !inside; j++)
-			if (j != i && path_within(r->v[i], r->v[j]) && strcmp(r->v[i], r->v[j]) != 0)
-				inside = true;
+		if (fast)
+			inside = pathset_covers(&s, r->v[i], true);
+		else
+			for (size_t j = 0; j < r->n && !inside; j++)
+				if (j != i && path_within(r->v[i], r->v[j]) &&
+				    strcmp(r->v[i], r->v[j]) != 0)
+					inside = true;
 		if (!inside)
 			r->v[o++] = r->v[i];
 	}
+	pathset_free(&s);
 	r->n = o;
+}
+
+/* drops from w every path equal to or inside one of prot */
+static void drop_within(strv *w, const strv *prot)
+{
+	pathset s;
+	bool fast = pathset_build(&s, prot);
+	size_t o = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		bool inside = false;
+		if (fast)
+			inside = pathset_covers(&s, w->v[i], false);
+		else
+			for (size_t j = 0; j < prot->n && !inside; j++)
+				inside = path_within(w->v[i], prot->v[j]);
+		if (!inside)
+			w->v[o++] = w->v[i];
+	}
+	pathset_free(&s);
+	w->n = o;
 }
 
 /* intersection of two reachability regions (minimal sets of subtrees) */
 static bool region_intersect(strv *out, const strv *a, const strv *b)
 {
+	/* the paths of each inside (or equal to) one of the other's */
 	strv r = {0};
-	for (size_t i = 0; i < a->n; i++)
-		for (size_t j = 0; j < b->n; j++) {
-			const char *x = NULL;
-			if (path_within(a->v[i], b->v[j]))
-				x = a->v[i];
-			else if (path_within(b->v[j], a->v[i]))
-				x = b->v[j];
-			if (x != NULL && !strv_push(&r, x)) {
-				strv_free(&r);
-				return false;
-			}
-		}
+	pathset sa = {0}, sb = {0};
+	bool ok = pathset_build(&sa, a) && pathset_build(&sb, b);
+	for (size_t i = 0; ok && i < a->n; i++)
+		if (pathset_covers(&sb, a->v[i], false))
+			ok = strv_push(&r, a->v[i]);
+	for (size_t j = 0; ok && j < b->n; j++)
+		if (pathset_covers(&sa, b->v[j], false))
+			ok = strv_push(&r, b->v[j]);
+	pathset_free(&sa);
+	pathset_free(&sb);
+	if (!ok) {
+		strv_free(&r);
+		return false;
+	}
 	region_minimize(&r);
 	strv_free(out);
 	*out = r;
@@ -727,15 +756,7 @@ ota_err boundary_meet(boundary *cur, const boundary *r, bool strict, const char 
 		cur->has_protected = cur->has_protected || r->has_protected;
 		strv_sort_unique(&cur->protected_);
 		/* protection wins: writable reach inside protected content is dropped */
-		size_t o = 0;
-		for (size_t i = 0; i < cur->writable.n; i++) {
-			bool inside = false;
-			for (size_t j = 0; j < cur->protected_.n && !inside; j++)
-				inside = path_within(cur->writable.v[i], cur->protected_.v[j]);
-			if (!inside)
-				cur->writable.v[o++] = cur->writable.v[i];
-		}
-		cur->writable.n = o;
+		drop_within(&cur->writable, &cur->protected_);
 	}
 	if (r->has_net) {
 		/* broad allow (no destinations) over deny widens; an allowlist
@@ -878,15 +899,7 @@ void boundary_normalize(boundary *b)
 			b->has_writable = true; /* a read-only root: exactly the listed carve-outs */
 		region_minimize(&b->writable);
 		strv_sort_unique(&b->protected_);
-		size_t o = 0;
-		for (size_t i = 0; i < b->writable.n; i++) {
-			bool inside = false;
-			for (size_t j = 0; j < b->protected_.n && !inside; j++)
-				inside = path_within(b->writable.v[i], b->protected_.v[j]);
-			if (!inside)
-				b->writable.v[o++] = b->writable.v[i];
-		}
-		b->writable.n = o;
+		drop_within(&b->writable, &b->protected_);
 	}
 	if (b->has_net && b->ntargets > 1)
 		qsort(b->targets, b->ntargets, sizeof *b->targets, cmp_target);

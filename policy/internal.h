@@ -94,6 +94,24 @@ void boundary_normalize(boundary *b);
 ota_err path_normalize(const char *in, pool *pl, const char **out, const char *where, ota_error *err);
 /* true when a == b or a lies inside b */
 bool path_within(const char *a, const char *b);
+/*
+ * A set of paths for path_within against many: covers(a) looks up a and
+ * each of its ancestors (a's prefixes ending before a '/'), so checking n
+ * paths against m costs their lengths, not n * m path_within calls.
+ * pathset_build false: out of memory (the callers then fall back to the
+ * pairwise loop, with the same result).
+ */
+typedef struct {
+	const char **slot;
+	size_t cap;
+} pathset;
+bool pathset_build(pathset *s, const strv *v);
+void pathset_free(pathset *s);
+/* some b in s with path_within(a, b); proper: and b != a */
+bool pathset_covers(const pathset *s, const char *a, bool proper);
+/* the first i (in order) with some j such that path_within(a->v[i], b->v[j]),
+ * and that first j; false when there is none */
+bool paths_first_within(const strv *a, const strv *b, size_t *i_out, size_t *j_out);
 /* classify whether b holds an authoritative runtime control */
 bool boundary_authoritative(const boundary *b);
 

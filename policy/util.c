@@ -316,3 +316,78 @@ bool path_within(const char *a, const char *b)
 	size_t bl = strlen(b);
 	return strncmp(a, b, bl) == 0 && (a[bl] == '\0' || a[bl] == '/');
 }
+
+static uint64_t h_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (uint8_t)p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static bool pathset_has(const pathset *s, const char *p, size_t n)
+{
+	size_t h = (size_t)(h_bytes(p, n) & (s->cap - 1));
+	for (; s->slot[h] != NULL; h = (h + 1) & (s->cap - 1))
+		if (strncmp(s->slot[h], p, n) == 0 && s->slot[h][n] == '\0')
+			return true;
+	return false;
+}
+
+bool pathset_build(pathset *s, const strv *v)
+{
+	size_t cap = 16;
+	while (cap < v->n * 2 + 2)
+		cap *= 2;
+	s->slot = calloc(cap, sizeof *s->slot);
+	s->cap = cap;
+	if (s->slot == NULL)
+		return false;
+	for (size_t i = 0; i < v->n; i++) {
+		size_t n = strlen(v->v[i]);
+		if (pathset_has(s, v->v[i], n))
+			continue;
+		size_t h = (size_t)(h_bytes(v->v[i], n) & (cap - 1));
+		while (s->slot[h] != NULL)
+			h = (h + 1) & (cap - 1);
+		s->slot[h] = v->v[i];
+	}
+	return true;
+}
+
+void pathset_free(pathset *s)
+{
+	free(s->slot);
+	s->slot = NULL;
+	s->cap = 0;
+}
+
+bool pathset_covers(const pathset *s, const char *a, bool proper)
+{
+	size_t n = strlen(a);
+	for (size_t k = 0; k <= n; k++)
+		if ((k == n ? !proper : a[k] == '/') && pathset_has(s, a, k))
+			return true;
+	return false;
+}
+
+bool paths_first_within(const strv *a, const strv *b, size_t *i_out, size_t *j_out)
+{
+	pathset s;
+	bool fast = pathset_build(&s, b);
+	for (size_t i = 0; i < a->n; i++) {
+		if (fast && !pathset_covers(&s, a->v[i], false))
+			continue;
+		for (size_t j = 0; j < b->n; j++)
+			if (path_within(a->v[i], b->v[j])) {
+				*i_out = i;
+				*j_out = j;
+				pathset_free(&s);
+				return true;
+			}
+	}
+	pathset_free(&s);
+	return false;
+}

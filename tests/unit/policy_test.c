@@ -969,12 +969,96 @@ static void test_invalid_vectors(void **state)
 	assert_true(count >= 19);
 }
 
+/* ---- path sets: the same answers as path_within, pair by pair ---- */
+
+static uint32_t lcg(uint32_t *x)
+{
+	*x = *x * 1664525u + 1013904223u;
+	return *x >> 8;
+}
+
+static void random_paths(strv *v, char (*buf)[32], size_t n, uint32_t *seed)
+{
+	static const char *const comp[] = {"a", "b", "ab", "a.b"};
+	v->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		buf[i][0] = '\0';
+		size_t depth = 1 + lcg(seed) % 4;
+		for (size_t k = 0; k < depth; k++) {
+			if (k > 0)
+				strcat(buf[i], "/");
+			strcat(buf[i], comp[lcg(seed) % 4]);
+		}
+		assert_true(strv_push(v, buf[i]));
+	}
+}
+
+static void test_pathset_agrees(void **state)
+{
+	(void)state;
+	static char ba[40][32], bb[40][32];
+	strv a = {0}, b = {0};
+	uint32_t seed = 7;
+	for (int round = 0; round < 2000; round++) {
+		random_paths(&a, ba, 1 + lcg(&seed) % 40, &seed);
+		random_paths(&b, bb, lcg(&seed) % 40, &seed);
+		pathset s;
+		assert_true(pathset_build(&s, &b));
+		for (size_t i = 0; i < a.n; i++) {
+			bool any = false, proper = false;
+			for (size_t j = 0; j < b.n; j++) {
+				any = any || path_within(a.v[i], b.v[j]);
+				proper = proper || (path_within(a.v[i], b.v[j]) && strcmp(a.v[i], b.v[j]) != 0);
+			}
+			assert_int_equal(pathset_covers(&s, a.v[i], false), any);
+			assert_int_equal(pathset_covers(&s, a.v[i], true), proper);
+		}
+		pathset_free(&s);
+		size_t wi = SIZE_MAX, wj = SIZE_MAX, fi, fj;
+		for (size_t i = 0; i < a.n && wi == SIZE_MAX; i++)
+			for (size_t j = 0; j < b.n && wi == SIZE_MAX; j++)
+				if (path_within(a.v[i], b.v[j])) {
+					wi = i;
+					wj = j;
+				}
+		assert_int_equal(paths_first_within(&a, &b, &fi, &fj), wi != SIZE_MAX);
+		if (wi != SIZE_MAX) {
+			assert_int_equal(fi, wi);
+			assert_int_equal(fj, wj);
+		}
+	}
+	strv_free(&a);
+	strv_free(&b);
+
+	/* a boundary of 6,000 writable and 6,000 protected paths: the overlap
+	 * of the last writable path is found and named */
+	enum { NP = 6000 };
+	size_t cap = (size_t)NP * 40 + 4096;
+	char *y = malloc(cap);
+	assert_non_null(y);
+	snprintf(y, cap, HEAD "tasks:\n  a:\n    run: x\n    runtime_boundary:\n      filesystem:\n"
+	                      "        writable_paths: [");
+	for (int i = 0; i < NP; i++)
+		snprintf(y + strlen(y), cap - strlen(y), "%sw/%d", i ? ", " : "", i);
+	snprintf(y + strlen(y), cap - strlen(y), ", p/%d/x]\n        protected_paths: [", NP - 1);
+	for (int i = 0; i < NP; i++)
+		snprintf(y + strlen(y), cap - strlen(y), "%sp/%d", i ? ", " : "", i);
+	snprintf(y + strlen(y), cap - strlen(y), "]\n");
+	ota_contract *c = NULL;
+	ota_error e;
+	assert_ota(load_str(y, &c, &e), OTA_ERR_POLICY_PATH_OVERLAP);
+	assert_non_null(strstr(e.what, "'p/5999/x'"));
+	assert_non_null(strstr(e.what, "'p/5999'"));
+	free(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_upstream_examples),
 		cmocka_unit_test(test_loader_refusals),
 		cmocka_unit_test(test_alias_bomb_and_depth),
+		cmocka_unit_test(test_pathset_agrees),
 		cmocka_unit_test(test_identity_stability),
 		cmocka_unit_test(test_overlays),
 		cmocka_unit_test(test_meet_properties),
