@@ -5,6 +5,16 @@
  * the canonical and effective policy of the lane that covers every task.
  * Baseline, measured in the same run: libyaml's raw event parse of the same
  * bytes. Also prints the growth ratio 16x/1x against linear (16).
+ *
+ * Adversarial shapes, each at 1x, 4x and 16x, load + compile of one lane,
+ * growth against linear (a ratio near 1 is linear; the shapes that were
+ * quadratic or cubic before showed 16 to 256 here):
+ *   policy_shape_paths_N: one boundary of N writable and N protected paths
+ *     (N = 2,500 at 1x): the path-list checks (hash sets of ancestors);
+ *   policy_shape_extends_N: a chain of N contexts (1,000 at 1x), N/2 tasks
+ *     each naming one of them: extends lookups and the cycle check;
+ *   policy_shape_workflows_N: N workflows (1,000 at 1x) over N tasks:
+ *     workflow lookups at load (every workflow lane is compiled).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -117,6 +127,88 @@ static double compile_once(const sbuf *b, size_t *nseg)
 	return t;
 }
 
+static sbuf shape_paths(unsigned n)
+{
+	sbuf b = {malloc(4096), 0, 4096};
+	put(&b, "version: 1\nproject: {name: bench}\ntasks:\n  t:\n    run: make\n"
+	        "    runtime_boundary:\n      filesystem:\n        repo_root_mode: read_only\n"
+	        "        writable_paths: [");
+	for (unsigned i = 0; i < n; i++)
+		put(&b, "%sw/%u/x", i ? ", " : "", i);
+	put(&b, "]\n        protected_paths: [");
+	for (unsigned i = 0; i < n; i++)
+		put(&b, "%sp/%u", i ? ", " : "", i);
+	put(&b, "]\n");
+	return b;
+}
+
+static sbuf shape_extends(unsigned n)
+{
+	sbuf b = {malloc(4096), 0, 4096};
+	put(&b, "version: 1\nproject: {name: bench}\nexecution:\n  contexts:\n");
+	for (unsigned i = 0; i + 1 < n; i++)
+		put(&b, "    c%u: {extends: c%u}\n", i, i + 1);
+	put(&b, "    c%u: {backend: container, lifecycle: ephemeral, container: {image: i, "
+	        "platform: linux/amd64}}\ntasks:\n", n - 1);
+	for (unsigned i = 0; i < n / 2; i++)
+		put(&b, "  t%u: {run: make, context: c%u}\n", i, i);
+	return b;
+}
+
+static sbuf shape_workflows(unsigned n)
+{
+	sbuf b = {malloc(4096), 0, 4096};
+	put(&b, "version: 1\nproject: {name: bench}\ntasks:\n");
+	for (unsigned i = 0; i < n; i++)
+		put(&b, "  t%u: {run: make}\n", i);
+	put(&b, "workflows:\n  default: w%u\n", n - 1);
+	for (unsigned i = 0; i < n; i++)
+		put(&b, "  w%u: {run: {task: t%u}}\n", i, i);
+	return b;
+}
+
+static double load_compile(const sbuf *b, const char *lane)
+{
+	ota_policy_options o;
+	memset(&o, 0, sizeof o);
+	ota_platform_host(&o.native_platform);
+	double t0 = now_ms();
+	ota_contract *c = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_policy *p = NULL;
+	if (ota_contract_load(ota_bytes_make(b->p, b->n), "bench.yaml", &c, &e) != OTA_OK ||
+	    ota_policy_compile(c, OTA_LANE_TASK, lane, &o, NULL, 0, &p, &e) != OTA_OK) {
+		fprintf(stderr, "bench_policy: %s %s %s\n", ota_err_name(e.code), e.where, e.what);
+		exit(3);
+	}
+	double t = now_ms() - t0;
+	ota_policy_free(p);
+	ota_contract_free(c);
+	return t;
+}
+
+static void shape(const char *name, sbuf (*gen)(unsigned), unsigned base, const char *lane)
+{
+	const unsigned mult[3] = {1, 4, 16};
+	double ms[3];
+	for (int i = 0; i < 3; i++) {
+		sbuf b = gen(base * mult[i]);
+		double best = 1e18;
+		for (int r = 0; r < 3; r++) {
+			double t = load_compile(&b, lane);
+			if (t < best)
+				best = t;
+		}
+		ms[i] = best;
+		printf("{\"bench\": \"policy_shape_%s_%u\", \"value\": %.2f, \"unit\": \"ms\", "
+		       "\"baseline\": \"linear_from_%u\", \"baseline_value\": %.2f, \"ratio\": %.2f, "
+		       "\"bytes\": %zu}\n",
+		       name, base * mult[i], best, base, ms[0] * mult[i], best / (ms[0] * mult[i]), b.n);
+		free(b.p);
+	}
+}
+
 int main(void)
 {
 	const unsigned mult[3] = {1, 4, 16};
@@ -157,5 +249,8 @@ int main(void)
 	       "\"baseline\": \"libyaml_event_parse_growth_16x\", \"baseline_value\": %.2f, \"ratio\": %.2f}\n",
 	       compile_ms[2] / compile_ms[0], parse_ms[2] / parse_ms[0],
 	       (compile_ms[2] / compile_ms[0]) / (parse_ms[2] / parse_ms[0]));
+	shape("paths", shape_paths, 2500, "t");
+	shape("extends", shape_extends, 1000, "t0");
+	shape("workflows", shape_workflows, 1000, "t0");
 	return 0;
 }
