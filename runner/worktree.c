@@ -19,7 +19,10 @@
  *     HEAD resolves to, as git records a submodule or an embedded
  *     repository: a ".git" directory is resolved as REPO/.git is
  *     (revision.c), a ".git" file (a submodule's "gitdir: ../.git/modules/
- *     NAME") only when it points into REPO/.git/modules;
+ *     NAME") only when it points into REPO/.git/modules; and only once the
+ *     directory's files, hashed the same way, are that commit's tree (read
+ *     from its object store: gitobj.c), where git would record the commit
+ *     whatever the files;
  *   - a tree's entries sorted as git sorts them (a directory's name
  *     compared as if it ended in "/").
  * Left out: REPO/.git itself, and what the toolkit writes into the
@@ -185,10 +188,16 @@ static ota_err hash_link(walk *w, int dirfd, const char *name, const char *path,
 	return hash_object(w, "blob", (const uint8_t *)target, (size_t)n, oid, path);
 }
 
+static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, bool top,
+                        uint8_t oid[32], bool *empty);
+
 /*
  * The gitlink of the directory subfd at path (it holds ".git", of type
  * gtype): the commit its HEAD resolves to, of the outer repository's id
- * length.
+ * length, once the directory's files (hashed as a tree, its .git left out)
+ * are found to be that commit's tree: a submodule whose files were changed,
+ * added to or removed is an error (the work tree is then not recorded), as
+ * git would record its commit alone.
  */
 static ota_err gitlink(walk *w, int subfd, const char *path, unsigned depth, uint8_t oid[32])
 {
@@ -223,19 +232,32 @@ static ota_err gitlink(walk *w, int subfd, const char *path, unsigned depth, uin
 		return rc;
 	char rev[OTA_RUNNER_REVISION_MAX + 1];
 	rc = ota_git_resolve_head(gitfd, rev, w->err);
+	if (rc == OTA_OK && strlen(rev) != w->oid_len * 2)
+		rc = fail(w, OTA_ERR_UNSUPPORTED, where,
+		          "its commit ids are not as long as the repository's");
+	for (size_t i = 0; rc == OTA_OK && i < w->oid_len; i++) {
+		unsigned v;
+		if (sscanf(rev + 2 * i, "%2x", &v) != 1)
+			rc = fail(w, OTA_ERR_UNSUPPORTED, where, "commit id");
+		oid[i] = (uint8_t)v;
+	}
+	uint8_t tree[32];
+	if (rc == OTA_OK)
+		rc = ota_git_commit_tree(gitfd, oid, w->oid_len, tree, w->err);
 	close(gitfd);
 	if (rc != OTA_OK)
 		return rc;
-	if (strlen(rev) != w->oid_len * 2)
-		return fail(w, OTA_ERR_UNSUPPORTED, where,
-		            "its commit ids are not as long as the repository's");
-	for (size_t i = 0; i < w->oid_len; i++) {
-		unsigned v;
-		if (sscanf(rev + 2 * i, "%2x", &v) != 1)
-			return fail(w, OTA_ERR_UNSUPPORTED, where, "commit id");
-		oid[i] = (uint8_t)v;
-	}
-	return OTA_OK;
+	/* the directory's files against the commit's tree */
+	uint8_t files[32];
+	bool empty = false;
+	rc = hash_dir(w, subfd, path, depth, true, files, &empty);
+	if (rc == OTA_OK && empty)
+		rc = hash_object(w, "tree", NULL, 0, files, path);
+	if (rc == OTA_OK && memcmp(files, tree, w->oid_len) != 0)
+		rc = fail(w, OTA_ERR_UNSUPPORTED, path,
+		          "its files are not those of the commit its HEAD names (a changed, added or "
+		          "removed file in a submodule or embedded repository)");
+	return rc;
 }
 
 /* git's order: a tree's name compares as if it ended in "/" */
@@ -258,10 +280,10 @@ static void entries_free(entry *v, size_t n)
 	free(v);
 }
 
-/* Skipped by name: REPO/.git. */
-static bool skipped(const char *path, const char *name)
+/* Skipped by name: the .git of the repository or of a gitlink's directory (top). */
+static bool skipped(bool top, const char *name)
 {
-	return path[0] == '\0' && strcmp(name, ".git") == 0;
+	return top && strcmp(name, ".git") == 0;
 }
 
 /*
@@ -293,8 +315,8 @@ static bool toolkit_output(const char *path, const char *name, const struct stat
  * The tree of the directory dirfd (borrowed) at path ("" for the root).
  * *empty: it has no entry (then oid is not set).
  */
-static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, uint8_t oid[32],
-                        bool *empty)
+static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, bool top,
+                        uint8_t oid[32], bool *empty)
 {
 	*empty = true;
 	if (depth > OTA_MAX_WORKTREE_DEPTH)
@@ -322,7 +344,7 @@ static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, ui
 			break;
 		}
 		const char *name = de->d_name;
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || skipped(path, name))
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || skipped(top, name))
 			continue;
 		if (cancelled(w, path)) {
 			rc = OTA_ERR_OCI_INTERRUPTED;
@@ -370,7 +392,7 @@ static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, ui
 			} else {
 				bool sub_empty;
 				e.mode = 040000u;
-				rc = hash_dir(w, sfd, sub, depth + 1, e.oid, &sub_empty);
+				rc = hash_dir(w, sfd, sub, depth + 1, false, e.oid, &sub_empty);
 				keep = !sub_empty;
 			}
 			close(sfd);
@@ -450,7 +472,7 @@ ota_err ota_runner_worktree_id(const char *repo, size_t hex_len, volatile sig_at
 	if (w.ctx == NULL || w.buf == NULL)
 		rc = OTA_ERR_NOMEM;
 	else
-		rc = hash_dir(&w, w.rootfd, "", 0, oid, &empty);
+		rc = hash_dir(&w, w.rootfd, "", 0, true, oid, &empty);
 	if (rc == OTA_OK && empty) /* git's empty tree */
 		rc = hash_object(&w, "tree", NULL, 0, oid, "");
 	if (rc == OTA_OK)

@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libssl-dev libcbor-dev libjansson-dev libyaml-dev libcurl4-openssl-dev
-  libsqlite3-dev sqlite3 libcmocka-dev libmicrohttpd-dev
+  libsqlite3-dev sqlite3 libcmocka-dev libmicrohttpd-dev zlib1g-dev
   mandoc jq curl python3 python3-cryptography python3-jsonschema nodejs
   runc crun busybox-static skopeo umoci iproute2 util-linux debootstrap openssl
   strace git

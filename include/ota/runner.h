@@ -146,13 +146,15 @@ OTA_API OTA_NODISCARD ota_err ota_git_packed_refs_find(const uint8_t *b, size_t 
  * (mode 100755 when the owner may execute them) and symlinks (not
  * followed) as blobs, empty directories left out, a directory holding .git
  * as a gitlink to the commit its HEAD resolves to (a submodule's .git file
- * only when it points into REPO/.git/modules). Equal to `git rev-parse
+ * only when it points into REPO/.git/modules), once the directory's files
+ * are found to be that commit's tree (ota_git_commit_tree). Equal to `git rev-parse
  * REV^{tree}` exactly when the work tree holds commit REV's files and
  * nothing else. cancel (may be NULL): the caller's SIGINT/SIGTERM flag,
  * checked at every entry and every 256 KiB read (oci_interrupted once set).
  * out: the id and a NUL, "" on failure. Errors: unsupported
  * (a FIFO, socket or device; a file that changed while it was hashed; a
- * gitlink that does not resolve), too_large (OTA_MAX_WORKTREE_ENTRIES,
+ * gitlink that does not resolve, or whose directory does not hold its
+ * commit's files), too_large (OTA_MAX_WORKTREE_ENTRIES,
  * OTA_MAX_WORKTREE_BYTES, OTA_MAX_WORKTREE_DEPTH), not_found, io_error,
  * usage, out_of_memory; those of ota_runner_repo_revision for a gitlink.
  */
@@ -169,6 +171,34 @@ OTA_API OTA_NODISCARD ota_err ota_runner_worktree_id(const char *repo, size_t he
  * most one "\n". rel: ".git/modules/NAME", relative to the repository.
  * unsupported otherwise, too_large over OTA_MAX_GIT_REF_FILE_BYTES.
  */
+/*
+ * The tree id (oid_len bytes into tree) of commit oid (oid_len: 20 for
+ * SHA-1, 32 for SHA-256) in the object store of the git directory gitfd
+ * (borrowed): a loose object or an entry of a pack (index version 2),
+ * deltas resolved at most OTA_MAX_GIT_DELTA_DEPTH deep, each object at most
+ * OTA_MAX_GIT_OBJECT_BYTES inflated, OTA_MAX_GIT_PACKS indexes. The object
+ * found must hash to oid. Errors: not_found (not in the store), unsupported
+ * (malformed or lying store content, another index version, an object that
+ * is not a commit, a store with alternates that does not hold it),
+ * too_large, io_error, usage, out_of_memory.
+ *
+ * ota_git_pack_commit_tree: the same in one pack pair (idxfd, packfd) only
+ * (fuzz_git_object). ota_git_delta_apply: a git delta applied to base (*out
+ * new; its result at most OTA_MAX_GIT_OBJECT_BYTES). ota_git_commit_parse_tree:
+ * the tree a commit object's bytes start with ("tree HEX\n").
+ */
+OTA_API OTA_NODISCARD ota_err ota_git_commit_tree(int gitfd, const uint8_t *oid, size_t oid_len,
+                                                  uint8_t tree[32], ota_error *err);
+OTA_API OTA_NODISCARD ota_err ota_git_pack_commit_tree(int idxfd, int packfd, const uint8_t *oid,
+                                                       size_t oid_len, uint8_t tree[32],
+                                                       ota_error *err);
+OTA_API OTA_NODISCARD ota_err ota_git_delta_apply(const uint8_t *base, size_t base_len,
+                                                  const uint8_t *delta, size_t delta_len,
+                                                  uint8_t **out, size_t *out_len, ota_error *err);
+OTA_API OTA_NODISCARD ota_err ota_git_commit_parse_tree(const uint8_t *b, size_t n,
+                                                        size_t oid_len, uint8_t tree[32],
+                                                        ota_error *err);
+
 OTA_API OTA_NODISCARD ota_err ota_git_gitdir_parse(const uint8_t *b, size_t n, const char *where,
                                                    unsigned depth,
                                                    char rel[OTA_MAX_GIT_REFNAME_BYTES],

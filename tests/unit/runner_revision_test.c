@@ -488,6 +488,73 @@ static void test_worktree_dirty(void **state)
 	assert_string_equal(id, prev);
 }
 
+/*
+ * A gitlink stands for its commit only while the directory holds that
+ * commit's files: a changed, added or removed file in a submodule or an
+ * embedded repository makes the work tree unrecorded (git would record the
+ * commit alone), whether the objects are loose or packed (with deltas).
+ */
+static void test_worktree_submodule_files(void **state)
+{
+	(void)state;
+	if (!have_git)
+		skip();
+	char d[4096], o[4096], tree[128], id[OTA_RUNNER_REVISION_MAX + 1];
+	snprintf(o, sizeof o, "%s/sub-origin", tmp);
+	snprintf(d, sizeof d, "%s/sub-outer", tmp);
+	assert_int_equal(test_sh_status("mkdir -p %s/dir && cd %s && " GIT " init -q . && echo o > o && "
+					"echo i > dir/i && " GIT " add o dir && " GIT " commit -qm o",
+					o, o),
+	                 0);
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q . && echo x > x && " GIT
+					" add x && " GIT " commit -qm one && " GIT
+					" submodule -q add %s lib/dep && " GIT " commit -qm sub",
+					d, d, o),
+	                 0);
+	git_line(d, "rev-parse HEAD^{tree}", tree, sizeof tree);
+	ours(d, 40, id);
+	assert_string_equal(id, tree);
+	const char *const changes[][2] = {
+		{"echo changed > lib/dep/o", "cd lib/dep && " GIT " checkout -q -- o"},
+		{"echo new > lib/dep/new", "rm lib/dep/new"},
+		{"rm lib/dep/dir/i", "cd lib/dep && " GIT " checkout -q -- dir/i"},
+		{"chmod +x lib/dep/o", "chmod -x lib/dep/o"},
+		{"ln -s o lib/dep/l", "rm lib/dep/l"},
+	};
+	for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+		assert_int_equal(test_sh_status("cd %s && %s", d, changes[i][0]), 0);
+		refused(d, OTA_ERR_UNSUPPORTED, "lib/dep");
+		assert_int_equal(test_sh_status("cd %s && %s", d, changes[i][1]), 0);
+		ours(d, 40, id);
+		assert_string_equal(id, tree);
+	}
+	/* packed, with offset deltas and then with reference deltas, loose
+	 * objects gone: the same answers */
+	const char *const repacks[] = {
+		"repack -q -a -d -f --depth=50 --window=50 && " GIT " prune-packed",
+		"-c repack.useDeltaBaseOffset=false repack -q -a -d -f && " GIT " prune-packed",
+	};
+	for (size_t i = 0; i < sizeof repacks / sizeof repacks[0]; i++) {
+		assert_int_equal(test_sh_status("cd %s/lib/dep && " GIT " %s && "
+						"test -z \"$(find $(" GIT " rev-parse --git-dir)/objects -path '*/objects/?" "?/*')\"",
+						d, repacks[i]),
+		                 0);
+		ours(d, 40, id);
+		assert_string_equal(id, tree);
+		assert_int_equal(test_sh_status("cd %s && echo changed > lib/dep/o", d), 0);
+		refused(d, OTA_ERR_UNSUPPORTED, "lib/dep");
+		assert_int_equal(test_sh_status("cd %s/lib/dep && " GIT " checkout -q -- o", d), 0);
+	}
+	/* an embedded repository (a .git directory) likewise */
+	assert_int_equal(test_sh_status("cd %s && mkdir emb && cd emb && " GIT " init -q . && echo e > e && " GIT
+					" add e && " GIT " commit -qm e",
+					d),
+	                 0);
+	expect_write_tree(d, 40, id);
+	assert_int_equal(test_sh_status("cd %s && echo f > emb/e", d), 0);
+	refused(d, OTA_ERR_UNSUPPORTED, "emb");
+}
+
 static void test_worktree_gitlinks(void **state)
 {
 	(void)state;
@@ -663,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_worktree_clean),
 		cmocka_unit_test(test_worktree_dirty),
 		cmocka_unit_test(test_worktree_gitlinks),
+		cmocka_unit_test(test_worktree_submodule_files),
 		cmocka_unit_test(test_worktree_sha256),
 		cmocka_unit_test(test_worktree_refused),
 		cmocka_unit_test(test_gitdir_parse),
