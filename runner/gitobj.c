@@ -7,7 +7,12 @@
  * object (objects/XX/REST, zlib) or an entry of a pack (objects/pack/
  * pack-*.idx version 2 and its .pack, version 2 or 3), an offset or
  * reference delta resolved against its base at most OTA_MAX_GIT_DELTA_DEPTH
- * deep, every object and delta at most OTA_MAX_GIT_OBJECT_BYTES inflated.
+ * deep, every object and delta at most OTA_MAX_GIT_OBJECT_BYTES inflated,
+ * and all the lookups of one caller (a work-tree walk) at most a budget of
+ * inflated bytes together (OTA_MAX_GIT_INFLATE_BYTES by default): a hostile
+ * store costs a bounded amount of time and memory however many submodules
+ * point at it. Packs are looked in before loose objects, as git does; an
+ * index whose pack is missing is passed over, as git does.
  * The commit found is hashed ("commit LEN\0" and its bytes, SHA-1 or
  * SHA-256 by the id's length) and must be the id asked for: a pack or index
  * that lies about what it holds is refused, never believed. Every file is
@@ -41,8 +46,24 @@ typedef struct gctx {
 	int idxfd, packfd;  /* the pack being read (gitfd mode: set per pack) */
 	size_t oid_len;     /* 20 or 32 */
 	unsigned depth;     /* deltas followed so far */
+	uint64_t *budget;   /* inflated bytes still allowed */
 	ota_error *err;
+	/* gitfd mode: objects/pack and its index names, listed once */
+	bool listed;
+	int pdir;           /* -1: no objects/pack */
+	char (*idx)[NAME_MAX + 1];
+	size_t nidx;
 } gctx;
+
+static ota_err spend(gctx *g, size_t n)
+{
+	if (n > *g->budget)
+		return ota_error_set(g->err, OTA_ERR_TOO_LARGE, "git objects",
+		                     "the lookups would inflate more than their budget of %u bytes",
+		                     OTA_MAX_GIT_INFLATE_BYTES);
+	*g->budget -= n;
+	return OTA_OK;
+}
 
 static ota_err bad(gctx *g, const char *what)
 {
@@ -52,45 +73,62 @@ static ota_err bad(gctx *g, const char *what)
 /* ---- zlib ---- */
 
 /*
- * Inflates one zlib stream from in (n bytes) into exactly want bytes (*out
- * new). *used: the input bytes the stream took. Strict: the stream must end
- * at exactly want bytes.
+ * Inflates the zlib stream at offset off of fd (at most end) into exactly
+ * want bytes (*out new): the stream is read in chunks until it ends, so any
+ * valid deflate stream is read, however poorly it compresses; it must end at
+ * exactly want bytes.
  */
-static ota_err inflate_exact(gctx *g, const uint8_t *in, size_t n, size_t want, uint8_t **out,
-                             size_t *used)
+static ota_err inflate_at(gctx *g, int fd, uint64_t off, uint64_t end, size_t want, uint8_t **out)
 {
 	*out = NULL;
 	if (want > OTA_MAX_GIT_OBJECT_BYTES)
 		return ota_error_set(g->err, OTA_ERR_TOO_LARGE, "git objects",
 		                     "an object of %zu bytes (at most %u)", want,
 		                     OTA_MAX_GIT_OBJECT_BYTES);
+	ota_err rc = spend(g, want);
+	if (rc != OTA_OK)
+		return rc;
 	uint8_t *buf = malloc(want + 1);
-	if (buf == NULL)
-		return ota_error_set(g->err, OTA_ERR_NOMEM, "git objects", NULL);
+	uint8_t *in = malloc(64 * 1024);
 	z_stream z;
 	memset(&z, 0, sizeof z);
-	if (inflateInit(&z) != Z_OK) {
+	if (buf == NULL || in == NULL || inflateInit(&z) != Z_OK) {
 		free(buf);
-		return ota_error_set(g->err, OTA_ERR_NOMEM, "git objects", "zlib");
+		free(in);
+		return ota_error_set(g->err, OTA_ERR_NOMEM, "git objects", NULL);
 	}
-	z.next_in = (Bytef *)(uintptr_t)in;
-	z.avail_in = (uInt)(n > UINT32_MAX ? UINT32_MAX : n);
 	/* one byte more than wanted: a stream longer than its header says */
 	z.next_out = buf;
 	z.avail_out = (uInt)want + 1;
-	int zr = inflate(&z, Z_FINISH);
+	int zr = Z_OK;
+	while (zr == Z_OK) {
+		if (z.avail_in == 0) {
+			size_t k = end - off < 64 * 1024 ? (size_t)(end - off) : 64 * 1024;
+			if (k == 0)
+				break; /* the pack ends first */
+			ssize_t r = pread(fd, in, k, (off_t)off);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			off += (uint64_t)r;
+			z.next_in = in;
+			z.avail_in = (uInt)r;
+		}
+		zr = inflate(&z, Z_NO_FLUSH);
+		if (zr == Z_OK && z.avail_out == 0)
+			break; /* longer than its header says */
+	}
 	size_t got = want + 1 - z.avail_out;
-	size_t took = (size_t)(z.next_in - in);
 	inflateEnd(&z);
+	free(in);
 	if (zr != Z_STREAM_END || got != want) {
 		free(buf);
-		return bad(g, zr == Z_STREAM_END || zr == Z_BUF_ERROR || zr == Z_OK
+		return bad(g, zr == Z_STREAM_END || zr == Z_OK || zr == Z_BUF_ERROR
 		                  ? "a compressed object is not as long as its header says"
 		                  : "a compressed object is corrupt");
 	}
 	*out = buf;
-	if (used != NULL)
-		*used = took;
 	return OTA_OK;
 }
 
@@ -425,19 +463,9 @@ static ota_err pack_read(gctx *g, uint64_t off, int *type, uint8_t **out, size_t
 	} else if (t < OBJ_COMMIT || t > OBJ_TAG) {
 		return bad(g, "a pack entry of an unknown type");
 	}
-	/* the compressed bytes: at most what a stream of len bytes can take
-	 * (zlib's bound), never past the pack's trailer */
-	uint64_t zmax = compressBound((uLong)len) + 64;
-	uint64_t zavail = avail - i;
-	size_t zn = (size_t)(zavail < zmax ? zavail : zmax);
-	uint8_t *z = malloc(zn ? zn : 1);
-	if (z == NULL)
-		return ota_error_set(g->err, OTA_ERR_NOMEM, "git objects", NULL);
-	rc = pread_all(g, g->packfd, z, zn, off + i);
+	/* the compressed bytes, never past the pack's trailer */
 	uint8_t *data = NULL;
-	if (rc == OTA_OK)
-		rc = inflate_exact(g, z, zn, (size_t)len, &data, NULL);
-	free(z);
+	rc = inflate_at(g, g->packfd, off + i, size - g->oid_len, (size_t)len, &data);
 	if (rc != OTA_OK)
 		return rc;
 	if (t >= OBJ_COMMIT && t <= OBJ_TAG) {
@@ -495,24 +523,106 @@ static void hexof(const uint8_t *b, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* an object of the store: loose, then in each pack; its id checked */
-static ota_err find_object(gctx *g, const uint8_t *oid, int *type, uint8_t **out, size_t *n)
+/* objects/pack's index names, once per lookup context */
+static ota_err list_packs(gctx *g)
 {
-	*out = NULL;
-	ota_err rc;
-	if (g->gitfd < 0) {
-		bool found = false;
-		rc = pack_find(g, oid, &found, type, out, n);
-		if (rc == OTA_OK && !found)
-			rc = ota_error_set(g->err, OTA_ERR_NOT_FOUND, "git objects", "not in the pack");
-		if (rc == OTA_OK)
-			rc = check_id(g, *type, *out, *n, oid);
-		if (rc != OTA_OK) {
-			free(*out);
-			*out = NULL;
-		}
+	if (g->listed)
+		return OTA_OK;
+	g->listed = true;
+	ota_error le;
+	ota_error_clear(&le);
+	ota_err rc = ota_dir_open_beneath(g->gitfd, ".git", "objects/pack", 0, &g->pdir, &le);
+	if (rc == OTA_ERR_NOT_FOUND) {
+		g->pdir = -1;
+		return OTA_OK;
+	}
+	if (rc != OTA_OK) {
+		if (g->err != NULL)
+			*g->err = le;
 		return rc;
 	}
+	int dfd = fcntl(g->pdir, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (d == NULL) {
+		if (dfd >= 0)
+			close(dfd);
+		return ota_error_set(g->err, OTA_ERR_IO, "objects/pack", "opendir: %s", strerror(errno));
+	}
+	size_t cap = 0;
+	rc = OTA_OK;
+	for (struct dirent *de; rc == OTA_OK && (de = readdir(d)) != NULL;) {
+		size_t l = strlen(de->d_name);
+		if (l < 10 || strncmp(de->d_name, "pack-", 5) != 0 || strcmp(de->d_name + l - 4, ".idx") != 0)
+			continue;
+		if (g->nidx >= OTA_MAX_GIT_PACKS) {
+			rc = ota_error_set(g->err, OTA_ERR_TOO_LARGE, "objects/pack", "more than %u packs",
+			                   OTA_MAX_GIT_PACKS);
+			break;
+		}
+		if (g->nidx == cap) {
+			size_t nc = cap ? cap * 2 : 8;
+			char(*ni)[NAME_MAX + 1] = realloc(g->idx, nc * sizeof *ni);
+			if (ni == NULL) {
+				rc = ota_error_set(g->err, OTA_ERR_NOMEM, "objects/pack", NULL);
+				break;
+			}
+			g->idx = ni;
+			cap = nc;
+		}
+		snprintf(g->idx[g->nidx++], NAME_MAX + 1, "%s", de->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* oid in the packs of g->gitfd; *found false when none lists it */
+static ota_err packs_find(gctx *g, const uint8_t *oid, bool *found, int *type, uint8_t **out,
+                          size_t *n)
+{
+	*found = false;
+	ota_err rc = list_packs(g);
+	for (size_t k = 0; rc == OTA_OK && !*found && k < g->nidx; k++) {
+		const char *name = g->idx[k];
+		char pack[NAME_MAX + 1];
+		snprintf(pack, sizeof pack, "%.*s.pack", (int)(strlen(name) - 4), name);
+		int ifd = openat(g->pdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		int pfd = ifd >= 0 ? openat(g->pdir, pack, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+		                   : -1;
+		int en = errno;
+		struct stat si, sp;
+		if (ifd < 0 || pfd < 0) {
+			/* an index without its pack (a pack being written or
+			 * removed) is passed over, as git does; anything else is
+			 * an error, named with its cause */
+			if (en != ENOENT)
+				rc = ota_error_set(g->err, en == ELOOP ? OTA_ERR_PATH_SYMLINK : OTA_ERR_IO,
+				                   "objects/pack", "%.80s: %s", ifd < 0 ? name : pack,
+				                   strerror(en));
+		} else if (fstat(ifd, &si) != 0 || fstat(pfd, &sp) != 0 || !S_ISREG(si.st_mode) ||
+		           !S_ISREG(sp.st_mode)) {
+			rc = ota_error_set(g->err, OTA_ERR_NOT_REGULAR, "objects/pack",
+			                   "%.80s or its pack is not a regular file", name);
+		} else {
+			int oi = g->idxfd, op = g->packfd;
+			g->idxfd = ifd;
+			g->packfd = pfd;
+			rc = pack_find(g, oid, found, type, out, n);
+			g->idxfd = oi;
+			g->packfd = op;
+		}
+		if (ifd >= 0)
+			close(ifd);
+		if (pfd >= 0)
+			close(pfd);
+	}
+	return rc;
+}
+
+/* oid as a loose object of g->gitfd; *found false when there is none */
+static ota_err loose_find(gctx *g, const uint8_t *oid, bool *found, int *type, uint8_t **out,
+                          size_t *n)
+{
+	*found = false;
 	char hex[65], rel[80];
 	hexof(oid, g->oid_len, hex);
 	snprintf(rel, sizeof rel, "objects/%.2s/%s", hex, hex + 2);
@@ -521,129 +631,118 @@ static ota_err find_object(gctx *g, const uint8_t *oid, int *type, uint8_t **out
 	ota_error le;
 	ota_error_clear(&le);
 	/* compressed, a loose object is at most a little larger than itself */
-	rc = ota_file_read_beneath(g->gitfd, ".git", rel, compressBound(OTA_MAX_GIT_OBJECT_BYTES) + 64,
-	                           &z, &zn, &le);
-	if (rc == OTA_OK) {
-		/* the header's length is not known before inflating: inflate up
-		 * to the cap, then check the header */
-		z_stream s;
-		memset(&s, 0, sizeof s);
-		uint8_t *buf = malloc(OTA_MAX_GIT_OBJECT_BYTES + 64);
-		if (buf == NULL || inflateInit(&s) != Z_OK) {
-			free(buf);
-			free(z);
-			return ota_error_set(g->err, OTA_ERR_NOMEM, "git objects", NULL);
-		}
-		s.next_in = z;
-		s.avail_in = (uInt)zn;
-		s.next_out = buf;
-		s.avail_out = OTA_MAX_GIT_OBJECT_BYTES + 64;
-		int zr = inflate(&s, Z_FINISH);
-		size_t got = OTA_MAX_GIT_OBJECT_BYTES + 64 - s.avail_out;
-		bool whole = zr == Z_STREAM_END && s.avail_in == 0;
-		inflateEnd(&s);
-		free(z);
-		size_t hdr = 0;
-		rc = whole ? loose_header(g, buf, got, type, &hdr)
-		           : zr == Z_BUF_ERROR || zr == Z_OK
-		                 ? ota_error_set(g->err, OTA_ERR_TOO_LARGE, rel,
-		                                 "a loose object over %u bytes", OTA_MAX_GIT_OBJECT_BYTES)
-		                 : bad(g, "a loose object is corrupt");
-		if (rc == OTA_OK) {
-			*n = got - hdr;
-			memmove(buf, buf + hdr, *n);
-			*out = buf;
-			rc = check_id(g, *type, *out, *n, oid);
-		}
-		if (rc != OTA_OK) {
-			free(buf);
-			*out = NULL;
-		}
-		return rc;
-	}
-	if (rc != OTA_ERR_NOT_FOUND) {
+	ota_err rc = ota_file_read_beneath(g->gitfd, ".git", rel,
+	                                   compressBound(OTA_MAX_GIT_OBJECT_BYTES) + 64, &z, &zn, &le);
+	if (rc == OTA_ERR_NOT_FOUND)
+		return OTA_OK;
+	if (rc != OTA_OK) {
 		if (g->err != NULL)
 			*g->err = le;
 		return rc;
 	}
-	/* the packs */
-	int pdir = -1;
-	rc = ota_dir_open_beneath(g->gitfd, ".git", "objects/pack", 0, &pdir, g->err);
-	if (rc == OTA_ERR_NOT_FOUND)
-		goto absent;
-	if (rc != OTA_OK)
-		return rc;
-	DIR *d = fdopendir(pdir);
-	if (d == NULL) {
-		close(pdir);
-		return ota_error_set(g->err, OTA_ERR_IO, "objects/pack", "opendir: %s", strerror(errno));
+	*found = true;
+	/* the header's length is not known before inflating: inflate up to
+	 * the cap, then check the header */
+	const size_t cap = OTA_MAX_GIT_OBJECT_BYTES + 64;
+	z_stream s;
+	memset(&s, 0, sizeof s);
+	uint8_t *buf = malloc(cap);
+	if (buf == NULL || inflateInit(&s) != Z_OK) {
+		free(buf);
+		free(z);
+		return ota_error_set(g->err, OTA_ERR_NOMEM, "git objects", NULL);
 	}
-	unsigned npacks = 0;
-	bool found = false;
-	for (struct dirent *de; rc == OTA_OK && !found && (de = readdir(d)) != NULL;) {
-		size_t l = strlen(de->d_name);
-		if (l < 10 || strncmp(de->d_name, "pack-", 5) != 0 || strcmp(de->d_name + l - 4, ".idx") != 0)
-			continue;
-		if (++npacks > OTA_MAX_GIT_PACKS) {
-			rc = ota_error_set(g->err, OTA_ERR_TOO_LARGE, "objects/pack", "more than %u packs",
-			                   OTA_MAX_GIT_PACKS);
-			break;
-		}
-		char pack[NAME_MAX + 1];
-		snprintf(pack, sizeof pack, "%.*s.pack", (int)(l - 4), de->d_name);
-		int ifd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		int pfd = ifd >= 0 ? openat(dirfd(d), pack, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-		                   : -1;
-		struct stat si, sp;
-		if (ifd < 0 || pfd < 0 || fstat(ifd, &si) != 0 || fstat(pfd, &sp) != 0 ||
-		    !S_ISREG(si.st_mode) || !S_ISREG(sp.st_mode)) {
-			rc = ota_error_set(g->err, OTA_ERR_UNSUPPORTED, "objects/pack",
-			                   "%.80s or its pack is not a readable regular file", de->d_name);
-		} else {
-			g->idxfd = ifd;
-			g->packfd = pfd;
-			rc = pack_find(g, oid, &found, type, out, n);
-			g->idxfd = g->packfd = -1;
-		}
-		if (ifd >= 0)
-			close(ifd);
-		if (pfd >= 0)
-			close(pfd);
+	s.next_in = z;
+	s.avail_in = (uInt)zn;
+	s.next_out = buf;
+	s.avail_out = (uInt)cap;
+	int zr = inflate(&s, Z_FINISH);
+	size_t got = cap - s.avail_out;
+	bool whole = zr == Z_STREAM_END && s.avail_in == 0;
+	bool full = s.avail_out == 0;
+	inflateEnd(&s);
+	free(z);
+	size_t hdr = 0;
+	rc = whole  ? spend(g, got)
+	     : full ? ota_error_set(g->err, OTA_ERR_TOO_LARGE, rel, "a loose object over %u bytes",
+	                            OTA_MAX_GIT_OBJECT_BYTES)
+	            : bad(g, "a loose object is corrupt");
+	if (rc == OTA_OK)
+		rc = loose_header(g, buf, got, type, &hdr);
+	if (rc == OTA_OK) {
+		*n = got - hdr;
+		memmove(buf, buf + hdr, *n);
+		*out = buf;
+	} else {
+		free(buf);
 	}
-	closedir(d);
-	if (rc == OTA_OK && found)
-		rc = check_id(g, *type, *out, *n, oid);
-	if (rc != OTA_OK || found) {
-		if (rc != OTA_OK) {
-			free(*out);
-			*out = NULL;
-		}
-		return rc;
-	}
-absent:;
-	/* objects/info/alternates would name another store: not followed */
-	struct stat st;
-	bool alt = fstatat(g->gitfd, "objects/info/alternates", &st, AT_SYMLINK_NOFOLLOW) == 0;
-	return ota_error_set(g->err, alt ? OTA_ERR_UNSUPPORTED : OTA_ERR_NOT_FOUND, "git objects",
-	                     "object %s is not in the store%s", hex,
-	                     alt ? " (it has alternates, which are not followed)" : "");
+	return rc;
 }
 
-ota_err ota_git_commit_tree(int gitfd, const uint8_t *oid, size_t oid_len, uint8_t tree[32],
-                            ota_error *err)
+/* an object of the store: in a pack, else loose (git's order); its id checked */
+static ota_err find_object(gctx *g, const uint8_t *oid, int *type, uint8_t **out, size_t *n)
 {
-	if (gitfd < 0 || oid == NULL || (oid_len != 20 && oid_len != 32))
-		return ota_error_set(err, OTA_ERR_USAGE, "git objects", "a git directory and an id");
-	gctx g = {gitfd, -1, -1, oid_len, 0, err};
+	*out = NULL;
+	bool found = false;
+	ota_err rc;
+	if (g->gitfd < 0) {
+		rc = pack_find(g, oid, &found, type, out, n);
+		if (rc == OTA_OK && !found)
+			rc = ota_error_set(g->err, OTA_ERR_NOT_FOUND, "git objects", "not in the pack");
+	} else {
+		rc = packs_find(g, oid, &found, type, out, n);
+		if (rc == OTA_OK && !found)
+			rc = loose_find(g, oid, &found, type, out, n);
+		if (rc == OTA_OK && !found) {
+			/* objects/info/alternates would name another store: not followed */
+			char hex[65];
+			hexof(oid, g->oid_len, hex);
+			struct stat st;
+			bool alt = fstatat(g->gitfd, "objects/info/alternates", &st, AT_SYMLINK_NOFOLLOW) == 0;
+			rc = ota_error_set(g->err, alt ? OTA_ERR_UNSUPPORTED : OTA_ERR_NOT_FOUND,
+			                   "git objects", "object %s is not in the store%s", hex,
+			                   alt ? " (it has alternates, which are not followed)" : "");
+		}
+	}
+	if (rc == OTA_OK)
+		rc = check_id(g, *type, *out, *n, oid);
+	if (rc != OTA_OK) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static void gctx_free(gctx *g)
+{
+	if (g->pdir >= 0)
+		close(g->pdir);
+	free(g->idx);
+}
+
+static ota_err commit_tree(gctx *g, const uint8_t *oid, uint8_t tree[32])
+{
 	int type = 0;
 	uint8_t *b = NULL;
 	size_t n = 0;
-	ota_err rc = find_object(&g, oid, &type, &b, &n);
+	ota_err rc = find_object(g, oid, &type, &b, &n);
 	if (rc == OTA_OK && type != OBJ_COMMIT)
-		rc = bad(&g, "the id names an object that is not a commit");
+		rc = bad(g, "the id names an object that is not a commit");
 	if (rc == OTA_OK)
-		rc = ota_git_commit_parse_tree(b, n, oid_len, tree, err);
+		rc = ota_git_commit_parse_tree(b, n, g->oid_len, tree, g->err);
 	free(b);
+	return rc;
+}
+
+ota_err ota_git_commit_tree(int gitfd, const uint8_t *oid, size_t oid_len, uint64_t *budget,
+                            uint8_t tree[32], ota_error *err)
+{
+	if (gitfd < 0 || oid == NULL || (oid_len != 20 && oid_len != 32))
+		return ota_error_set(err, OTA_ERR_USAGE, "git objects", "a git directory and an id");
+	uint64_t own = OTA_MAX_GIT_INFLATE_BYTES;
+	gctx g = {gitfd, -1, -1, oid_len, 0, budget != NULL ? budget : &own, err, false, -1, NULL, 0};
+	ota_err rc = commit_tree(&g, oid, tree);
+	gctx_free(&g);
 	return rc;
 }
 
@@ -652,15 +751,9 @@ ota_err ota_git_pack_commit_tree(int idxfd, int packfd, const uint8_t *oid, size
 {
 	if (idxfd < 0 || packfd < 0 || oid == NULL || (oid_len != 20 && oid_len != 32))
 		return ota_error_set(err, OTA_ERR_USAGE, "git objects", "an index, a pack and an id");
-	gctx g = {-1, idxfd, packfd, oid_len, 0, err};
-	int type = 0;
-	uint8_t *b = NULL;
-	size_t n = 0;
-	ota_err rc = find_object(&g, oid, &type, &b, &n);
-	if (rc == OTA_OK && type != OBJ_COMMIT)
-		rc = bad(&g, "the id names an object that is not a commit");
-	if (rc == OTA_OK)
-		rc = ota_git_commit_parse_tree(b, n, oid_len, tree, err);
-	free(b);
+	uint64_t own = OTA_MAX_GIT_INFLATE_BYTES;
+	gctx g = {-1, idxfd, packfd, oid_len, 0, &own, err, true, -1, NULL, 0};
+	ota_err rc = commit_tree(&g, oid, tree);
+	gctx_free(&g);
 	return rc;
 }

@@ -69,6 +69,15 @@ typedef struct {
 	uint64_t entries, bytes;
 	volatile sig_atomic_t *cancel; /* may be NULL */
 	ota_error *err;
+	/* gitlinks: the commits' trees looked up so far, and what their
+	 * lookups may still inflate */
+	struct {
+		dev_t dev;
+		ino_t ino;
+		uint8_t oid[32], tree[32];
+	} seen[64];
+	size_t nseen;
+	uint64_t inflate_budget;
 } walk;
 
 /* The caller's SIGINT/SIGTERM flag is set: stop at the next entry or chunk. */
@@ -192,6 +201,33 @@ static ota_err hash_dir(walk *w, int dirfd, const char *path, unsigned depth, bo
                         uint8_t oid[32], bool *empty);
 
 /*
+ * The tree of commit oid in the object store of gitfd: remembered per
+ * (store, commit) for the walk (many submodules may name one store), every
+ * lookup of the walk inflating at most OTA_MAX_GIT_INFLATE_BYTES together.
+ */
+static ota_err commit_tree(walk *w, int gitfd, const uint8_t oid[32], uint8_t tree[32])
+{
+	struct stat st;
+	if (fstat(gitfd, &st) != 0)
+		return ota_error_set(w->err, OTA_ERR_IO, "git objects", "stat: %s", strerror(errno));
+	for (size_t i = 0; i < w->nseen; i++)
+		if (w->seen[i].dev == st.st_dev && w->seen[i].ino == st.st_ino &&
+		    memcmp(w->seen[i].oid, oid, w->oid_len) == 0) {
+			memcpy(tree, w->seen[i].tree, w->oid_len);
+			return OTA_OK;
+		}
+	ota_err rc = ota_git_commit_tree(gitfd, oid, w->oid_len, &w->inflate_budget, tree, w->err);
+	if (rc == OTA_OK && w->nseen < sizeof w->seen / sizeof w->seen[0]) {
+		w->seen[w->nseen].dev = st.st_dev;
+		w->seen[w->nseen].ino = st.st_ino;
+		memcpy(w->seen[w->nseen].oid, oid, w->oid_len);
+		memcpy(w->seen[w->nseen].tree, tree, w->oid_len);
+		w->nseen++;
+	}
+	return rc;
+}
+
+/*
  * The gitlink of the directory subfd at path (it holds ".git", of type
  * gtype): the commit its HEAD resolves to, of the outer repository's id
  * length, once the directory's files (hashed as a tree, its .git left out)
@@ -243,7 +279,7 @@ static ota_err gitlink(walk *w, int subfd, const char *path, unsigned depth, uin
 	}
 	uint8_t tree[32];
 	if (rc == OTA_OK)
-		rc = ota_git_commit_tree(gitfd, oid, w->oid_len, tree, w->err);
+		rc = commit_tree(w, gitfd, oid, tree);
 	close(gitfd);
 	if (rc != OTA_OK)
 		return rc;
@@ -458,7 +494,8 @@ ota_err ota_runner_worktree_id(const char *repo, size_t hex_len, volatile sig_at
 	if (repo == NULL || (hex_len != 40 && hex_len != 64))
 		return ota_error_set(err, OTA_ERR_USAGE, "repo",
 		                     "a repository and an id length of 40 or 64");
-	walk w = {.oid_len = hex_len / 2, .cancel = cancel, .err = err};
+	walk w = {.oid_len = hex_len / 2, .cancel = cancel, .err = err,
+	          .inflate_budget = OTA_MAX_GIT_INFLATE_BYTES};
 	w.md = hex_len == 40 ? EVP_sha1() : EVP_sha256();
 	w.rootfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w.rootfd < 0)

@@ -103,8 +103,9 @@
 #define OTA_MAX_GIT_REFNAME_BYTES     1024u                 /* one ref name, with its NUL */
 #define OTA_MAX_GIT_SYMREF_DEPTH      5u                    /* symbolic refs in a row (git: 5) */
 #define OTA_MAX_GIT_OBJECT_BYTES      (1024u * 1024u)       /* one commit (or delta, or base) inflated */
-#define OTA_MAX_GIT_DELTA_DEPTH       256u                  /* deltas on deltas (git's default: 50) */
+#define OTA_MAX_GIT_DELTA_DEPTH       64u                   /* deltas on deltas (git's default: 50) */
 #define OTA_MAX_GIT_PACKS             1024u                 /* pack indexes looked through */
+#define OTA_MAX_GIT_INFLATE_BYTES     (64u * 1024u * 1024u) /* inflated by one work-tree walk's lookups */
 /* runner: the work tree hashed as one git tree (runner/worktree.c) */
 #define OTA_MAX_WORKTREE_ENTRIES 1000000u                       /* files, links, directories */
 #define OTA_MAX_WORKTREE_BYTES   (8ull * 1024u * 1024u * 1024u) /* content of every file */

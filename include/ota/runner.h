@@ -174,10 +174,14 @@ OTA_API OTA_NODISCARD ota_err ota_runner_worktree_id(const char *repo, size_t he
 /*
  * The tree id (oid_len bytes into tree) of commit oid (oid_len: 20 for
  * SHA-1, 32 for SHA-256) in the object store of the git directory gitfd
- * (borrowed): a loose object or an entry of a pack (index version 2),
- * deltas resolved at most OTA_MAX_GIT_DELTA_DEPTH deep, each object at most
- * OTA_MAX_GIT_OBJECT_BYTES inflated, OTA_MAX_GIT_PACKS indexes. The object
- * found must hash to oid. Errors: not_found (not in the store), unsupported
+ * (borrowed): an entry of a pack (index version 2; an index without its
+ * pack passed over) or else a loose object, deltas resolved at most
+ * OTA_MAX_GIT_DELTA_DEPTH deep, each object at most OTA_MAX_GIT_OBJECT_BYTES
+ * inflated, OTA_MAX_GIT_PACKS indexes. budget (may be NULL: a budget of
+ * OTA_MAX_GIT_INFLATE_BYTES for this call): the bytes its inflations may
+ * still take, shared by a caller's lookups and lowered by each (too_large
+ * once spent). The object found must hash to oid. Errors: not_found (not
+ * in the store), unsupported
  * (malformed or lying store content, another index version, an object that
  * is not a commit, a store with alternates that does not hold it),
  * too_large, io_error, usage, out_of_memory.
@@ -188,7 +192,8 @@ OTA_API OTA_NODISCARD ota_err ota_runner_worktree_id(const char *repo, size_t he
  * the tree a commit object's bytes start with ("tree HEX\n").
  */
 OTA_API OTA_NODISCARD ota_err ota_git_commit_tree(int gitfd, const uint8_t *oid, size_t oid_len,
-                                                  uint8_t tree[32], ota_error *err);
+                                                  uint64_t *budget, uint8_t tree[32],
+                                                  ota_error *err);
 OTA_API OTA_NODISCARD ota_err ota_git_pack_commit_tree(int idxfd, int packfd, const uint8_t *oid,
                                                        size_t oid_len, uint8_t tree[32],
                                                        ota_error *err);

@@ -8,6 +8,7 @@
  * object store with alternates; and ota_git_delta_apply's edges.
  */
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 
 #include "ota/limits.h"
 #include "ota/runner.h"
+
+#include <zlib.h>
 
 static char *tmp;
 static bool have_git;
@@ -91,7 +94,7 @@ static size_t check_all(const char *dir, size_t oid_len)
 		from_hex(line, oid, oid_len);
 		ota_error e;
 		ota_error_clear(&e);
-		ota_err rc = ota_git_commit_tree(gfd, oid, oid_len, tree, &e);
+		ota_err rc = ota_git_commit_tree(gfd, oid, oid_len, NULL, tree, &e);
 		if (rc != OTA_OK)
 			fail_msg("%s: %s %s %s", line, ota_err_name(rc), e.where, e.what);
 		char want[128], w[8192], got[65];
@@ -183,7 +186,7 @@ static ota_err tree_in(const char *dir, const char *what, const char *store, siz
 	int gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(gfd >= 0);
 	ota_error_clear(e);
-	ota_err rc = ota_git_commit_tree(gfd, oid, oid_len, tree, e);
+	ota_err rc = ota_git_commit_tree(gfd, oid, oid_len, NULL, tree, e);
 	close(gfd);
 	return rc;
 }
@@ -244,7 +247,7 @@ static void test_refusals(void **state)
 		for (int c = 0; c < 10; c++) {
 			uint8_t t[32];
 			ota_error_clear(&e);
-			if (ota_git_commit_tree(gfd, ids[c], 20, t, &e) != OTA_OK) {
+			if (ota_git_commit_tree(gfd, ids[c], 20, NULL, t, &e) != OTA_OK) {
 				refused++;
 				continue;
 			}
@@ -260,12 +263,12 @@ static void test_refusals(void **state)
 	int gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(gfd >= 0);
 	for (int c = 0; c < 10; c++)
-		assert_int_not_equal(ota_git_commit_tree(gfd, ids[c], 20, tree, &e), OTA_OK);
+		assert_int_not_equal(ota_git_commit_tree(gfd, ids[c], 20, NULL, tree, &e), OTA_OK);
 	assert_int_equal(test_sh_status("cd %s && cp /tmp/ota-git-objects-pack.keep.%d pack-*.pack && "
 	                                "rm -f /tmp/ota-git-objects-pack.*.%d",
 	                                pack, pid, pid),
 	                 0);
-	assert_int_equal(ota_git_commit_tree(gfd, ids[0], 20, tree, &e), OTA_OK);
+	assert_int_equal(ota_git_commit_tree(gfd, ids[0], 20, NULL, tree, &e), OTA_OK);
 	assert_memory_equal(tree, good, 20);
 	close(gfd);
 	/* a store that borrows through alternates does not answer for them */
@@ -274,6 +277,123 @@ static void test_refusals(void **state)
 	assert_int_equal(test_sh_status("cd %s && " GIT " clone -q --shared %s %s", tmp, d, a), 0);
 	assert_int_equal(tree_of(a, "HEAD", 20, tree, &e), OTA_ERR_UNSUPPORTED);
 	assert_non_null(strstr(e.what, "alternates"));
+}
+
+/*
+ * What git reads, this reader reads: an index whose pack is gone is passed
+ * over, a corrupt loose copy of a packed object does not hide the packed
+ * one (packs first), and a pack entry deflated with a flush after every
+ * byte (a valid stream far longer than zlib's default bound) is inflated.
+ * And a budget of inflated bytes shared by a caller's lookups.
+ */
+static void test_git_reads_it(void **state)
+{
+	(void)state;
+	if (!have_git)
+		skip();
+	char d[4096];
+	make_repo(d, sizeof d, "gitreads", "");
+	assert_int_equal(test_sh_status("cd %s && " GIT " repack -q -a -d && " GIT " prune-packed && "
+	                                "cd .git/objects/pack && cp pack-*.idx pack-0000000000000000000000000000000000000000.idx",
+	                                d),
+	                 0);
+	uint8_t tree[32], want[32];
+	ota_error e;
+	assert_int_equal(tree_of(d, "HEAD", 20, want, &e), OTA_OK);
+	/* an empty loose file for the packed HEAD commit */
+	char hex[128], cmd[8192];
+	snprintf(cmd, sizeof cmd, "cd %s && " GIT " rev-parse HEAD", d);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(hex, sizeof hex, p));
+	pclose(p);
+	assert_int_equal(test_sh_status("cd %s/.git/objects && mkdir -p %.2s && : > %.2s/%.38s", d, hex, hex,
+	                                hex + 2),
+	                 0);
+	assert_int_equal(tree_of(d, "HEAD", 20, tree, &e), OTA_OK);
+	assert_memory_equal(tree, want, 20);
+
+	/* a budget: spent by the lookups that share it, then too_large */
+	char gitdir[4200];
+	snprintf(gitdir, sizeof gitdir, "%s/.git", d);
+	int gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(gfd >= 0);
+	uint8_t oid[20];
+	from_hex(hex, oid, 20);
+	uint64_t budget = 4096;
+	assert_int_equal(ota_git_commit_tree(gfd, oid, 20, &budget, tree, &e), OTA_OK);
+	assert_true(budget < 4096);
+	budget = 10;
+	assert_int_equal(ota_git_commit_tree(gfd, oid, 20, &budget, tree, &e), OTA_ERR_TOO_LARGE);
+	/* an id in no pack: every index is tried, the one without a pack too */
+	uint8_t none[20];
+	memset(none, 0x11, sizeof none);
+	assert_int_equal(ota_git_commit_tree(gfd, none, 20, NULL, tree, &e), OTA_ERR_NOT_FOUND);
+	close(gfd);
+
+	/* a commit deflated with a sync flush after every byte, in a pack
+	 * indexed by git */
+	const char *body = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+	                   "author a <a@a> 1700000000 +0000\ncommitter a <a@a> 1700000000 +0000\n\nflushed\n";
+	size_t bl = strlen(body);
+	uint8_t pk[8192];
+	size_t n = 0;
+	memcpy(pk, "PACK\0\0\0\2\0\0\0\1", 12);
+	n = 12;
+	pk[n++] = (uint8_t)(0x80 | (1 << 4) | (bl & 15));
+	size_t rest = bl >> 4;
+	while (rest >= 0x80) {
+		pk[n++] = (uint8_t)(0x80 | (rest & 0x7f));
+		rest >>= 7;
+	}
+	pk[n++] = (uint8_t)rest;
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	assert_int_equal(deflateInit(&z, 6), Z_OK);
+	z.next_out = pk + n;
+	z.avail_out = (uInt)(sizeof pk - n - 32);
+	for (size_t i = 0; i < bl; i++) {
+		z.next_in = (Bytef *)(uintptr_t)(body + i);
+		z.avail_in = 1;
+		assert_int_equal(deflate(&z, Z_SYNC_FLUSH), Z_OK);
+	}
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	size_t zlen = z.total_out;
+	deflateEnd(&z);
+	assert_true(zlen > compressBound((uLong)bl) + 64);
+	n += zlen;
+	unsigned ml = 0;
+	assert_int_equal(EVP_Digest(pk, n, pk + n, &ml, EVP_sha1(), NULL), 1);
+	n += ml;
+	char b[4096];
+	snprintf(b, sizeof b, "%s/flushed", tmp);
+	assert_int_equal(test_sh_status("mkdir -p %s && cd %s && " GIT " init -q --bare . && mkdir -p objects/pack", b, b), 0);
+	char pp[4300];
+	snprintf(pp, sizeof pp, "%s/objects/pack/pack-f.pack", b);
+	FILE *f = fopen(pp, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(pk, 1, n, f), n);
+	fclose(f);
+	assert_int_equal(test_sh_status("cd %s/objects/pack && " GIT " index-pack pack-f.pack >/dev/null", b), 0);
+	/* its id: git's hash of the commit */
+	char hdr[64];
+	int hl = snprintf(hdr, sizeof hdr, "commit %zu", bl);
+	EVP_MD_CTX *x = EVP_MD_CTX_new();
+	assert_non_null(x);
+	assert_int_equal(EVP_DigestInit_ex(x, EVP_sha1(), NULL), 1);
+	assert_int_equal(EVP_DigestUpdate(x, hdr, (size_t)hl + 1), 1);
+	assert_int_equal(EVP_DigestUpdate(x, body, bl), 1);
+	assert_int_equal(EVP_DigestFinal_ex(x, oid, &ml), 1);
+	EVP_MD_CTX_free(x);
+	int bfd = open(b, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(bfd >= 0);
+	ota_error_clear(&e);
+	ota_err rc = ota_git_commit_tree(bfd, oid, 20, NULL, tree, &e);
+	if (rc != OTA_OK)
+		fail_msg("%s: %s", ota_err_name(rc), e.what);
+	from_hex("4b825dc642cb6eb9a060e54bf8d69288fbee4904", want, 20);
+	assert_memory_equal(tree, want, 20);
+	close(bfd);
 }
 
 static void test_delta_edges(void **state)
@@ -329,6 +449,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loose_packed_deltas),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_git_reads_it),
 		cmocka_unit_test(test_delta_edges),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
