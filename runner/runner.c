@@ -971,6 +971,20 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	ota_err arc = check_admission(p, admission, err);
 	if (arc != OTA_OK)
 		return arc;
+	/* Dead runners' containers first: one may still be writing into this
+	 * checkout's carve-outs, so they are finalized before the work tree
+	 * is hashed (each segment's own sweep before its lease then finds
+	 * none left). Best effort: what cannot be finalized now is met again
+	 * by that sweep, and reported by `ota cleanup`. */
+	{
+		json_t *rep = NULL;
+		ota_error ce;
+		ota_error_clear(&ce);
+		ota_err crc = ota_oci_cleanup(&o->oci, &rep, &ce);
+		(void)crc;
+		report_orphans(o, json_object_get(rep, "finalized"));
+		json_decref(rep);
+	}
 	/* The revision checked out when the run was admitted, read before the
 	 * task could touch .git (it is under the read-only root unless a
 	 * carve-out names it); null when none resolves, never a guess. */
