@@ -30,6 +30,7 @@
 
 #define MIB ((size_t)1 << 20)
 
+#ifndef SANITIZED
 /* The VmFlags of the mapping that holds addr, from /proc/self/smaps. */
 static int vm_flags_at(uintptr_t addr, char *out, size_t cap)
 {
@@ -53,6 +54,7 @@ static int vm_flags_at(uintptr_t addr, char *out, size_t cap)
 	fclose(f);
 	return found;
 }
+#endif
 
 static void small_text_no_hint(void **state)
 {
