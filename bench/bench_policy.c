@@ -102,31 +102,6 @@ static double raw_parse(const sbuf *b)
 	return now_ms() - t0;
 }
 
-static double compile_once(const sbuf *b, size_t *nseg)
-{
-	ota_policy_options o;
-	memset(&o, 0, sizeof o);
-	ota_platform_host(&o.native_platform);
-	double t0 = now_ms();
-	ota_contract *c = NULL;
-	ota_error e;
-	ota_error_clear(&e);
-	if (ota_contract_load(ota_bytes_make(b->p, b->n), "bench.yaml", &c, &e) != OTA_OK) {
-		fprintf(stderr, "load: %s %s %s\n", ota_err_name(e.code), e.where, e.what);
-		exit(3);
-	}
-	ota_policy *p = NULL;
-	if (ota_policy_compile(c, OTA_LANE_TASK, "all", &o, NULL, 0, &p, &e) != OTA_OK) {
-		fprintf(stderr, "compile: %s %s\n", ota_err_name(e.code), e.what);
-		exit(3);
-	}
-	double t = now_ms() - t0;
-	*nseg = ota_policy_segment_count(p);
-	ota_policy_free(p);
-	ota_contract_free(c);
-	return t;
-}
-
 static sbuf shape_paths(unsigned n)
 {
 	sbuf b = {malloc(4096), 0, 4096};
@@ -167,7 +142,8 @@ static sbuf shape_workflows(unsigned n)
 	return b;
 }
 
-static double load_compile(const sbuf *b, const char *lane)
+/* load + compile of lane (its segment count in *nseg, may be NULL), in ms */
+static double load_compile(const sbuf *b, const char *lane, size_t *nseg)
 {
 	ota_policy_options o;
 	memset(&o, 0, sizeof o);
@@ -183,6 +159,8 @@ static double load_compile(const sbuf *b, const char *lane)
 		exit(3);
 	}
 	double t = now_ms() - t0;
+	if (nseg != NULL)
+		*nseg = ota_policy_segment_count(p);
 	ota_policy_free(p);
 	ota_contract_free(c);
 	return t;
@@ -196,7 +174,7 @@ static void shape(const char *name, sbuf (*gen)(unsigned), unsigned base, const 
 		sbuf b = gen(base * mult[i]);
 		double best = 1e18;
 		for (int r = 0; r < 3; r++) {
-			double t = load_compile(&b, lane);
+			double t = load_compile(&b, lane, NULL);
 			if (t < best)
 				best = t;
 		}
@@ -220,7 +198,7 @@ int main(void)
 		size_t nseg = 0;
 		int reps = mult[i] >= 16 ? 2 : 5;
 		for (int r = 0; r < reps; r++) {
-			double t = compile_once(&b, &nseg);
+			double t = load_compile(&b, "all", &nseg);
 			double u = raw_parse(&b);
 			if (t < best)
 				best = t;

@@ -98,12 +98,7 @@ static ota_err check_name(const ota_contract *c, const ynode *key, const char *w
 
 static uint64_t h_str(const char *s)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++) {
-		h ^= (uint8_t)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
+	return yn_hash(s, strlen(s));
 }
 
 /*

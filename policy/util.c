@@ -317,19 +317,9 @@ bool path_within(const char *a, const char *b)
 	return strncmp(a, b, bl) == 0 && (a[bl] == '\0' || a[bl] == '/');
 }
 
-static uint64_t h_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (uint8_t)p[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 static bool pathset_has(const pathset *s, const char *p, size_t n)
 {
-	size_t h = (size_t)(h_bytes(p, n) & (s->cap - 1));
+	size_t h = (size_t)(yn_hash(p, n) & (s->cap - 1));
 	for (; s->slot[h] != NULL; h = (h + 1) & (s->cap - 1))
 		if (strncmp(s->slot[h], p, n) == 0 && s->slot[h][n] == '\0')
 			return true;
@@ -349,7 +339,7 @@ bool pathset_build(pathset *s, const strv *v)
 		size_t n = strlen(v->v[i]);
 		if (pathset_has(s, v->v[i], n))
 			continue;
-		size_t h = (size_t)(h_bytes(v->v[i], n) & (cap - 1));
+		size_t h = (size_t)(yn_hash(v->v[i], n) & (cap - 1));
 		while (s->slot[h] != NULL)
 			h = (h + 1) & (cap - 1);
 		s->slot[h] = v->v[i];

@@ -223,8 +223,7 @@ static ynode *find_anchor(const builder *b, const char *name)
 	return NULL;
 }
 
-/* FNV-1a over a key string */
-static uint64_t hash_str(const char *s, size_t n)
+uint64_t yn_hash(const char *s, size_t n)
 {
 	uint64_t h = 1469598103934665603ULL;
 	for (size_t i = 0; i < n; i++) {
@@ -259,7 +258,7 @@ static ota_err check_dup_keys(builder *b, const ynode *m)
 			return ota_error_set(b->err, OTA_ERR_NOMEM, "yaml", "out of memory");
 		for (size_t i = 0; i < nk && dup == NULL; i++) {
 			const ynode *k = m->items[2 * i];
-			size_t h = (size_t)(hash_str(k->str, k->len) & (cap - 1));
+			size_t h = (size_t)(yn_hash(k->str, k->len) & (cap - 1));
 			while (tab[h] != NULL) {
 				if (key_eq(tab[h], k)) {
 					dup = k;

@@ -34,6 +34,9 @@ typedef struct ynode {
 
 typedef struct ydoc ydoc;
 
+/* FNV-1a of n bytes (the policy module's name and path hashes). */
+uint64_t yn_hash(const char *s, size_t n);
+
 /*
  * Parses in (at most OTA_MAX_YAML_BYTES) into *out (new; ydoc_free).
  * name is used in error positions ("ota.yaml:3:5"). An empty document gives
