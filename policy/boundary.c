@@ -547,47 +547,42 @@ json_t *boundary_to_json(const boundary *b)
 
 /* ---- meet ---- */
 
-/* minimal form of a reachability region: sorted, unique, no entry inside another */
-static void region_minimize(strv *r)
-{
-	strv_sort_unique(r);
-	pathset s;
-	bool fast = pathset_build(&s, r);
-	size_t o = 0;
-	for (size_t i = 0; i < r->n; i++) {
-		bool inside = false;
-		if (fast)
-			inside = pathset_covers(&s, r->v[i], true);
-		else
-			for (size_t j = 0; j < r->n && !inside; j++)
-				if (j != i && path_within(r->v[i], r->v[j]) &&
-				    strcmp(r->v[i], r->v[j]) != 0)
-					inside = true;
-		if (!inside)
-			r->v[o++] = r->v[i];
-	}
-	pathset_free(&s);
-	r->n = o;
-}
-
-/* drops from w every path equal to or inside one of prot */
-static void drop_within(strv *w, const strv *prot)
+/*
+ * Drops from w every path inside one of by (proper: strictly inside; else
+ * equal to or inside). by may be w itself: a path dropped is inside one
+ * that stays, so the paths still listed answer for it.
+ */
+static void drop_covered(strv *w, const strv *by, bool proper)
 {
 	pathset s;
-	bool fast = pathset_build(&s, prot);
+	bool fast = pathset_build(&s, by);
 	size_t o = 0;
 	for (size_t i = 0; i < w->n; i++) {
 		bool inside = false;
 		if (fast)
-			inside = pathset_covers(&s, w->v[i], false);
+			inside = pathset_covers(&s, w->v[i], proper);
 		else
-			for (size_t j = 0; j < prot->n && !inside; j++)
-				inside = path_within(w->v[i], prot->v[j]);
+			for (size_t j = 0; j < by->n && !inside; j++)
+				inside = path_within(w->v[i], by->v[j]) &&
+				         (!proper || strcmp(w->v[i], by->v[j]) != 0);
 		if (!inside)
 			w->v[o++] = w->v[i];
 	}
 	pathset_free(&s);
 	w->n = o;
+}
+
+/* minimal form of a reachability region: sorted, unique, no entry inside another */
+static void region_minimize(strv *r)
+{
+	strv_sort_unique(r);
+	drop_covered(r, r, true);
+}
+
+/* drops from w every path equal to or inside one of prot */
+static void drop_within(strv *w, const strv *prot)
+{
+	drop_covered(w, prot, false);
 }
 
 /* intersection of two reachability regions (minimal sets of subtrees) */

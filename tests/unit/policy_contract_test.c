@@ -28,17 +28,24 @@ static ota_err load(const char *y, size_t n, ota_contract **c, ota_error *e)
 	return ota_contract_load(ota_bytes_make(y, n), "c.yaml", c, e);
 }
 
+/* rc is want, and e names where (when where is not NULL); y: the contract */
+static void is_refusal(ota_err rc, const ota_error *e, ota_err want, const char *where,
+                       const char *y)
+{
+	if (rc != want)
+		fail_msg("want %s, got %s (%s %s)\n%s", ota_err_name(want), ota_err_name(rc), e->where,
+		         e->what, y);
+	if (where != NULL && strcmp(e->where, where) != 0)
+		fail_msg("where '%s', want '%s'", e->where, where);
+}
+
 static void refused(const char *y, size_t n, ota_err want, const char *where)
 {
 	ota_contract *c = NULL;
 	ota_error e;
 	ota_err rc = load(y, n, &c, &e);
-	if (rc != want)
-		fail_msg("want %s, got %s (%s %s)\n%s", ota_err_name(want), ota_err_name(rc), e.where,
-		         e.what, y);
+	is_refusal(rc, &e, want, where, y);
 	assert_null(c);
-	if (where != NULL && strcmp(e.where, where) != 0)
-		fail_msg("where '%s', want '%s'", e.where, where);
 }
 
 #define REFUSED(y, want, where) refused((y), strlen(y), (want), (where))
@@ -410,12 +417,8 @@ static void compile_refused(const char *y, const char *lane, ota_err want, const
 	ota_error e;
 	ota_error_clear(&e);
 	ota_err rc = ota_policy_compile(c, OTA_LANE_TASK, lane, &o, NULL, 0, &p, &e);
-	if (rc != want)
-		fail_msg("want %s, got %s (%s %s)\n%s", ota_err_name(want), ota_err_name(rc), e.where,
-		         e.what, y);
+	is_refusal(rc, &e, want, where, y);
 	assert_null(p);
-	if (where != NULL && strcmp(e.where, where) != 0)
-		fail_msg("where '%s', want '%s'", e.where, where);
 	ota_contract_free(c);
 }
 
