@@ -60,6 +60,19 @@ static ota_policy *compile(const ota_contract *c, ota_lane_kind k, const char *l
 	return test_policy_compile(c, k, lane, NULL, 0);
 }
 
+/* p is refused by oci_local before its boundary (a pre-boundary action) */
+static void refused_pre_boundary(const ota_policy *p)
+{
+	ota_capability_descriptor d = test_policy_oci_descriptor();
+	ota_admission_request r = {true, NULL, &d, 1};
+	json_t *out = NULL;
+	bool ok = true;
+	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
+	assert_false(ok);
+	assert_true(test_policy_has_refusal(out, "execution.pre_boundary_actions"));
+	json_decref(out);
+}
+
 static const json_t *seg_exec(const ota_policy *p, size_t i)
 {
 	return json_object_get(json_array_get(json_object_get(ota_policy_canonical_json(p),
@@ -253,14 +266,7 @@ static void test_services_cycles_strings(void **state)
 		HEAD OCI_EXEC "tasks:\n  t: {run: x, safe_for_agent: true, " RB "}\n"
 		"workflows:\n  ci: {services: {required: [db]}, run: {task: t}}\n");
 	ota_policy *p = compile(c, OTA_LANE_WORKFLOW, "ci");
-	ota_capability_descriptor d = test_policy_oci_descriptor();
-	ota_admission_request r = {true, NULL, &d, 1};
-	json_t *out = NULL;
-	bool ok = true;
-	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
-	assert_false(ok);
-	assert_true(test_policy_has_refusal(out, "execution.pre_boundary_actions"));
-	json_decref(out);
+	refused_pre_boundary(p);
 	ota_policy_free(p);
 	ota_contract_free(c);
 	/* t13: extends cycles (two contexts, and a context extending itself) */
@@ -395,14 +401,7 @@ static void test_nested_keys_strict(void **state)
 	ota_policy_free(p);
 	/* a variant's requirements are the task's: refused before the boundary */
 	p = compile(c, OTA_LANE_TASK, "r");
-	ota_capability_descriptor d = test_policy_oci_descriptor();
-	ota_admission_request r = {true, NULL, &d, 1};
-	json_t *out = NULL;
-	bool ok = true;
-	assert_ota(ota_policy_admit(p, &r, &out, &ok, NULL), OTA_OK);
-	assert_false(ok);
-	assert_true(test_policy_has_refusal(out, "execution.pre_boundary_actions"));
-	json_decref(out);
+	refused_pre_boundary(p);
 	ota_policy_free(p);
 	ota_contract_free(c);
 }
