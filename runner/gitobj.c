@@ -336,7 +336,7 @@ static ota_err fd_size(gctx *g, int fd, uint64_t *size)
 static ota_err idx_find(gctx *g, const uint8_t *oid, bool *found, uint64_t *off)
 {
 	*found = false;
-	uint64_t size;
+	uint64_t size = 0;
 	ota_err rc = fd_size(g, g->idxfd, &size);
 	if (rc != OTA_OK)
 		return rc;
@@ -402,7 +402,7 @@ static ota_err find_object(gctx *g, const uint8_t *oid, int *type, uint8_t **out
 static ota_err pack_read(gctx *g, uint64_t off, int *type, uint8_t **out, size_t *n)
 {
 	*out = NULL;
-	uint64_t size;
+	uint64_t size = 0;
 	ota_err rc = fd_size(g, g->packfd, &size);
 	if (rc != OTA_OK)
 		return rc;

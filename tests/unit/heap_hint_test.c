@@ -46,7 +46,11 @@ static int vm_flags_at(uintptr_t addr, char *out, size_t cap)
 			continue;
 		}
 		if (in && strncmp(line, "VmFlags:", 8) == 0) {
-			snprintf(out, cap, "%s", line + 8);
+			size_t l = strlen(line + 8);
+			if (l >= cap)
+				l = cap - 1;
+			memcpy(out, line + 8, l);
+			out[l] = '\0';
 			found = 0;
 			break;
 		}
