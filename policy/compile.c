@@ -215,13 +215,77 @@ const json_t *ota_overlay_json(const ota_overlay *o)
 
 static const char *const phase_names[PH_COUNT] = {"prepare", "setup", "run", "attach"};
 
+/*
+ * The tasks a walk has reached, by task index: IN_PROGRESS while its
+ * closure is placed, then its segment index + 1. A map the size of the
+ * lane's closure, not of the contract: compiling every workflow lane of a
+ * contract costs their closures, not workflows x tasks.
+ */
+#define IN_PROGRESS SIZE_MAX
+typedef struct {
+	size_t *key, *val;
+	size_t n, cap;
+} tmap;
+
+static size_t tmap_get(const tmap *m, size_t k)
+{
+	if (m->cap == 0)
+		return 0;
+	for (size_t h = (k * 0x9e3779b97f4a7c15ull) & (m->cap - 1); m->val[h] != 0;
+	     h = (h + 1) & (m->cap - 1))
+		if (m->key[h] == k)
+			return m->val[h];
+	return 0;
+}
+
+static bool tmap_set(tmap *m, size_t k, size_t v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 64;
+		size_t *nk = calloc(nc, sizeof *nk), *nv = calloc(nc, sizeof *nv);
+		if (nk == NULL || nv == NULL) {
+			free(nk);
+			free(nv);
+			return false;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->val[i] != 0) {
+				size_t h = (m->key[i] * 0x9e3779b97f4a7c15ull) & (nc - 1);
+				while (nv[h] != 0)
+					h = (h + 1) & (nc - 1);
+				nk[h] = m->key[i];
+				nv[h] = m->val[i];
+			}
+		free(m->key);
+		free(m->val);
+		m->key = nk;
+		m->val = nv;
+		m->cap = nc;
+	}
+	size_t h = (k * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
+	while (m->val[h] != 0 && m->key[h] != k)
+		h = (h + 1) & (m->cap - 1);
+	if (m->val[h] == 0)
+		m->n++;
+	m->key[h] = k;
+	m->val[h] = v;
+	return true;
+}
+
+static void tmap_free(tmap *m)
+{
+	free(m->key);
+	free(m->val);
+	memset(m, 0, sizeof *m);
+}
+
 typedef struct {
 	ota_policy *p;
 	const ota_policy_options *o;
 	const oworkflow *wf;
 	int cur_phase; /* workflow phase index, -1 for task lanes */
 	unsigned depth; /* recursion depth of visit */
-	uint8_t *state;
+	tmap seen;
 	ota_error *err;
 } walker;
 
@@ -329,14 +393,14 @@ static ota_err visit_list(walker *w, const strv *l, const char *phase, size_t to
 static ota_err visit(walker *w, const otask *t, const char *phase, size_t *seg_out)
 {
 	ota_policy *p = w->p;
-	uint8_t st = w->state[t->index];
-	if (st == 2) {
-		size_t si = p->slot[t->index] - 1;
+	size_t v = tmap_get(&w->seen, t->index);
+	if (v != 0 && v != IN_PROGRESS) {
+		size_t si = v - 1;
 		/* a dependency already run by an earlier phase is reused, not re-run */
 		*seg_out = si;
 		return OTA_OK;
 	}
-	if (st == 1) {
+	if (v == IN_PROGRESS) {
 		char wh[300];
 		yn_where(p->c->doc, t->node, wh, sizeof wh);
 		return ota_error_set(w->err, OTA_ERR_POLICY_CYCLE, wh, "task '%.60s' is in a cycle",
@@ -357,7 +421,8 @@ static ota_err visit(walker *w, const otask *t, const char *phase, size_t *seg_o
 static ota_err visit_body(walker *w, const otask *t, const char *phase, size_t *seg_out)
 {
 	ota_policy *p = w->p;
-	w->state[t->index] = 1;
+	if (!tmap_set(&w->seen, t->index, IN_PROGRESS))
+		return ota_error_set(w->err, OTA_ERR_NOMEM, "policy", "out of memory");
 	/* dependencies first; their edges point dependency -> requester */
 	size_t *deps = NULL;
 	ota_err rc = OTA_OK;
@@ -391,8 +456,10 @@ static ota_err visit_body(walker *w, const otask *t, const char *phase, size_t *
 	p->segs[si].t = t;
 	p->segs[si].phase = phase;
 	p->segs[si].owner_phase = w->cur_phase;
-	p->slot[t->index] = si + 1;
-	w->state[t->index] = 2;
+	if (!tmap_set(&w->seen, t->index, si + 1)) {
+		free(deps);
+		return ota_error_set(w->err, OTA_ERR_NOMEM, "policy", "out of memory");
+	}
 	for (size_t i = 0; i < ndeps && rc == OTA_OK; i++)
 		rc = add_edge(w, deps[i], si, "unconditional");
 	/* aggregate members run in their declared order */
@@ -875,12 +942,10 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 	p->c = c;
 	p->kind = kind;
 	ota_err rc = OTA_OK;
-	walker w = {p, o, NULL, -1, 0, NULL, err};
-	w.state = calloc(c->ntasks + 1, 1);
-	p->slot = calloc(c->ntasks + 1, sizeof *p->slot);
+	walker w = {p, o, NULL, -1, 0, {NULL, NULL, 0, 0}, err};
 	const ota_overlay **sorted = calloc(noverlays + 1, sizeof *sorted);
 	boundary *restricted = NULL; /* the canonical boundary met with each overlay alone */
-	if (w.state == NULL || p->slot == NULL || sorted == NULL) {
+	if (sorted == NULL) {
 		rc = ota_error_set(err, OTA_ERR_NOMEM, "policy", "out of memory");
 		goto fail;
 	}
@@ -920,7 +985,8 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 			const otask *t = contract_task(c, wf->phase_task[ph]);
 			if (t == NULL)
 				continue;
-			if (w.state[t->index] == 2) {
+			size_t tv = tmap_get(&w.seen, t->index);
+			if (tv != 0 && tv != IN_PROGRESS) {
 				char wh[300];
 				yn_where(c->doc, yn_get(wf->node, phase_names[ph]), wh, sizeof wh);
 				rc = ota_error_set(err, OTA_ERR_POLICY_PHASE_REUSE, wh,
@@ -1028,7 +1094,7 @@ static ota_err policy_compile(const ota_contract *c, ota_lane_kind kind, const c
 		if (rc != OTA_OK)
 			goto fail;
 	}
-	free(w.state);
+	tmap_free(&w.seen);
 	free(sorted);
 	free(restricted);
 	*out = p;
@@ -1037,7 +1103,7 @@ fail:
 	for (size_t k = 0; restricted != NULL && k < noverlays; k++)
 		boundary_free(&restricted[k]);
 	free(restricted);
-	free(w.state);
+	tmap_free(&w.seen);
 	free(sorted);
 	ota_policy_free(p);
 	return rc;
@@ -1061,7 +1127,6 @@ void ota_policy_free(ota_policy *p)
 		json_decref(p->edges[i].json);
 	free(p->segs);
 	free(p->edges);
-	free(p->slot);
 	strv_free(&p->lane_pre);
 	json_decref(p->canon);
 	json_decref(p->eff);

@@ -246,7 +246,6 @@ struct ota_policy {
 	size_t nsegs, csegs;
 	edge *edges;
 	size_t nedges, cedges;
-	size_t *slot; /* task index -> segment index + 1 (0: not in closure) */
 	strv lane_pre;
 	json_t *canon, *eff;
 	char canon_id[OTA_ID_LEN + 1], eff_id[OTA_ID_LEN + 1];
