@@ -513,16 +513,6 @@ static ota_err pack_find(gctx *g, const uint8_t *oid, bool *found, int *type, ui
 	return pack_read(g, off, type, out, n);
 }
 
-static void hexof(const uint8_t *b, size_t n, char *out)
-{
-	static const char hx[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hx[b[i] >> 4];
-		out[2 * i + 1] = hx[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 /* objects/pack's index names, once per lookup context */
 static ota_err list_packs(gctx *g)
 {
@@ -624,7 +614,7 @@ static ota_err loose_find(gctx *g, const uint8_t *oid, bool *found, int *type, u
 {
 	*found = false;
 	char hex[65], rel[80];
-	hexof(oid, g->oid_len, hex);
+	ota_hex_encode(ota_bytes_make(oid, g->oid_len), hex);
 	snprintf(rel, sizeof rel, "objects/%.2s/%s", hex, hex + 2);
 	uint8_t *z = NULL;
 	size_t zn = 0;
@@ -696,7 +686,7 @@ static ota_err find_object(gctx *g, const uint8_t *oid, int *type, uint8_t **out
 		if (rc == OTA_OK && !found) {
 			/* objects/info/alternates would name another store: not followed */
 			char hex[65];
-			hexof(oid, g->oid_len, hex);
+			ota_hex_encode(ota_bytes_make(oid, g->oid_len), hex);
 			struct stat st;
 			bool alt = fstatat(g->gitfd, "objects/info/alternates", &st, AT_SYMLINK_NOFOLLOW) == 0;
 			rc = ota_error_set(g->err, alt ? OTA_ERR_UNSUPPORTED : OTA_ERR_NOT_FOUND,
