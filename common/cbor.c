@@ -136,3 +136,22 @@ bool ota_cbor_rd_skip(ota_cbor_rd *r, unsigned max_depth)
 		return true;
 	}
 }
+
+ota_err ota_cbor_seq_split(ota_bytes seq, unsigned max_depth, ota_bytes *parts, size_t max,
+                           size_t *n, size_t *bad_at)
+{
+	ota_cbor_rd r = {seq.ptr, seq.len, 0};
+	*n = 0;
+	*bad_at = 0;
+	while (r.off < r.len) {
+		size_t at = r.off;
+		if (*n == max)
+			return OTA_ERR_TOO_LARGE;
+		if (!ota_cbor_rd_skip(&r, max_depth)) {
+			*bad_at = at;
+			return OTA_ERR_ATT_BATCH_MALFORMED;
+		}
+		parts[(*n)++] = ota_bytes_make(seq.ptr + at, r.off - at);
+	}
+	return OTA_OK;
+}

@@ -35,6 +35,7 @@
 
 #include "ota/acceptance.h"
 #include "ota/attestd.h"
+#include "ota/cbor.h"
 #include "ota/http.h"
 #include "ota/json.h"
 #include "ota/key.h"
@@ -67,7 +68,7 @@ typedef struct answer {
  * committed or refused; resumed) or READY (answer filled without a commit)
  * -> DONE (answer queued) */
 enum { RQ_READING = 0, RQ_QUEUED, RQ_COMMITTED, RQ_READY, RQ_DONE };
-enum { JOB_NONE = 0, JOB_ISSUE, JOB_ADMIT };
+enum { JOB_NONE = 0, JOB_ISSUE, JOB_ADMIT, JOB_BATCH };
 
 enum { CONN_BUSY = 0, CONN_IDLE = 1, CONN_SHED = 2 };
 
@@ -106,6 +107,22 @@ typedef struct conn_watch {
 	struct req *spare;
 } conn_watch;
 
+/*
+ * One operation of a group commit: a challenge to issue (JOB_ISSUE) or an
+ * attestation to admit (JOB_ADMIT), a single POST's or one item of a batch
+ * POST's (application/cbor-seq).
+ */
+typedef struct slot {
+	int job;
+	ota_err pre;                 /* a batch item refused before the queue (its
+	                                detail in op_err), else OTA_OK */
+	ota_nonce_op op;
+	ota_error op_err;            /* the detail of op.result (committer) */
+	uint8_t *acc;
+	size_t acc_len;
+	ota_admission adm;           /* last: the largest; prepare clears it */
+} slot;
+
 typedef struct req {
 	uint8_t *buf;
 	size_t len, cap;
@@ -113,21 +130,22 @@ typedef struct req {
 	bool too_large;
 	bool counted;                /* in d->inflight until completed */
 	int state;
-	int job;
+	int job;                     /* JOB_ISSUE, JOB_ADMIT (one.job) or JOB_BATCH */
 	struct MHD_Connection *conn;
 	struct req *next;            /* committer queue */
 	const char *method, *url;    /* MHD's, valid while the request lives */
-	ota_nonce_op op;
-	ota_error op_err;            /* the detail of op.result (committer) */
 	answer ans;                  /* rendered on resume (or by enqueue), then sent */
 	/* JOB_ISSUE */
 	json_t *json;                /* the parsed body; binding points into it */
 	ota_nonce_binding binding;
-	/* JOB_ADMIT */
+	/* JOB_ADMIT, JOB_BATCH */
 	int64_t now;
-	uint8_t *acc;
-	size_t acc_len;
-	ota_admission adm;
+	/* JOB_BATCH: its items in the order of the body, nitems of them, nqueued
+	 * of them queued (the others refused before the queue); counted in
+	 * d->batch_items until completed */
+	slot *items;
+	size_t nitems, nqueued;
+	slot one;                    /* JOB_ISSUE, JOB_ADMIT; last (its adm) */
 } req;
 
 struct ota_attestd {
@@ -156,14 +174,20 @@ struct ota_attestd {
 	bool closing;         /* no more jobs are queued */
 	bool stop;            /* the committer exits once the queue is empty */
 	bool busy;            /* a batch is running */
+	/* the batch: its requests, their operations (slots) and the arrays
+	 * of the transaction, each of max_batch - 1 + OTA_MAX_ATTESTATION_BATCH */
 	ota_nonce_op *bops;
 	req **breqs;
+	slot **bslots;
 	ota_admission **badm;  /* the batch's admissions, its acceptances */
 	uint8_t **baccs;
 	size_t *bacc_lens;
 	ota_error *berrs;      /* the detail of each operation of the batch */
 	atomic_ullong batches, batch_ops;
 	atomic_uint inflight; /* requests queued, not yet completed */
+	/* items of batch requests being judged, queued or answered: at most
+	 * OTA_MAX_BATCH_ITEMS_IN_FLIGHT (each holds ~7 KiB until completed) */
+	atomic_uint batch_items;
 	/* the request-deadline watchdog (conn_watch) */
 	pthread_t watchdog;
 	bool watchdog_started;
@@ -206,6 +230,7 @@ void ota_attestd_opts_init(ota_attestd_opts *o)
 	o->max_body = OTA_MAX_HTTP_BODY_BYTES;
 	o->threads = 0;
 	o->max_batch = 256;
+	o->max_batch_items = OTA_MAX_BATCH_ITEMS_IN_FLIGHT;
 	o->sync = OTA_NONCE_SYNC_FULL;
 	ota_admission_opts_init(&o->admission);
 }
@@ -407,6 +432,7 @@ static unsigned status_for(ota_err e)
 	case OTA_ERR_HTTP_CONTENT_TYPE:
 		return MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
 	case OTA_ERR_HTTP_BAD_REQUEST:
+	case OTA_ERR_ATT_BATCH_MALFORMED:
 	case OTA_ERR_USAGE:
 	case OTA_ERR_JSON_SYNTAX:
 	case OTA_ERR_JSON_DUPLICATE_KEY:
@@ -594,8 +620,8 @@ static void sign_batch(ota_attestd *d, size_t n)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (d->breqs[i]->job == JOB_ADMIT)
-			d->badm[k++] = &d->breqs[i]->adm;
+		if (d->bslots[i]->job == JOB_ADMIT)
+			d->badm[k++] = &d->bslots[i]->adm;
 	if (k == 0)
 		return;
 	ota_error e;
@@ -603,20 +629,32 @@ static void sign_batch(ota_attestd *d, size_t n)
 	ota_err rc = ota_acceptance_build_batch(&d->signer, (const ota_admission *const *)d->badm, k,
 	                                        d->baccs, d->bacc_lens, &e);
 	for (size_t i = 0, j = 0; i < n; i++) {
-		req *r = d->breqs[i];
-		if (r->job != JOB_ADMIT)
+		slot *s = d->bslots[i];
+		if (s->job != JOB_ADMIT)
 			continue;
 		if (rc != OTA_OK) {
-			memset(&r->op, 0, sizeof r->op);
-			r->op.result = rc;
-			r->op_err = e;
+			memset(&s->op, 0, sizeof s->op);
+			s->op.result = rc;
+			s->op_err = e;
 			continue;
 		}
-		r->acc = d->baccs[j];
-		r->acc_len = d->bacc_lens[j];
+		s->acc = d->baccs[j];
+		s->acc_len = d->bacc_lens[j];
 		j++;
-		ota_admission_op(&r->adm, ota_bytes_make(r->acc, r->acc_len), &r->op);
+		ota_admission_op(&s->adm, ota_bytes_make(s->acc, s->acc_len), &s->op);
 	}
+}
+
+/* r's operations (its one, or a batch's queued items) appended to d->bslots[*m]. */
+static void take_slots(ota_attestd *d, req *r, size_t *m)
+{
+	if (r->job != JOB_BATCH) {
+		d->bslots[(*m)++] = &r->one;
+		return;
+	}
+	for (size_t i = 0; i < r->nitems; i++)
+		if (r->items[i].pre == OTA_OK)
+			d->bslots[(*m)++] = &r->items[i];
 }
 
 static void *committer_main(void *arg)
@@ -628,22 +666,27 @@ static void *committer_main(void *arg)
 			pthread_cond_wait(&d->work, &d->mu);
 		if (d->qhead == NULL)
 			break; /* stopping, nothing left */
-		size_t n = 0;
-		while (d->qhead != NULL && n < d->opts.max_batch) {
+		/* whole requests, until max_batch operations are taken: a batch
+		 * request (at most OTA_MAX_ATTESTATION_BATCH items) is never split
+		 * between two transactions, so the arrays hold max_batch - 1 +
+		 * OTA_MAX_ATTESTATION_BATCH */
+		size_t n = 0, ns = 0;
+		while (d->qhead != NULL && ns < d->opts.max_batch) {
 			req *r = d->qhead;
 			d->qhead = r->next;
 			if (d->qhead == NULL)
 				d->qtail = NULL;
 			d->breqs[n++] = r;
+			take_slots(d, r, &ns);
 		}
 		d->busy = true;
 		pthread_mutex_unlock(&d->mu);
 
-		sign_batch(d, n);
+		sign_batch(d, ns);
 		size_t m = 0; /* operations of this transaction */
-		for (size_t i = 0; i < n; i++)
-			if (d->breqs[i]->op.kind != 0)
-				d->bops[m++] = d->breqs[i]->op;
+		for (size_t i = 0; i < ns; i++)
+			if (d->bslots[i]->op.kind != 0)
+				d->bops[m++] = d->bslots[i]->op;
 		int64_t now = now_of(d);
 		if (m > 0) {
 			/* on failure every op's result (and detail) carries the error */
@@ -657,18 +700,21 @@ static void *committer_main(void *arg)
 			atomic_fetch_add(&d->batches, 1);
 			atomic_fetch_add(&d->batch_ops, m);
 		}
-		/* committed (or refused): each pool thread renders and sends its
-		 * answer once resumed */
-		for (size_t i = 0, j = 0; i < n; i++) {
-			req *r = d->breqs[i];
-			if (r->op.kind != 0) {
-				r->op.result = d->bops[j].result;
-				r->op.challenge = d->bops[j].challenge;
-				r->op_err = d->berrs[j];
+		for (size_t i = 0, j = 0; i < ns; i++) {
+			slot *s = d->bslots[i];
+			if (s->op.kind != 0) {
+				s->op.result = d->bops[j].result;
+				s->op.challenge = d->bops[j].challenge;
+				s->op_err = d->berrs[j];
 				j++;
 			}
-			if (r->job == JOB_ISSUE && r->op.result == OTA_OK)
+			if (s->job == JOB_ISSUE && s->op.result == OTA_OK)
 				d->issued_since_purge++;
+		}
+		/* committed (or refused): each pool thread renders and sends its
+		 * answer once resumed */
+		for (size_t i = 0; i < n; i++) {
+			req *r = d->breqs[i];
 			r->state = RQ_COMMITTED;
 			MHD_resume_connection(r->conn); /* r is the pool thread's again */
 		}
@@ -705,6 +751,7 @@ static bool content_type_is(struct MHD_Connection *c, const char *want,
 /* Parameters allowed with the endpoint's media types (docs/attestation.md). */
 static const char *const json_params[] = {"charset=utf-8", NULL};
 static const char *const cose_params[] = {"cose-type=cose-sign1", NULL};
+static const char *const no_params[] = {NULL};
 
 static ota_err principal_is_issuer(const ota_attestd *d, const char *id, ota_error *err)
 {
@@ -797,11 +844,12 @@ static bool route_challenges(ota_attestd *d, struct MHD_Connection *c, req *r, a
 	r->json = o; /* b points into it; released once the job is answered */
 	r->binding = b;
 	r->job = JOB_ISSUE;
-	memset(&r->op, 0, sizeof r->op);
-	r->op.kind = OTA_NONCE_OP_ISSUE;
-	r->op.binding = &r->binding;
-	r->op.nonce_len = (size_t)nbytes;
-	r->op.ttl = (int64_t)ttl;
+	r->one.job = JOB_ISSUE;
+	memset(&r->one.op, 0, sizeof r->one.op);
+	r->one.op.kind = OTA_NONCE_OP_ISSUE;
+	r->one.op.binding = &r->binding;
+	r->one.op.nonce_len = (size_t)nbytes;
+	r->one.op.ttl = (int64_t)ttl;
 	enqueue(d, c, r);
 	return true;
 }
@@ -810,15 +858,15 @@ static void finish_issue(ota_attestd *d, req *r)
 {
 	const char *method = r->method, *url = r->url;
 	answer *a = &r->ans;
-	ota_err rc = r->op.result;
+	ota_err rc = r->one.op.result;
 	if (rc != OTA_OK) {
-		if (r->op_err.code == rc)
-			answer_error(d, a, method, url, &r->op_err);
+		if (r->one.op_err.code == rc)
+			answer_error(d, a, method, url, &r->one.op_err);
 		else
 			answer_fail(d, a, method, url, rc, "challenge", ota_err_message(rc));
 		return;
 	}
-	ota_challenge *ch = &r->op.challenge;
+	ota_challenge *ch = &r->one.op.challenge;
 	char id[OTA_ID_LEN + 1];
 	char *nonce = NULL;
 	if (ota_challenge_identity(ch, id) != OTA_OK ||
@@ -839,38 +887,49 @@ static void finish_issue(ota_attestd *d, req *r)
 	answer_json(a, MHD_HTTP_CREATED, out);
 }
 
+/*
+ * Judges one attestation as of now into s (s->job JOB_ADMIT when it may be
+ * queued): the admission's checks, then this endpoint's verifier key. The
+ * acceptance is signed as of now and verified by ota-verify at that time:
+ * the verifier key must be valid then, not only at start (a valid_until or
+ * revoked_at may pass while the endpoint runs), and trusted for the
+ * attestation's provider target, as ota-verify judges it (an acceptance
+ * from a verifier scoped to other providers vouches for nothing).
+ */
+static ota_err judge(ota_attestd *d, ota_bytes cose, int64_t now, slot *s, ota_error *e)
+{
+	ota_err rc = ota_admission_prepare(&d->actx, cose, ota_bytes_make(NULL, 0), now, &s->adm, e);
+	if (rc == OTA_OK) {
+		ota_trust_scope_req scope = {NULL, NULL, s->adm.claims.provider};
+		ota_error ve;
+		ota_error_clear(&ve);
+		rc = ota_trust_lookup(d->root, ota_bytes_make(d->vkid, sizeof d->vkid),
+		                      ota_key_default_alg(d->vkey), OTA_TRUST_ROLE_VERIFIER, &scope, now,
+		                      NULL, NULL, &ve);
+		if (rc != OTA_OK)
+			ota_error_set(e, rc, ve.where, "this endpoint's verifier key: %.300s", ve.what);
+	}
+	s->job = rc == OTA_OK ? JOB_ADMIT : JOB_NONE;
+	return rc;
+}
+
+static bool route_batch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a);
+static void finish_batch(ota_attestd *d, req *r, answer *a);
+
 static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a)
 {
 	const char *method = r->method, *url = r->url;
+	if (content_type_is(c, "application/cbor-seq", no_params))
+		return route_batch(d, c, r, a);
 	if (!content_type_is(c, "application/cose", cose_params)) {
 		answer_fail(d, a, method, url, OTA_ERR_HTTP_CONTENT_TYPE, "content-type",
-		            "want application/cose");
+		            "want application/cose (or application/cbor-seq, a batch)");
 		return false;
 	}
 	ota_error e;
 	ota_error_clear(&e);
 	r->now = now_of(d);
-	ota_err rc = ota_admission_prepare(&d->actx, ota_bytes_make(r->buf, r->len),
-	                                   ota_bytes_make(NULL, 0), r->now, &r->adm, &e);
-	/* the acceptance is signed as of r->now and verified by ota-verify at
-	 * that time: the verifier key must be valid then, not only at start
-	 * (a valid_until or revoked_at may pass while the endpoint runs), and
-	 * trusted for the attestation's provider target, as ota-verify judges
-	 * it (an acceptance from a verifier scoped to other providers vouches
-	 * for nothing) */
-	if (rc == OTA_OK) {
-		ota_trust_scope_req scope = {NULL, NULL, r->adm.claims.provider};
-		ota_error ve;
-		ota_error_clear(&ve);
-		rc = ota_trust_lookup(d->root, ota_bytes_make(d->vkid, sizeof d->vkid),
-		                      ota_key_default_alg(d->vkey), OTA_TRUST_ROLE_VERIFIER, &scope,
-		                      r->now, NULL, NULL, &ve);
-		if (rc != OTA_OK) {
-			ota_error_set(&e, rc, ve.where, "this endpoint's verifier key: %.300s",
-			              ve.what);
-		}
-	}
-	if (rc != OTA_OK) {
+	if (judge(d, ota_bytes_make(r->buf, r->len), r->now, &r->one, &e) != OTA_OK) {
 		atomic_fetch_add(&d->refused, 1);
 		answer_error(d, a, method, url, &e);
 		return false;
@@ -882,77 +941,172 @@ static bool route_attestations(ota_attestd *d, struct MHD_Connection *c, req *r,
 	return true;
 }
 
-/* The 201 answer of an admitted attestation, keys in sorted order (as
- * jansson's JSON_SORT_KEYS would write them). */
-static void finish_admit(ota_attestd *d, req *r)
+/* Gives back r's batch items (their acceptances, the array, the count). */
+static void batch_release(ota_attestd *d, req *r)
+{
+	if (r->items == NULL)
+		return;
+	for (size_t i = 0; i < r->nitems; i++)
+		free(r->items[i].acc);
+	free(r->items);
+	atomic_fetch_sub(&d->batch_items, (unsigned)r->nitems);
+	r->items = NULL;
+	r->nitems = r->nqueued = 0;
+}
+
+/*
+ * POST /v1/attestations with Content-Type application/cbor-seq (RFC 8742):
+ * 1..OTA_MAX_ATTESTATION_BATCH attestations, each a whole COSE_Sign1 as the
+ * single route takes it, one after the other. Each is judged on its own
+ * (a refused item does not stop the others) and the admitted ones are
+ * queued together: they commit in one transaction, in the body's order (a
+ * later item may name an earlier one as its prior). The answer, once that
+ * transaction has committed, is 200 with one result per item, in order
+ * (finish_batch). Framing that cannot be split into items, an empty body
+ * and too many items refuse the whole request, before anything is judged.
+ */
+static bool route_batch(ota_attestd *d, struct MHD_Connection *c, req *r, answer *a)
 {
 	const char *method = r->method, *url = r->url;
-	answer *a = &r->ans;
-	ota_admission *ad = &r->adm;
-	ota_err rc = r->op.result;
-	if (rc != OTA_OK) {
-		/* the store's (or the signer's) detail, e.g. where "eat_nonce",
-		 * "consumed at ..."; a generic one only if none came back */
-		ota_error e;
-		ota_error_clear(&e);
-		if (r->op_err.code == rc)
-			e = r->op_err;
-		else
-			ota_error_set(&e, rc, "admission", "%s", ota_err_message(rc));
-		atomic_fetch_add(&d->refused, 1);
+	ota_bytes part[OTA_MAX_ATTESTATION_BATCH];
+	size_t n = 0, bad_at = 0;
+	ota_error e;
+	ota_error_clear(&e);
+	/* this only frames the items; the COSE decoder judges each strictly */
+	ota_err rc = ota_cbor_seq_split(ota_bytes_make(r->buf, r->len), OTA_MAX_COSE_DEPTH + 4, part,
+	                                OTA_MAX_ATTESTATION_BATCH, &n, &bad_at);
+	if (rc == OTA_ERR_TOO_LARGE)
+		ota_error_set(&e, rc, "batch", "more than %u attestations in one batch",
+		              OTA_MAX_ATTESTATION_BATCH);
+	else if (rc != OTA_OK)
+		ota_error_set(&e, rc, "batch", "item %zu at byte %zu is not one whole CBOR item", n,
+		              bad_at);
+	else if (n == 0)
+		ota_error_set(&e, OTA_ERR_ATT_BATCH_MALFORMED, "batch", "an empty batch");
+	if (e.code != OTA_OK) {
 		answer_error(d, a, method, url, &e);
-		return;
+		return false;
 	}
+	unsigned held = atomic_fetch_add(&d->batch_items, (unsigned)n);
+	if (held + n > d->opts.max_batch_items) {
+		atomic_fetch_sub(&d->batch_items, (unsigned)n);
+		answer_fail(d, a, method, url, OTA_ERR_HTTP_UNAVAILABLE, "batch",
+		            "too many batch items in flight; retry");
+		return false;
+	}
+	r->items = malloc(n * sizeof *r->items);
+	if (r->items == NULL) {
+		atomic_fetch_sub(&d->batch_items, (unsigned)n);
+		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "batch", "items");
+		return false;
+	}
+	r->nitems = n;
+	r->nqueued = 0;
+	r->now = now_of(d);
+	for (size_t i = 0; i < n; i++) {
+		slot *s = &r->items[i];
+		memset(s, 0, offsetof(slot, adm));
+		ota_error_clear(&s->op_err);
+		s->pre = judge(d, part[i], r->now, s, &s->op_err);
+		if (s->pre == OTA_OK)
+			r->nqueued++;
+		else
+			atomic_fetch_add(&d->refused, 1);
+	}
+	r->job = JOB_BATCH;
+	if (r->nqueued == 0) { /* nothing to commit: answered now */
+		finish_batch(d, r, a);
+		return false;
+	}
+	enqueue(d, c, r);
+	return true;
+}
+
+/* The 201 answer's object of an admitted attestation into b, keys in
+ * sorted order (as jansson's JSON_SORT_KEYS would write them). */
+static void render_accepted(ota_attestd *d, sbuf *b, const slot *s, int64_t now)
+{
+	const ota_admission *ad = &s->adm;
 	const ota_challenge *ch = &ad->challenge;
-	atomic_fetch_add(&d->accepted, 1);
-	/* one allocation: the acceptance's base64 and the rest (each text
-	 * member is at most OTA_ATT_TEXT_MAX bytes; sb_str grows the buffer
-	 * for one that must be escaped) */
-	sbuf b = {NULL, 0, 0, false};
-	sb_reserve(&b, (r->acc_len + 2) / 3 * 4 + 2048);
-	sb_lit(&b, "{\"acceptance\":");
-	sb_b64(&b, r->acc, r->acc_len, false);
-	sb_lit(&b, ",\"accepted_at\":");
-	sb_int(&b, (long long)r->now);
-	sb_lit(&b, ",\"attestation\":");
-	sb_plain(&b, ad->record_id);
-	sb_lit(&b, ",\"boundary\":");
-	sb_str(&b, ad->claims.boundary);
-	sb_lit(&b, ",\"challenge\":");
-	sb_plain(&b, ad->challenge_id);
-	sb_lit(&b, ",\"challenge_record\":");
+	sb_lit(b, "{\"acceptance\":");
+	sb_b64(b, s->acc, s->acc_len, false);
+	sb_lit(b, ",\"accepted_at\":");
+	sb_int(b, (long long)now);
+	sb_lit(b, ",\"attestation\":");
+	sb_plain(b, ad->record_id);
+	sb_lit(b, ",\"boundary\":");
+	sb_str(b, ad->claims.boundary);
+	sb_lit(b, ",\"challenge\":");
+	sb_plain(b, ad->challenge_id);
+	sb_lit(b, ",\"challenge_record\":");
 	/* the challenge object in its JCS form (RFC 8785: sorted keys, no
 	 * spaces, integers, strings escaped as sb_str does), the bytes its
 	 * identity hashes (ota_challenge_jcs writes the same) */
-	sb_lit(&b, "{\"epoch\":");
-	sb_int(&b, (long long)ch->epoch);
-	sb_lit(&b, ",\"expires_at\":");
-	sb_int(&b, (long long)ch->expires_at);
-	sb_lit(&b, ",\"issued_at\":");
-	sb_int(&b, (long long)ch->issued_at);
-	sb_lit(&b, ",\"issuer\":");
-	sb_str(&b, ch->issuer);
-	sb_lit(&b, ",\"kind\":\"ota.challenge/v1\",\"nonce\":");
-	sb_b64(&b, ch->nonce, ch->nonce_len, true);
-	sb_lit(&b, ",\"scope\":");
-	sb_str(&b, ch->scope);
-	sb_lit(&b, ",\"txn\":");
-	sb_str(&b, ch->txn);
-	sb_lit(&b, "}");
-	sb_lit(&b, ",\"issuer\":");
-	sb_str(&b, ad->issuer_principal);
-	sb_lit(&b, ",\"ok\":true,\"prior\":");
+	sb_lit(b, "{\"epoch\":");
+	sb_int(b, (long long)ch->epoch);
+	sb_lit(b, ",\"expires_at\":");
+	sb_int(b, (long long)ch->expires_at);
+	sb_lit(b, ",\"issued_at\":");
+	sb_int(b, (long long)ch->issued_at);
+	sb_lit(b, ",\"issuer\":");
+	sb_str(b, ch->issuer);
+	sb_lit(b, ",\"kind\":\"ota.challenge/v1\",\"nonce\":");
+	sb_b64(b, ch->nonce, ch->nonce_len, true);
+	sb_lit(b, ",\"scope\":");
+	sb_str(b, ch->scope);
+	sb_lit(b, ",\"txn\":");
+	sb_str(b, ch->txn);
+	sb_lit(b, "}");
+	sb_lit(b, ",\"issuer\":");
+	sb_str(b, ad->issuer_principal);
+	sb_lit(b, ",\"ok\":true,\"prior\":");
 	if (ad->claims.has_prior)
-		sb_str(&b, ad->claims.prior);
+		sb_str(b, ad->claims.prior);
 	else
-		sb_lit(&b, "null");
-	sb_lit(&b, ",\"result\":\"accepted\",\"txn\":");
-	sb_str(&b, ad->claims.txn);
-	sb_lit(&b, "}\n");
+		sb_lit(b, "null");
+	sb_lit(b, ",\"result\":\"accepted\",\"txn\":");
+	sb_str(b, ad->claims.txn);
+	sb_lit(b, "}");
+	atomic_fetch_add(&d->accepted, 1);
 	if (d->opts.log_requests)
 		log_json(d, json_pack("{s:s, s:s, s:s, s:s, s:s}", "level", "info", "event", "accepted",
 		                      "attestation", ad->record_id, "txn", ad->claims.txn, "issuer",
 		                      ad->issuer_principal));
+}
+
+/* The refusal of a committed slot: the store's (or the signer's) detail,
+ * e.g. where "eat_nonce", "consumed at ..."; a generic one only if none
+ * came back. */
+static void slot_refusal(const slot *s, ota_error *e)
+{
+	ota_err rc = s->op.result;
+	ota_error_clear(e);
+	if (s->op_err.code == rc)
+		*e = s->op_err;
+	else
+		ota_error_set(e, rc, "admission", "%s", ota_err_message(rc));
+}
+
+/* The 201 answer of an admitted attestation (or its refusal). */
+static void finish_admit(ota_attestd *d, req *r)
+{
+	const char *method = r->method, *url = r->url;
+	answer *a = &r->ans;
+	const slot *s = &r->one;
+	if (s->op.result != OTA_OK) {
+		ota_error e;
+		slot_refusal(s, &e);
+		atomic_fetch_add(&d->refused, 1);
+		answer_error(d, a, method, url, &e);
+		return;
+	}
+	/* one allocation: the acceptance's base64 and the rest (each text
+	 * member is at most OTA_ATT_TEXT_MAX bytes; sb_str grows the buffer
+	 * for one that must be escaped) */
+	sbuf b = {NULL, 0, 0, false};
+	sb_reserve(&b, (s->acc_len + 2) / 3 * 4 + 2048);
+	render_accepted(d, &b, s, r->now);
+	sb_lit(&b, "\n");
 	if (b.oom) {
 		free(b.p);
 		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "acceptance", "answer");
@@ -961,11 +1115,80 @@ static void finish_admit(ota_attestd *d, req *r)
 	answer_set(a, MHD_HTTP_CREATED, "application/json", b.p, b.len);
 }
 
+/*
+ * The 200 answer of a batch request:
+ *   {"accepted":K,"ok":true,"refused":R,"results":[...]}
+ * results in the order of the body, each the single route's answer object
+ * for that attestation: an accepted one's 201 object, or a refusal's
+ * {"code","message","ok":false,"status","where"} with the status the
+ * single route would have answered. "ok" is true when the request was
+ * read and judged; each item says its own result.
+ */
+static void finish_batch(ota_attestd *d, req *r, answer *a)
+{
+	const char *method = r->method, *url = r->url;
+	size_t acc_bytes = 0, k = 0;
+	for (size_t i = 0; i < r->nitems; i++) {
+		acc_bytes += (r->items[i].acc_len + 2) / 3 * 4 + 2048;
+		k += r->items[i].pre == OTA_OK && r->items[i].op.result == OTA_OK;
+	}
+	sbuf b = {NULL, 0, 0, false};
+	sb_reserve(&b, acc_bytes + 128);
+	sb_lit(&b, "{\"accepted\":");
+	sb_int(&b, (long long)k);
+	sb_lit(&b, ",\"ok\":true,\"refused\":");
+	sb_int(&b, (long long)(r->nitems - k));
+	sb_lit(&b, ",\"results\":[");
+	for (size_t i = 0; i < r->nitems; i++) {
+		const slot *s = &r->items[i];
+		if (i > 0)
+			sb_lit(&b, ",");
+		if (s->pre == OTA_OK && s->op.result == OTA_OK) {
+			render_accepted(d, &b, s, r->now);
+			continue;
+		}
+		ota_error e;
+		if (s->pre != OTA_OK) {
+			e = s->op_err;
+		} else {
+			slot_refusal(s, &e);
+			atomic_fetch_add(&d->refused, 1);
+		}
+		unsigned st = status_for(e.code);
+		char where[sizeof e.where + 8], what[sizeof e.what + 8];
+		utf8_safe(e.where, where, sizeof where);
+		utf8_safe(e.what[0] != '\0' ? e.what : ota_err_message(e.code), what, sizeof what);
+		sb_lit(&b, "{\"code\":");
+		sb_str(&b, ota_err_name(e.code));
+		sb_lit(&b, ",\"message\":");
+		sb_str(&b, what);
+		sb_lit(&b, ",\"ok\":false,\"status\":");
+		sb_int(&b, (long long)st);
+		sb_lit(&b, ",\"where\":");
+		sb_str(&b, where);
+		sb_lit(&b, "}");
+		if (logging(d))
+			log_json(d, json_pack("{s:s, s:s, s:s, s:I, s:i, s:s, s:s}", "level",
+			                      st >= 500 ? "error" : "warn", "event", "refused", "path",
+			                      "/v1/attestations (batch)", "item", (json_int_t)i, "status",
+			                      (int)st, "code", ota_err_name(e.code), "where", where));
+	}
+	sb_lit(&b, "]}\n");
+	if (b.oom) {
+		free(b.p);
+		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "batch", "answer");
+		return;
+	}
+	answer_set(a, MHD_HTTP_OK, "application/json", b.p, b.len);
+}
+
 /* Renders the answer of r's committed (or refused) job, on its pool thread. */
 static void finish_job(ota_attestd *d, req *r)
 {
 	if (r->job == JOB_ISSUE)
 		finish_issue(d, r);
+	else if (r->job == JOB_BATCH)
+		finish_batch(d, r, &r->ans);
 	else
 		finish_admit(d, r);
 	json_decref(r->json);
@@ -1364,7 +1587,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		} else if ((r = malloc(sizeof *r)) == NULL) {
 			return MHD_NO;
 		}
-		memset(r, 0, offsetof(req, adm));
+		memset(r, 0, offsetof(req, one.adm));
 		r->buf = buf;
 		r->cap = cap;
 		r->method = method;
@@ -1515,10 +1738,11 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			atomic_fetch_sub(&d->inflight, 1);
 		free(r->ans.body);
 		json_decref(r->json);
-		free(r->acc);
+		free(r->one.acc);
 		r->ans.body = NULL;
 		r->json = NULL;
-		r->acc = NULL;
+		r->one.acc = NULL;
+		batch_release(d, r);
 		/* kept for the connection's next request, with a body buffer of
 		 * at most SPARE_BUF_BYTES (a larger one is given back) */
 		if (r->cap > SPARE_BUF_BYTES) {
@@ -1708,8 +1932,12 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 		d->opts.threads = 64;
 	if (d->opts.max_batch == 0)
 		d->opts.max_batch = 256;
-	if (d->opts.max_batch > OTA_NONCE_MAX_BATCH)
-		d->opts.max_batch = OTA_NONCE_MAX_BATCH;
+	if (d->opts.max_batch_items == 0 || d->opts.max_batch_items > OTA_MAX_BATCH_ITEMS_IN_FLIGHT)
+		d->opts.max_batch_items = OTA_MAX_BATCH_ITEMS_IN_FLIGHT;
+	/* a batch request is never split: a transaction holds up to
+	 * max_batch - 1 + OTA_MAX_ATTESTATION_BATCH operations */
+	if (d->opts.max_batch > OTA_NONCE_MAX_BATCH + 1 - OTA_MAX_ATTESTATION_BATCH)
+		d->opts.max_batch = OTA_NONCE_MAX_BATCH + 1 - OTA_MAX_ATTESTATION_BATCH;
 	if (d->opts.admission.max_age == 0 && d->opts.admission.max_lifetime == 0)
 		ota_admission_opts_init(&d->opts.admission);
 	d->clock = o->clock != NULL ? *o->clock : ota_clock_system();
@@ -1729,14 +1957,16 @@ ota_err ota_attestd_start(const ota_attestd_opts *o, ota_attestd **out, ota_erro
 	uint64_t gone = 0;
 	if (ota_nonce_store_purge(d->store, now, &gone, NULL) != OTA_OK)
 		gone = 0;
-	d->bops = calloc(d->opts.max_batch, sizeof *d->bops);
-	d->breqs = calloc(d->opts.max_batch, sizeof *d->breqs);
-	d->badm = calloc(d->opts.max_batch, sizeof *d->badm);
-	d->baccs = calloc(d->opts.max_batch, sizeof *d->baccs);
-	d->bacc_lens = calloc(d->opts.max_batch, sizeof *d->bacc_lens);
-	d->berrs = calloc(d->opts.max_batch, sizeof *d->berrs);
-	if (d->bops == NULL || d->breqs == NULL || d->badm == NULL || d->baccs == NULL ||
-	    d->bacc_lens == NULL || d->berrs == NULL) {
+	size_t bmax = d->opts.max_batch - 1 + OTA_MAX_ATTESTATION_BATCH;
+	d->bops = calloc(bmax, sizeof *d->bops);
+	d->breqs = calloc(bmax, sizeof *d->breqs);
+	d->bslots = calloc(bmax, sizeof *d->bslots);
+	d->badm = calloc(bmax, sizeof *d->badm);
+	d->baccs = calloc(bmax, sizeof *d->baccs);
+	d->bacc_lens = calloc(bmax, sizeof *d->bacc_lens);
+	d->berrs = calloc(bmax, sizeof *d->berrs);
+	if (d->bops == NULL || d->breqs == NULL || d->bslots == NULL || d->badm == NULL ||
+	    d->baccs == NULL || d->bacc_lens == NULL || d->berrs == NULL) {
 		e = ota_error_set(err, OTA_ERR_NOMEM, "attestd", "group committer");
 		goto out_stop;
 	}
@@ -1856,6 +2086,7 @@ void ota_attestd_stop(ota_attestd *d)
 	pthread_mutex_destroy(&d->wmu);
 	free(d->bops);
 	free(d->breqs);
+	free(d->bslots);
 	free(d->badm);
 	free(d->baccs);
 	free(d->bacc_lens);

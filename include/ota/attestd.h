@@ -45,6 +45,10 @@ typedef struct ota_attestd_opts {
 	                                 per online CPU. A request waiting for its group
 	                                 commit is suspended and holds no thread. */
 	size_t max_batch;             /* operations per group commit; default 256 */
+	unsigned max_batch_items;     /* items of batch POSTs (application/cbor-seq) held at
+	                                 once, judged, queued or being answered; one more
+	                                 batch is 503 http_unavailable; default and at most
+	                                 OTA_MAX_BATCH_ITEMS_IN_FLIGHT */
 	ota_nonce_sync sync;          /* default OTA_NONCE_SYNC_FULL */
 	int64_t challenge_ttl;        /* default (0): OTA_NONCE_DEFAULT_TTL; at most
 	                                 OTA_NONCE_MAX_TTL, else usage at start (as is an

@@ -65,6 +65,19 @@ OTA_API bool ota_cbor_rd_take(ota_cbor_rd *r, uint64_t n, ota_bytes *out);
 /* Skips one item, nesting at most max_depth levels below it. */
 OTA_API bool ota_cbor_rd_skip(ota_cbor_rd *r, unsigned max_depth);
 
+/*
+ * Frames a CBOR sequence (RFC 8742: whole items one after the other, nothing
+ * between or after): parts[0..*n) point into seq, each one item that nests
+ * at most max_depth levels (ota_cbor_rd_skip's bounded walk; the items' own
+ * readers judge them strictly). Returns OTA_OK with *n >= 0 (0 for no
+ * bytes); OTA_ERR_TOO_LARGE when seq holds more than max items (*n = max);
+ * OTA_ERR_ATT_BATCH_MALFORMED when an item is not whole (*n items before
+ * it, *bad_at its offset). Never reads past seq.len.
+ */
+OTA_API OTA_NODISCARD ota_err ota_cbor_seq_split(ota_bytes seq, unsigned max_depth,
+                                                 ota_bytes *parts, size_t max, size_t *n,
+                                                 size_t *bad_at);
+
 #ifdef __cplusplus
 }
 #endif

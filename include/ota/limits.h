@@ -58,6 +58,8 @@
 #define OTA_MAX_ATTESTATION_BYTES (64u * 1024u)         /* one attestation payload */
 #define OTA_MAX_ATTESTATION_DEPTH 16u                   /* nesting inside body */
 #define OTA_MAX_ATTESTATION_CLAIMS 32u                  /* entries of the payload map */
+#define OTA_MAX_ATTESTATION_BATCH 128u                  /* attestations in one batch POST (application/cbor-seq) */
+#define OTA_MAX_BATCH_ITEMS_IN_FLIGHT 4096u             /* batch items the endpoint holds at once (503 beyond) */
 /* The clock skew tolerated around an attestation's iat: the endpoint's
  * --max-skew is at most this, and ota-verify archive judges an external
  * attestation fresh when its iat lies within this many seconds of
