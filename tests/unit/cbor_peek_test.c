@@ -98,12 +98,62 @@ static void test_depth(void **state)
 	assert_false(skips(tags, sizeof tags, 2, &end));
 }
 
+/* RFC 8742 sequences: whole items one after the other, framed without
+ * judging them; the count is capped, a cut item names its offset. */
+static void test_sequence_framing(void **state)
+{
+	(void)state;
+	ota_bytes part[4];
+	size_t n = 9, bad = 9;
+	/* 1, "ab", [2, {3: h'04'}], simple 22 (null) */
+	static const uint8_t seq[] = {0x01, 0x62, 'a', 'b', 0x82, 0x02, 0xa1, 0x03, 0x41, 0x04, 0xf6};
+	assert_ota(ota_cbor_seq_split(ota_bytes_make(seq, sizeof seq), 4, part, 4, &n, &bad), OTA_OK);
+	assert_int_equal(n, 4);
+	assert_int_equal(bad, 0);
+	assert_ptr_equal(part[0].ptr, seq);
+	assert_int_equal(part[0].len, 1);
+	assert_ptr_equal(part[1].ptr, seq + 1);
+	assert_int_equal(part[1].len, 3);
+	assert_ptr_equal(part[2].ptr, seq + 4);
+	assert_int_equal(part[2].len, 6);
+	assert_ptr_equal(part[3].ptr, seq + 10);
+	assert_int_equal(part[3].len, 1);
+	/* no bytes: an empty sequence (the caller decides whether that is allowed) */
+	assert_ota(ota_cbor_seq_split(ota_bytes_make(seq, 0), 4, part, 4, &n, &bad), OTA_OK);
+	assert_int_equal(n, 0);
+	/* one item more than max: too large, with max framed */
+	assert_ota(ota_cbor_seq_split(ota_bytes_make(seq, sizeof seq), 4, part, 3, &n, &bad),
+	           OTA_ERR_TOO_LARGE);
+	assert_int_equal(n, 3);
+	/* the last item cut short: malformed at its offset, the whole ones counted */
+	assert_ota(ota_cbor_seq_split(ota_bytes_make(seq, sizeof seq - 2), 4, part, 4, &n, &bad),
+	           OTA_ERR_ATT_BATCH_MALFORMED);
+	assert_int_equal(n, 2);
+	assert_int_equal(bad, 4);
+	/* nesting past max_depth: [2, {3: h'04'}] needs 2 levels */
+	assert_ota(ota_cbor_seq_split(ota_bytes_make(seq, sizeof seq), 1, part, 4, &n, &bad),
+	           OTA_ERR_ATT_BATCH_MALFORMED);
+	assert_int_equal(n, 2);
+	assert_int_equal(bad, 4);
+	/* an indefinite-length item or a lone break byte is never whole */
+	static const uint8_t indef[] = {0x01, 0x5f, 0x41, 0x00, 0xff};
+	assert_ota(ota_cbor_seq_split(ota_bytes_make(indef, sizeof indef), 4, part, 4, &n, &bad),
+	           OTA_ERR_ATT_BATCH_MALFORMED);
+	assert_int_equal(bad, 1);
+	static const uint8_t brk[] = {0xff};
+	assert_ota(ota_cbor_seq_split(ota_bytes_make(brk, 1), 4, part, 4, &n, &bad),
+	           OTA_ERR_ATT_BATCH_MALFORMED);
+	assert_int_equal(n, 0);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_walks_what_the_writer_writes),
 		cmocka_unit_test(test_refuses_what_cannot_fit),
 		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_sequence_framing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
