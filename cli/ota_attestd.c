@@ -28,6 +28,8 @@ static const char usage_text[] =
 	"                       slowly bytes arrive (default 30)\n"
 	"  --max-body BYTES     request body cap (default 262144)\n"
 	"  --batch N            group-commit batch size (default 256)\n"
+	"  --max-batch-items N  attestations of batch POSTs (application/cbor-seq) held at\n"
+	"                       once; a batch beyond is answered 503 (1 to 4096, default 4096)\n"
 	"  --sync full|normal   sqlite synchronous mode (default full)\n"
 	"  --challenge-ttl S    challenge lifetime, 1 to 3600 (default 300)\n"
 	"  --max-age S          attestation freshness window for iat (default 300)\n"
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
 		{"request-timeout", required_argument, NULL, 'T'},
 		{"max-body", required_argument, NULL, 'b'},
 		{"batch", required_argument, NULL, 'B'},
+		{"max-batch-items", required_argument, NULL, 'I'},
 		{"sync", required_argument, NULL, 's'},
 		{"challenge-ttl", required_argument, NULL, 'C'},
 		{"max-age", required_argument, NULL, 'a'},
@@ -105,8 +108,11 @@ int main(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return CLI_OK;
 		case 'p': case 'c': case 'A': case 'o': case 'T': case 'b': case 'B': case 'C': case 'a':
-		case 'S': case 'L':
-			if (ch == 'S') {
+		case 'S': case 'L': case 'I':
+			if (ch == 'I') {
+				if (!parse_num(optarg, 1, OTA_MAX_BATCH_ITEMS_IN_FLIGHT, &v))
+					return cli_usage("ota-attestd", "--max-batch-items takes 1 to 4096");
+			} else if (ch == 'S') {
 				/* ota-verify archive allows this much skew around iat */
 				if (!parse_num(optarg, 0, OTA_ATT_MAX_SKEW, &v))
 					return cli_usage("ota-attestd", "--max-skew takes 0 to 30 seconds");
@@ -125,6 +131,7 @@ int main(int argc, char **argv)
 			else if (ch == 'T') o.request_timeout_s = (unsigned)v;
 			else if (ch == 'b') o.max_body = (size_t)v;
 			else if (ch == 'B') o.max_batch = (size_t)v;
+			else if (ch == 'I') o.max_batch_items = (unsigned)v;
 			else if (ch == 'C') o.challenge_ttl = v;
 			else if (ch == 'a') o.admission.max_age = v;
 			else if (ch == 'S') o.admission.max_skew = v;

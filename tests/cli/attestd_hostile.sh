@@ -339,5 +339,30 @@ n=$(awk '$1=="head-healthz"||$1=="head-trust-root"||$1=="head-attestations"{s+=$
 [ "$n" -eq 0 ] && pass "HEAD answers carry no body" || bad "HEAD answers carry $n body bytes"
 stop methods
 
+# --- batches: --max-batch-items --------------------------------------------
+for v in 0 4097 x; do
+  timeout 10 "$ATTESTD" --db "$work/never.db" --trust "$T/root.json" \
+    --key "$work/verifier-FIXTURE.pem" --port 0 --max-batch-items "$v" >/dev/null 2>"$work/err"
+  rc=$?
+  [ "$rc" -eq 2 ] && grep -q 'max-batch-items\|numeric' "$work/err" &&
+    pass "--max-batch-items $v refused (exit 2)" || bad "--max-batch-items $v: exit $rc $(cat "$work/err")"
+done
+start batch --max-batch-items 1
+post() { # post BYTES(printf) -> "STATUS CODE-or-accepted/refused"
+  printf "$1" | curl -s -o "$work/ans" -w '%{http_code}' -H 'Content-Type: application/cbor-seq' \
+    --data-binary @- "http://127.0.0.1:$PORT/v1/attestations"
+}
+st=$(post '\x01\x02')
+[ "$st" = 503 ] && grep -q '"code":"http_unavailable"' "$work/ans" &&
+  pass "2 items over --max-batch-items 1: 503 http_unavailable" || bad "2 items: $st $(cat "$work/ans")"
+st=$(post '\x01')
+[ "$st" = 200 ] && grep -q '"accepted":0,"ok":true,"refused":1' "$work/ans" &&
+  grep -q '"code":"cose_tag_missing"' "$work/ans" &&
+  pass "1 item within the cap: 200, the item refused on its own" || bad "1 item: $st $(cat "$work/ans")"
+st=$(post '\x01\x5f')
+[ "$st" = 400 ] && grep -q '"code":"attestation_batch_malformed"' "$work/ans" &&
+  pass "an indefinite-length item: 400 attestation_batch_malformed" || bad "indefinite: $st $(cat "$work/ans")"
+stop batch
+
 [ "$fails" -eq 0 ] && echo "all passed" || echo "$fails failed"
 exit $((fails > 0))
