@@ -10,6 +10,13 @@
  * baseline used until 2026-11-30: 6-14 % slower than the primitive in the
  * same rounds, it made every ratio read that much higher (raw_verify_rate).
  *
+ * BENCH_ATTESTD_BATCH=K (2..128) sends the same attestations K per request
+ * instead (application/cbor-seq, the batch route), over 3072/K keep-alive
+ * connections unless BENCH_ATTESTD_CONNS says otherwise; each answer must
+ * be a 200 accepting all K. The JSON figure is then
+ * attestd_accepted_es256_batch with "batch": K; the work per attestation
+ * is the same, the HTTP exchanges and group-commit wake-ups are 1/K.
+ *
  * Method: ROUNDS rounds (default 5), each the raw verification rate
  * (RAW_SECONDS, 0.4 s) and right after it the endpoint phase
  * (ROUND_SECONDS, default 1.5 s), so that each round's baseline and rate
