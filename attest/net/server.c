@@ -196,6 +196,7 @@ struct ota_attestd {
 	bool wstop;
 	conn_watch *watch;
 	atomic_ullong request_timeouts, idle_shed;
+	atomic_ullong batch_requests; /* batch requests answered 200 */
 	size_t nconn; /* connections open (under wmu) */
 	uint64_t issued_since_purge; /* committer thread only */
 	/* the store's gauges for GET /metrics: counted (three scans of the
@@ -1179,6 +1180,7 @@ static void finish_batch(ota_attestd *d, req *r, answer *a)
 		answer_fail(d, a, method, url, OTA_ERR_NOMEM, "batch", "answer");
 		return;
 	}
+	atomic_fetch_add(&d->batch_requests, 1);
 	answer_set(a, MHD_HTTP_OK, "application/json", b.p, b.len);
 }
 
@@ -1296,6 +1298,12 @@ static void route_metrics(ota_attestd *d, answer *a)
 		{"ota_attestd_idle_connections_shed_total", "counter",
 		 "keep-alive connections idle between requests shut down while the slots ran short",
 		 atomic_load(&d->idle_shed)},
+		{"ota_attestd_attestation_batches_total", "counter",
+		 "batch requests (application/cbor-seq) answered with one result per item",
+		 atomic_load(&d->batch_requests)},
+		{"ota_attestd_batch_items_in_flight", "gauge",
+		 "attestations of batch requests held now (capped by --max-batch-items)",
+		 (unsigned long long)atomic_load(&d->batch_items)},
 		{"ota_attestd_commit_batches_total", "counter", "group-commit transactions",
 		 (unsigned long long)batches},
 		{"ota_attestd_commit_ops_total", "counter", "operations committed in batches",

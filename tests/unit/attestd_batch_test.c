@@ -196,6 +196,16 @@ static void test_all_accepted_in_body_order(void **state)
 	ota_error e = {0};
 	assert_ota(ota_attest_client_submit(f->url, ota_bytes_make(m[0], len[0]), &ans, &e),
 	           OTA_ERR_NONCE_REPLAYED);
+	/* two batches served on this endpoint, none held any more */
+	long st = 0;
+	size_t n = 0;
+	ota_error_clear(&e);
+	assert_ota(ota_attest_client_get(f->url, "/metrics", &ans, &n, &st, &e), OTA_OK);
+	assert_int_equal(st, 200);
+	assert_non_null(strstr(ans, "\nota_attestd_attestation_batches_total 2\n"));
+	assert_non_null(strstr(ans, "\nota_attestd_batch_items_in_flight 0\n"));
+	assert_non_null(strstr(ans, "\nota_attestd_attestations_accepted_total 6\n"));
+	free(ans);
 	for (int i = 0; i < N; i++)
 		free(m[i]);
 	free(s.p);
