@@ -4,6 +4,8 @@
  *   ota attest sign --key KEY --claims CLAIMS.json [--out FILE]
  *   ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)
  *                     [--trust PINNED.json [--trust NEXT.json]...] [--out ACC.cose] [--json]
+ *   ota attest submit --url URL FILE.cose FILE.cose... [--trust ...] [--json]
+ *                     (batches of up to 128: application/cbor-seq)
  * CLAIMS.json holds the attestation claims with the challenge's nonce as
  * base64url in "eat_nonce" (docs/attestation.md); iat defaults to now and
  * exp to iat + 120.
@@ -30,7 +32,8 @@ static const char usage_text[] =
 	"       ota attest sign --key KEY --claims CLAIMS.json --out FILE.cose\n"
 	"       ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)\n"
 	"                         [--trust PINNED.json [--trust NEXT.json]...]\n"
-	"                         [--out ACCEPTANCE.cose] [--json]\n";
+	"                         [--out ACCEPTANCE.cose] [--json]\n"
+	"       ota attest submit --url URL FILE.cose FILE.cose... [--trust PINNED.json]... [--json]\n";
 
 /* The endpoint's answer with --json: all of it, every non-ASCII character
  * as \uXXXX (jansson escapes C0 controls; C1 controls such as U+009B CSI
@@ -384,6 +387,127 @@ out:
 	return rc;
 }
 
+/* the exit status of a refusal or error, as fail_exit, without printing */
+static int exit_for(const ota_error *e)
+{
+	if (e->code == OTA_ERR_HTTP_TRANSPORT || e->code == OTA_ERR_ATT_PROTOCOL)
+		return CLI_INTERNAL;
+	return cli_exit_for(e->code);
+}
+
+/*
+ * ota attest submit FILE.cose FILE.cose...: batches of up to
+ * OTA_MAX_ATTESTATION_BATCH attestations (application/cbor-seq), one line
+ * per file in order ("accepted ID FILE" or "refused CODE FILE", the
+ * refusal's where and message on standard error), or with --json one object
+ * {"ok", "accepted", "refused", "results": [...]} whose results carry
+ * "file". With --trust each acceptance is checked as for one file, and one
+ * that fails is reported as refused. Exit 0 only when every file was
+ * accepted; else the status of the first refusal.
+ */
+static int submit_many(const char *url, char *const *files, size_t nf, const char *const *trust,
+                       size_t ntrust, bool json)
+{
+	ota_error e;
+	ota_error_clear(&e);
+	uint8_t **bufs = calloc(nf, sizeof *bufs);
+	ota_bytes *items = calloc(nf, sizeof *items);
+	ota_attest_batch_result *res = calloc(OTA_MAX_ATTESTATION_BATCH, sizeof *res);
+	json_t *out = json ? json_array() : NULL;
+	int rc = CLI_OK;
+	if (bufs == NULL || items == NULL || res == NULL || (json && out == NULL)) {
+		ota_error_set(&e, OTA_ERR_NOMEM, "submit", "batch");
+		rc = fail_exit(&e);
+	}
+	/* every file is read before anything is sent */
+	for (size_t i = 0; rc == CLI_OK && i < nf; i++) {
+		size_t l = 0;
+		if (ota_file_read(files[i], OTA_MAX_HTTP_BODY_BYTES, &bufs[i], &l, &e) != OTA_OK)
+			rc = fail_exit(&e);
+		items[i] = ota_bytes_make(bufs[i], l);
+	}
+	size_t accepted = 0, refused = 0;
+	int first_fail = CLI_OK;
+	for (size_t off = 0; rc == CLI_OK && off < nf; off += OTA_MAX_ATTESTATION_BATCH) {
+		size_t m = nf - off < OTA_MAX_ATTESTATION_BATCH ? nf - off : OTA_MAX_ATTESTATION_BATCH;
+		ota_error be;
+		ota_error_clear(&be);
+		/* an error of the batch as a whole is every item's result */
+		ota_err brc = ota_attest_client_submit_batch(url, items + off, m, res, &be);
+		if (brc != OTA_OK && !json)
+			fprintf(stderr, "ota attest: the batch of %zu from %s was refused whole\n", m,
+			        files[off]);
+		for (size_t j = 0; j < m; j++) {
+			size_t i = off + j;
+			ota_error ie = res[j].err;
+			json_t *o = NULL;
+			if (res[j].rc == OTA_OK) {
+				o = json_loads(res[j].answer, 0, NULL);
+				if (o == NULL)
+					ota_error_set(&ie, OTA_ERR_NOMEM, "answer", "cannot read");
+			}
+			if (o != NULL && ntrust > 0) {
+				const char *b64 = json_string_value(json_object_get(o, "acceptance"));
+				uint8_t *acc = NULL;
+				size_t al = 0;
+				ota_err arc = OTA_OK;
+				if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &acc, &al) != OTA_OK)
+					arc = ota_error_set(&ie, OTA_ERR_ATT_PROTOCOL, "acceptance",
+					                    "missing or not base64");
+				if (arc == OTA_OK)
+					arc = check_acceptance(trust, ntrust, items[i], o,
+					                       ota_bytes_make(acc, al), &ie);
+				free(acc);
+				if (arc != OTA_OK) {
+					json_decref(o);
+					o = NULL;
+				}
+			}
+			if (o != NULL) {
+				accepted++;
+				if (json) {
+					json_object_set_new(o, "file", json_string(files[i]));
+					json_array_append_new(out, o);
+				} else {
+					printf("accepted %s %s\n",
+					       json_string_value(json_object_get(o, "attestation")), files[i]);
+					json_decref(o);
+				}
+				continue;
+			}
+			refused++;
+			if (first_fail == CLI_OK)
+				first_fail = exit_for(&ie);
+			if (json) {
+				json_t *ej = cli_error_json(&ie);
+				if (ej != NULL)
+					json_object_set_new(ej, "file", json_string(files[i]));
+				json_array_append_new(out, ej);
+			} else {
+				printf("refused %s %s\n", ota_err_name(ie.code), files[i]);
+				fprintf(stderr, "ota attest: %s: ", files[i]);
+				(void)cli_fail("ota attest", &ie);
+			}
+		}
+		ota_attest_batch_results_free(res, m);
+	}
+	if (rc == CLI_OK && json) {
+		json_t *top = json_pack("{s:b, s:I, s:I, s:O}", "ok", refused == 0, "accepted",
+		                        (json_int_t)accepted, "refused", (json_int_t)refused, "results",
+		                        out);
+		if (top != NULL)
+			print_answer_json(top);
+		json_decref(top);
+	}
+	json_decref(out);
+	for (size_t i = 0; bufs != NULL && i < nf; i++)
+		free(bufs[i]);
+	free(bufs);
+	free(items);
+	free(res);
+	return rc != CLI_OK ? rc : first_fail;
+}
+
 int cmd_attest(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -483,6 +607,13 @@ int cmd_attest(int argc, char **argv)
 				return cli_usage("ota attest", "--key and --claims go together");
 			if (build_signed(key, claims, &msg, &ml, &e) != OTA_OK)
 				return fail_exit(&e);
+		} else if (submit && argc - optind > 1) {
+			if (outp != NULL)
+				return cli_usage("ota attest",
+				                 "--out takes the acceptance of one file; with several, "
+				                 "--json carries each");
+			return submit_many(url, argv + optind, (size_t)(argc - optind), trust, ntrust,
+			                   json);
 		} else {
 			if (!submit || optind + 1 != argc)
 				return cli_usage("ota attest", "give FILE.cose or --key and --claims");

@@ -157,19 +157,13 @@ static bool is_plain_text(const char *s)
 	return true;
 }
 
-ota_err ota_attest_client_answer(const char *body, size_t len, long status,
-                                 ota_attest_answer_kind kind, ota_error *err)
+/* One answer object o (borrowed) with its HTTP status, as
+ * ota_attest_client_answer judges it. */
+static ota_err judge_object(json_t *o, long status, ota_attest_answer_kind kind, ota_error *err)
 {
-	if (body == NULL || len > MAX_ANSWER)
-		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld, %s", status,
-		                     body == NULL ? "no body" : "answer too large");
-	json_t *o = NULL;
-	if (ota_json_parse(ota_bytes_make(body, len), &o, NULL) != OTA_OK || !json_is_object(o)) {
-		json_decref(o);
+	if (!json_is_object(o))
 		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld, not a JSON object",
 		                     status);
-	}
-	ota_err e = OTA_OK;
 	if (status >= 200 && status < 300 && json_is_true(json_object_get(o, "ok"))) {
 		/* the members `ota attest` prints and writes */
 		bool shaped;
@@ -183,7 +177,6 @@ ota_err ota_attest_client_answer(const char *body, size_t len, long status,
 			         is_b64(o, "acceptance", false, 1, MAX_ANSWER);
 			what = "attestation (an identity) and acceptance (base64 COSE)";
 		}
-		json_decref(o);
 		if (!shaped)
 			return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld without %s",
 			                     status, what);
@@ -196,11 +189,35 @@ ota_err ota_attest_client_answer(const char *body, size_t len, long status,
 	/* the answer's where and message only when they are plain text: the
 	 * CLI prints them (a refusal always names a where) */
 	if (code != NULL && ota_err_from_name(code, &named) && named != OTA_OK)
-		e = ota_error_set(err, named, is_plain_text(where) ? where : "answer", "%s",
-		                  is_plain_text(msg) ? msg : code);
-	else
-		e = ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld without a known code",
-		                  status);
+		return ota_error_set(err, named, is_plain_text(where) ? where : "answer", "%s",
+		                     is_plain_text(msg) ? msg : code);
+	return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld without a known code",
+	                     status);
+}
+
+/* body as one strict JSON object (new in *o) */
+static ota_err parse_answer(const char *body, size_t len, long status, json_t **o, ota_error *err)
+{
+	*o = NULL;
+	if (body == NULL || len > MAX_ANSWER)
+		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld, %s", status,
+		                     body == NULL ? "no body" : "answer too large");
+	if (ota_json_parse(ota_bytes_make(body, len), o, NULL) != OTA_OK || !json_is_object(*o)) {
+		json_decref(*o);
+		*o = NULL;
+		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "HTTP %ld, not a JSON object",
+		                     status);
+	}
+	return OTA_OK;
+}
+
+ota_err ota_attest_client_answer(const char *body, size_t len, long status,
+                                 ota_attest_answer_kind kind, ota_error *err)
+{
+	json_t *o = NULL;
+	ota_err e = parse_answer(body, len, status, &o, err);
+	if (e == OTA_OK)
+		e = judge_object(o, status, kind, err);
 	json_decref(o);
 	return e;
 }
@@ -379,4 +396,243 @@ ota_err ota_attest_client_get(const char *base_url, const char *path, char **out
 	if (out == NULL || status == NULL || path == NULL)
 		return ota_error_set(err, OTA_ERR_USAGE, "client", "bad arguments");
 	return exchange(base_url, path, NULL, ota_bytes_make(NULL, 0), false, out, out_len, status, err);
+}
+
+/* ---- batches (application/cbor-seq) ---- */
+
+void ota_attest_batch_results_free(ota_attest_batch_result *res, size_t n)
+{
+	if (res == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(res[i].answer);
+		res[i].answer = NULL;
+	}
+}
+
+/* every result becomes e (an error of the batch as a whole) */
+static void results_set_all(ota_attest_batch_result *res, size_t n, const ota_error *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(res[i].answer);
+		res[i].answer = NULL;
+		res[i].rc = e->code;
+		res[i].err = *e;
+	}
+}
+
+/* the answer for one item: o (borrowed) judged as the single route's, and
+ * an acceptance must name id; sets r. OTA_ERR_ATT_PROTOCOL (err filled)
+ * when the entry is not one the endpoint writes. */
+static ota_err batch_entry(json_t *o, size_t i, const char *id, ota_attest_batch_result *r,
+                           ota_error *err)
+{
+	json_t *okv = json_object_get(o, "ok");
+	if (!json_is_object(o) || !json_is_boolean(okv))
+		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+		                     "result %zu is not an object with a boolean ok", i);
+	ota_error_clear(&r->err);
+	if (json_is_true(okv)) {
+		if (judge_object(o, 201, OTA_ATTEST_ANSWER_ACCEPTANCE, &r->err) != OTA_OK)
+			return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+			                     "result %zu: an acceptance without its members", i);
+		if (strcmp(json_string_value(json_object_get(o, "attestation")), id) != 0)
+			return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+			                     "result %zu accepts another attestation than item %zu", i, i);
+		r->answer = json_dumps(o, JSON_COMPACT);
+		if (r->answer == NULL)
+			return ota_error_set(err, OTA_ERR_NOMEM, "client", "answer");
+		r->rc = OTA_OK;
+		return OTA_OK;
+	}
+	json_t *st = json_object_get(o, "status");
+	json_int_t s = json_is_integer(st) ? json_integer_value(st) : 0;
+	if (s < 400 || s > 599)
+		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+		                     "result %zu: a refusal without a 4xx or 5xx status", i);
+	r->rc = judge_object(o, (long)s, OTA_ATTEST_ANSWER_ACCEPTANCE, &r->err);
+	if (r->rc == OTA_ERR_ATT_PROTOCOL) /* no known code */
+		return ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer", "result %zu: %s", i,
+		                     r->err.what);
+	return OTA_OK;
+}
+
+ota_err ota_attest_client_batch_answer(const char *body, size_t len, long status, size_t n,
+                                       const char (*ids)[OTA_ID_LEN + 1],
+                                       ota_attest_batch_result *res, ota_error *err)
+{
+	if (res == NULL || ids == NULL || n == 0 || n > OTA_MAX_ATTESTATION_BATCH)
+		return ota_error_set(err, OTA_ERR_USAGE, "client", "bad arguments");
+	for (size_t i = 0; i < n; i++) {
+		res[i].rc = OTA_OK;
+		ota_error_clear(&res[i].err);
+		res[i].answer = NULL;
+	}
+	json_t *o = NULL;
+	ota_err e = parse_answer(body, len, status, &o, err);
+	if (e == OTA_OK && !(status == 200 && json_is_true(json_object_get(o, "ok")))) {
+		/* the batch refused as a whole, with its code */
+		e = status >= 200 && status < 300
+		        ? ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+		                        "HTTP %ld without a batch's results", status)
+		        : judge_object(o, status, OTA_ATTEST_ANSWER_ACCEPTANCE, err);
+	}
+	if (e == OTA_OK) {
+		json_t *rs = json_object_get(o, "results"), *ac = json_object_get(o, "accepted"),
+		       *rf = json_object_get(o, "refused");
+		if (!json_is_array(rs) || json_array_size(rs) != n || !json_is_integer(ac) ||
+		    !json_is_integer(rf) || json_integer_value(ac) < 0 || json_integer_value(rf) < 0 ||
+		    (size_t)json_integer_value(ac) + (size_t)json_integer_value(rf) != n)
+			e = ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+			                  "HTTP 200 without %zu results and their counts", n);
+		size_t k = 0;
+		for (size_t i = 0; e == OTA_OK && i < n; i++) {
+			e = batch_entry(json_array_get(rs, i), i, ids[i], &res[i], err);
+			k += e == OTA_OK && res[i].rc == OTA_OK;
+		}
+		if (e == OTA_OK && k != (size_t)json_integer_value(ac))
+			e = ota_error_set(err, OTA_ERR_ATT_PROTOCOL, "answer",
+			                  "\"accepted\" says %lld, the results %zu",
+			                  (long long)json_integer_value(ac), k);
+	}
+	json_decref(o);
+	if (e != OTA_OK)
+		results_set_all(res, n, err);
+	return e;
+}
+
+/* One POST of items[pick[0..m)] as a batch; out[0..m) their results. */
+static ota_err post_batch(const char *base_url, const ota_bytes *items, const size_t *pick,
+                          size_t m, const char (*ids)[OTA_ID_LEN + 1],
+                          ota_attest_batch_result *out, ota_error *err)
+{
+	size_t total = 0;
+	for (size_t j = 0; j < m; j++) {
+		if (items[pick[j]].len > SIZE_MAX - total)
+			return ota_error_set(err, OTA_ERR_TOO_LARGE, "batch", "items too large");
+		total += items[pick[j]].len;
+	}
+	uint8_t *body = malloc(total > 0 ? total : 1);
+	char(*pid)[OTA_ID_LEN + 1] = malloc(m * sizeof *pid);
+	if (body == NULL || pid == NULL) {
+		free(body);
+		free(pid);
+		return ota_error_set(err, OTA_ERR_NOMEM, "client", "batch");
+	}
+	size_t off = 0;
+	for (size_t j = 0; j < m; j++) {
+		memcpy(body + off, items[pick[j]].ptr, items[pick[j]].len);
+		off += items[pick[j]].len;
+		memcpy(pid[j], ids[pick[j]], sizeof pid[j]);
+	}
+	char *ans = NULL;
+	size_t al = 0;
+	long st = 0;
+	ota_err e = exchange(base_url, "/v1/attestations", "application/cbor-seq",
+	                     ota_bytes_make(body, total), true, &ans, &al, &st, err);
+	free(body);
+	if (e == OTA_OK)
+		e = ota_attest_client_batch_answer(ans, al, st, m, (const char(*)[OTA_ID_LEN + 1])pid,
+		                                   out, err);
+	free(ans);
+	free(pid);
+	return e;
+}
+
+ota_err ota_attest_client_submit_batch(const char *base_url, const ota_bytes *items, size_t n,
+                                       ota_attest_batch_result *res, ota_error *err)
+{
+	if (res == NULL || items == NULL || n == 0 || n > OTA_MAX_ATTESTATION_BATCH)
+		return ota_error_set(err, OTA_ERR_USAGE, "client",
+		                     "a batch holds 1 to %u attestations", OTA_MAX_ATTESTATION_BATCH);
+	for (size_t i = 0; i < n; i++) {
+		res[i].rc = OTA_OK;
+		ota_error_clear(&res[i].err);
+		res[i].answer = NULL;
+	}
+	char(*ids)[OTA_ID_LEN + 1] = malloc(n * sizeof *ids);
+	size_t *pick = malloc(n * sizeof *pick);
+	ota_attest_batch_result *again = calloc(n, sizeof *again);
+	ota_err e = OTA_OK;
+	if (ids == NULL || pick == NULL || again == NULL)
+		e = ota_error_set(err, OTA_ERR_NOMEM, "client", "batch");
+	for (size_t i = 0; e == OTA_OK && i < n; i++) {
+		if (items[i].ptr == NULL || ota_sha256_id(items[i], ids[i]) != OTA_OK)
+			e = ota_error_set(err, OTA_ERR_USAGE, "client", "item %zu has no bytes", i);
+		pick[i] = i;
+	}
+	if (e != OTA_OK) {
+		results_set_all(res, n, err);
+		free(ids);
+		free(pick);
+		free(again);
+		return e;
+	}
+	const char(*cids)[OTA_ID_LEN + 1] = (const char(*)[OTA_ID_LEN + 1])ids;
+	ota_error first;
+	ota_error_clear(&first);
+	e = post_batch(base_url, items, pick, n, cids, res, &first);
+	if (e != OTA_ERR_HTTP_TRANSPORT) {
+		if (e != OTA_OK) {
+			results_set_all(res, n, &first);
+			ota_error_set(err, first.code, first.where, "%s", first.what);
+		}
+		free(ids);
+		free(pick);
+		free(again);
+		return e;
+	}
+	/* The answer was lost, as in ota_attest_client_submit: each item's
+	 * stored acceptance answers for the items the lost batch committed;
+	 * the rest, whose challenges are still live, go once more together. */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		ota_error le;
+		ota_error_clear(&le);
+		ota_err lr = ota_attest_client_lookup(base_url, items[i], &res[i].answer, &le);
+		if (lr == OTA_OK)
+			continue;
+		if (lr == OTA_ERR_NOT_FOUND) {
+			pick[m++] = i;
+			continue;
+		}
+		res[i].rc = first.code;
+		ota_error_set(&res[i].err, first.code, first.where, "%s (the stored acceptance: %s)",
+		              first.what, le.what);
+	}
+	ota_error pe;
+	ota_error_clear(&pe);
+	ota_err pr = m > 0 ? post_batch(base_url, items, pick, m, cids, again, &pe) : OTA_OK;
+	for (size_t j = 0; j < m; j++) {
+		ota_attest_batch_result *r = &res[pick[j]];
+		if (pr == OTA_OK && again[j].rc == OTA_OK) {
+			r->answer = again[j].answer;
+			again[j].answer = NULL;
+			continue;
+		}
+		if (pr == OTA_OK && again[j].rc != OTA_ERR_NONCE_REPLAYED) {
+			/* the retry's answer is the endpoint's word on these bytes */
+			r->rc = again[j].rc;
+			r->err = again[j].err;
+			continue;
+		}
+		if (pr == OTA_OK) { /* lost the race to the first batch: stored by now */
+			ota_error le;
+			ota_error_clear(&le);
+			if (ota_attest_client_lookup(base_url, items[pick[j]], &r->answer, &le) == OTA_OK)
+				continue;
+		}
+		if (pr != OTA_OK && pr != OTA_ERR_HTTP_TRANSPORT) {
+			r->rc = pe.code; /* the retry refused as a whole */
+			r->err = pe;
+			continue;
+		}
+		r->rc = first.code;
+		r->err = first;
+	}
+	ota_attest_batch_results_free(again, m);
+	free(again);
+	free(ids);
+	free(pick);
+	return OTA_OK;
 }

@@ -136,6 +136,48 @@ OTA_API OTA_NODISCARD ota_err ota_attest_client_answer(const char *body, size_t 
  */
 OTA_API OTA_NODISCARD ota_err ota_attest_client_lookup(const char *base_url, ota_bytes cose,
                                                        char **out, ota_error *err);
+/*
+ * A batch: POST base_url/v1/attestations with items[0..n) (1 to
+ * OTA_MAX_ATTESTATION_BATCH COSE_Sign1 attestations) as one
+ * application/cbor-seq body. OTA_OK when the endpoint answered for every
+ * item: res[i] is then item i's own result, rc OTA_OK with answer (new JSON
+ * text) the single route's acceptance object, or rc its refusal with err
+ * filled. An answer is believed only when it lists n results whose counts
+ * agree and each accepted one names the identity (sha256) of the item it
+ * answers (else attestation_response_invalid). When the answer is lost
+ * (http_transport), each item is looked up (ota_attest_client_lookup), the
+ * ones not stored are sent once more as one batch, and a nonce_replayed to
+ * that is answered by one more lookup, as ota_attest_client_submit does
+ * for one; items still without an answer get the first http_transport.
+ * Errors of the batch as a whole (res then all set to it): usage, the
+ * endpoint's attestation_batch_malformed, too_large, http_unavailable,
+ * http_content_type, http_body_too_large, and attestation_response_invalid.
+ * Free the answers with ota_attest_batch_results_free.
+ */
+typedef struct ota_attest_batch_result {
+	ota_err rc;
+	ota_error err; /* rc != OTA_OK: the refusal, where and what as the endpoint said */
+	char *answer;  /* rc == OTA_OK: the acceptance object (JSON text) */
+} ota_attest_batch_result;
+OTA_API OTA_NODISCARD ota_err ota_attest_client_submit_batch(const char *base_url,
+                                                             const ota_bytes *items, size_t n,
+                                                             ota_attest_batch_result *res,
+                                                             ota_error *err);
+OTA_API void ota_attest_batch_results_free(ota_attest_batch_result *res, size_t n);
+/*
+ * The endpoint's answer to a batch POST, as the client judges it
+ * (untrusted bytes; fuzz_attest_answer): a 200 with a JSON object holding
+ * "ok": true, integers "accepted" and "refused" that count the n entries of
+ * "results", each either an acceptance (as ota_attest_client_answer judges
+ * one) naming ids[i], or a refusal with a known error name. res[i] as for
+ * ota_attest_client_submit_batch. Any other status is the batch's error
+ * (its code, as ota_attest_client_answer reads it).
+ */
+OTA_API OTA_NODISCARD ota_err ota_attest_client_batch_answer(const char *body, size_t len,
+                                                             long status, size_t n,
+                                                             const char (*ids)[OTA_ID_LEN + 1],
+                                                             ota_attest_batch_result *res,
+                                                             ota_error *err);
 /* GET base_url + path; *out new body (NUL-terminated), *status the HTTP status. */
 OTA_API OTA_NODISCARD ota_err ota_attest_client_get(const char *base_url, const char *path,
                                                     char **out, size_t *out_len, long *status,

@@ -285,6 +285,48 @@ kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 # the same bytes straight to the endpoint: still live, accepted now
 run 0 "$OTA" attest submit --url "$U" "$work/l3.cose"
 
+# ---- several files: one batch (application/cbor-seq), one result each ----
+for i in 1 2 3; do
+  claims "$work/m$i.json" txn-many "b$i"
+  run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/m$i.json" --out "$work/m$i.cose"
+done
+M1=sha256:$(sha256sum "$work/m1.cose" | cut -d' ' -f1)
+run 0 "$OTA" attest submit --url "$U" "$work/m1.cose" "$work/m2.cose" --trust "$T/root.json" --json
+jq -e --arg id "$M1" --arg f "$work/m1.cose" '.ok and .accepted == 2 and .refused == 0 and
+    (.results | length) == 2 and .results[0].attestation == $id and .results[0].file == $f and
+    ([.results[] | .result] == ["accepted", "accepted"])' "$work/stdout" >/dev/null \
+  && pass "two files: one batch, both accepted and checked against the trust root" \
+  || { bad "batch of two"; cat "$work/stdout" "$work/stderr"; }
+printf '\x83\x01\x02\x03' >"$work/garbage.cose"
+run 1 "$OTA" attest submit --url "$U" "$work/m2.cose" "$work/m3.cose" "$work/garbage.cose"
+[ "$(cut -d' ' -f1,2 "$work/stdout" | tr '\n' ' ')" = "refused nonce_replayed accepted sha256:$(sha256sum "$work/m3.cose" | cut -d' ' -f1) refused cose_tag_missing " ] \
+  && pass "one line per file in order: a replay, an acceptance, garbage; exit 1" \
+  || { bad "mixed batch lines"; cat "$work/stdout" "$work/stderr"; }
+grep -q "garbage.cose" "$work/stderr" && pass "the refusals name their files" || bad "refusal without its file"
+run 2 "$OTA" attest submit --url "$U" "$work/m2.cose" "$work/m3.cose" --out "$work/x.acc"
+# a lost answer of a batch: each item looked up, the rest sent once more
+for i in 4 5; do
+  claims "$work/m$i.json" txn-many "b$i"
+  run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/m$i.json" --out "$work/m$i.cose"
+done
+proxy after
+run 0 "$OTA" attest submit --url "$PU" "$work/m4.cose" "$work/m5.cose" --trust "$T/root.json" --json
+jq -e '.ok and .accepted == 2 and ([.results[] | .recovered] == [true, true])' "$work/stdout" >/dev/null \
+  && pass "batch answer lost after the commit: both stored acceptances, checked" \
+  || { bad "lost batch answer not recovered"; cat "$work/stdout" "$work/stderr"; }
+kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
+for i in 6 7; do
+  claims "$work/m$i.json" txn-many "b$i"
+  run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/m$i.json" --out "$work/m$i.cose"
+done
+proxy before
+run 0 "$OTA" attest submit --url "$PU" "$work/m6.cose" "$work/m7.cose" --json
+jq -e '.ok and .accepted == 2 and ([.results[] | .recovered] == [null, null]) and
+    ([.results[] | .challenge | startswith("sha256:")] == [true, true])' "$work/stdout" >/dev/null \
+  && pass "batch lost before the commit: sent again, both accepted once" \
+  || { bad "lost batch not sent again"; cat "$work/stdout" "$work/stderr"; }
+kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
+
 # ---- SIGTERM: clean shutdown, exit 0 ----
 kill -TERM "$pid"
 wait "$pid"

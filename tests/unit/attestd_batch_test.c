@@ -368,6 +368,106 @@ static void test_items_in_flight_capped(void **state)
 	stop(state);
 }
 
+/* The client believes a batch answer only in the shape the endpoint writes:
+ * n results, counts that agree, each acceptance naming its own item. */
+static void test_client_judges_batch_answers(void **state)
+{
+	(void)state;
+	char ids[2][OTA_ID_LEN + 1];
+	memset(ids, 0, sizeof ids);
+	snprintf(ids[0], sizeof ids[0], "sha256:%064d", 0);
+	snprintf(ids[1], sizeof ids[1], "sha256:%064d", 1);
+	const char(*cids)[OTA_ID_LEN + 1] = (const char(*)[OTA_ID_LEN + 1])ids;
+	char acc0[512], acc1[512], good[2048];
+	snprintf(acc0, sizeof acc0,
+	         "{\"acceptance\":\"AAEC\",\"attestation\":\"%s\",\"ok\":true,\"result\":\"accepted\"}",
+	         ids[0]);
+	snprintf(acc1, sizeof acc1,
+	         "{\"acceptance\":\"AAEC\",\"attestation\":\"%s\",\"ok\":true,\"result\":\"accepted\"}",
+	         ids[1]);
+	const char *refusal = "{\"code\":\"nonce_replayed\",\"message\":\"consumed\",\"ok\":false,"
+	                      "\"status\":409,\"where\":\"eat_nonce\"}";
+	ota_attest_batch_result res[2];
+	ota_error e = {0};
+	snprintf(good, sizeof good, "{\"accepted\":1,\"ok\":true,\"refused\":1,\"results\":[%s,%s]}",
+	         acc0, refusal);
+	assert_ota(ota_attest_client_batch_answer(good, strlen(good), 200, 2, cids, res, &e), OTA_OK);
+	assert_ota(res[0].rc, OTA_OK);
+	assert_non_null(strstr(res[0].answer, ids[0]));
+	assert_ota(res[1].rc, OTA_ERR_NONCE_REPLAYED);
+	assert_string_equal(res[1].err.where, "eat_nonce");
+	assert_null(res[1].answer);
+	ota_attest_batch_results_free(res, 2);
+	/* forged or broken: each refused whole as attestation_response_invalid */
+	char bad[6][2048];
+	/* an acceptance of item 1 in item 0's place */
+	snprintf(bad[0], sizeof bad[0], "{\"accepted\":2,\"ok\":true,\"refused\":0,\"results\":[%s,%s]}",
+	         acc1, acc0);
+	/* counts that do not add up */
+	snprintf(bad[1], sizeof bad[1], "{\"accepted\":2,\"ok\":true,\"refused\":0,\"results\":[%s,%s]}",
+	         acc0, refusal);
+	/* one result for two items */
+	snprintf(bad[2], sizeof bad[2], "{\"accepted\":1,\"ok\":true,\"refused\":0,\"results\":[%s]}",
+	         acc0);
+	/* a refusal with no known name, or without a status */
+	snprintf(bad[3], sizeof bad[3],
+	         "{\"accepted\":1,\"ok\":true,\"refused\":1,\"results\":[%s,{\"code\":\"made_up\","
+	         "\"ok\":false,\"status\":409,\"where\":\"x\",\"message\":\"y\"}]}",
+	         acc0);
+	snprintf(bad[4], sizeof bad[4],
+	         "{\"accepted\":1,\"ok\":true,\"refused\":1,\"results\":[%s,{\"code\":\"nonce_replayed\","
+	         "\"ok\":false,\"where\":\"x\",\"message\":\"y\"}]}",
+	         acc0);
+	/* a 201 (the single route's status) is not a batch's answer */
+	snprintf(bad[5], sizeof bad[5], "%s", acc0);
+	for (size_t i = 0; i < 6; i++) {
+		ota_error_clear(&e);
+		long st = i == 5 ? 201 : 200;
+		assert_ota(ota_attest_client_batch_answer(bad[i], strlen(bad[i]), st, 2, cids, res, &e),
+		           OTA_ERR_ATT_PROTOCOL);
+		assert_ota(res[0].rc, OTA_ERR_ATT_PROTOCOL); /* every item carries it */
+		assert_null(res[0].answer);
+		assert_ota(res[1].rc, OTA_ERR_ATT_PROTOCOL);
+	}
+	/* the batch refused as a whole, by its name */
+	const char *busy = "{\"code\":\"http_unavailable\",\"message\":\"retry\",\"ok\":false,"
+	                   "\"where\":\"batch\"}";
+	ota_error_clear(&e);
+	assert_ota(ota_attest_client_batch_answer(busy, strlen(busy), 503, 2, cids, res, &e),
+	           OTA_ERR_HTTP_UNAVAILABLE);
+	assert_ota(res[1].rc, OTA_ERR_HTTP_UNAVAILABLE);
+	assert_string_equal(res[1].err.where, "batch");
+}
+
+/* The library client against the endpoint: one result per item, the
+ * accepted ones the single route's objects. */
+static void test_client_submits_a_batch(void **state)
+{
+	fx *f = *state;
+	char id0[OTA_ID_LEN + 1], id1[OTA_ID_LEN + 1];
+	size_t l0, l1;
+	uint8_t *m0 = attest_with(f, f->w.issuer_key, "txn-client", "b1", NULL, &l0, id0);
+	uint8_t *m1 = attest_with(f, f->w.issuer_key, "txn-client", "b1", id0, &l1, id1);
+	ota_bytes items[3] = {ota_bytes_make(m0, l0), ota_bytes_make(m1, l1), ota_bytes_make(m0, l0)};
+	ota_attest_batch_result res[3];
+	ota_error e = {0};
+	assert_ota(ota_attest_client_submit_batch(f->url, items, 3, res, &e), OTA_OK);
+	assert_ota(res[0].rc, OTA_OK);
+	assert_ota(res[1].rc, OTA_OK);
+	assert_ota(res[2].rc, OTA_ERR_NONCE_REPLAYED);
+	json_t *o = json_loads(res[1].answer, 0, NULL);
+	assert_non_null(o);
+	assert_string_equal(str_at(o, "attestation"), id1);
+	assert_string_equal(str_at(o, "prior"), id0);
+	json_decref(o);
+	ota_attest_batch_results_free(res, 3);
+	/* no items, too many: usage, nothing sent */
+	ota_error_clear(&e);
+	assert_ota(ota_attest_client_submit_batch(f->url, items, 0, res, &e), OTA_ERR_USAGE);
+	free(m0);
+	free(m1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +475,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mixed_items_answered_one_by_one, start, stop),
 		cmocka_unit_test_setup_teardown(test_framing_refused_whole, start, stop),
 		cmocka_unit_test(test_items_in_flight_capped),
+		cmocka_unit_test(test_client_judges_batch_answers),
+		cmocka_unit_test_setup_teardown(test_client_submits_a_batch, start, stop),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
