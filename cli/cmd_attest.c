@@ -108,6 +108,20 @@ static ota_err check_acceptance(const char *const *trust, size_t ntrust, ota_byt
 	return rc;
 }
 
+/* The acceptance of answer o (base64 "acceptance") decoded into *acc
+ * (new) and, with --trust, checked against the attestation sent. */
+static ota_err answer_acceptance(const char *const *trust, size_t ntrust, ota_bytes sent,
+                                 const json_t *o, uint8_t **acc, size_t *al, ota_error *e)
+{
+	const char *b64 = json_string_value(json_object_get(o, "acceptance"));
+	*acc = NULL;
+	*al = 0;
+	if (b64 == NULL || ota_base64_decode(b64, strlen(b64), acc, al) != OTA_OK)
+		return ota_error_set(e, OTA_ERR_ATT_PROTOCOL, "acceptance", "missing or not base64");
+	return ntrust > 0 ? check_acceptance(trust, ntrust, sent, o, ota_bytes_make(*acc, *al), e)
+	                  : OTA_OK;
+}
+
 static int fail_exit(const ota_error *e)
 {
 	int rc = cli_fail("ota attest", e);
@@ -447,16 +461,9 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 					ota_error_set(&ie, OTA_ERR_NOMEM, "answer", "cannot read");
 			}
 			if (o != NULL && ntrust > 0) {
-				const char *b64 = json_string_value(json_object_get(o, "acceptance"));
 				uint8_t *acc = NULL;
 				size_t al = 0;
-				ota_err arc = OTA_OK;
-				if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &acc, &al) != OTA_OK)
-					arc = ota_error_set(&ie, OTA_ERR_ATT_PROTOCOL, "acceptance",
-					                    "missing or not base64");
-				if (arc == OTA_OK)
-					arc = check_acceptance(trust, ntrust, items[i], o,
-					                       ota_bytes_make(acc, al), &ie);
+				ota_err arc = answer_acceptance(trust, ntrust, items[i], o, &acc, &al, &ie);
 				free(acc);
 				if (arc != OTA_OK) {
 					json_decref(o);
@@ -647,17 +654,11 @@ int cmd_attest(int argc, char **argv)
 			return CLI_INTERNAL;
 		}
 		if (outp != NULL || ntrust > 0) {
-			const char *b64 = json_string_value(json_object_get(o, "acceptance"));
 			uint8_t *acc = NULL;
 			size_t al = 0;
-			ota_err arc = OTA_OK;
-			if (b64 == NULL || ota_base64_decode(b64, strlen(b64), &acc, &al) != OTA_OK)
-				arc = ota_error_set(&e, OTA_ERR_ATT_PROTOCOL, "acceptance",
-				                    "missing or not base64");
 			/* checked before it is written: a refused one is not kept */
-			if (arc == OTA_OK && ntrust > 0)
-				arc = check_acceptance(trust, ntrust, ota_bytes_make(msg, ml), o,
-				                       ota_bytes_make(acc, al), &e);
+			ota_err arc =
+				answer_acceptance(trust, ntrust, ota_bytes_make(msg, ml), o, &acc, &al, &e);
 			if (arc == OTA_OK && outp != NULL)
 				arc = ota_file_write_atomic(outp, ota_bytes_make(acc, al), 0644, &e);
 			free(acc);

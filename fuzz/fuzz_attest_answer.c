@@ -25,23 +25,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* no byte or UTF-8 sequence a terminal acts on: C0, DEL, C1 (U+0080..U+009F),
- * U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069 */
-static int terminal_safe(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
-		    (p[0] == 0xd8 && p[1] == 0x9c))
-			return 0;
-		if (p[0] == 0xe2 && p[1] == 0x80 &&
-		    (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae)))
-			return 0;
-		if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
-			return 0;
-	}
-	return 1;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 3 || size > 2u * 1024u * 1024u)
@@ -57,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ota_err rc = ota_attest_client_answer(body, n, status, kind, &e);
 	if (rc != OTA_OK) {
 		fz_refusal(rc, &e);
-		FZ_CHECK(terminal_safe(e.where) && terminal_safe(e.what));
+		FZ_CHECK(fz_terminal_safe(e.where) && fz_terminal_safe(e.what));
 		return 0;
 	}
 	FZ_CHECK(status >= 200 && status < 300);

@@ -27,21 +27,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int terminal_safe(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
-		    (p[0] == 0xd8 && p[1] == 0x9c))
-			return 0;
-		if (p[0] == 0xe2 && p[1] == 0x80 &&
-		    (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae)))
-			return 0;
-		if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
-			return 0;
-	}
-	return 1;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 3 || size > 2u * 1024u * 1024u)
@@ -64,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                                            (const char(*)[OTA_ID_LEN + 1])ids, res, &e);
 	if (rc != OTA_OK) {
 		fz_refusal(rc, &e);
-		FZ_CHECK(terminal_safe(e.where) && terminal_safe(e.what));
+		FZ_CHECK(fz_terminal_safe(e.where) && fz_terminal_safe(e.what));
 		for (size_t i = 0; i < n; i++)
 			FZ_CHECK(res[i].rc == rc && res[i].answer == NULL);
 		return 0;
@@ -79,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (res[i].rc != OTA_OK) {
 			fz_refusal(res[i].rc, &res[i].err);
 			FZ_CHECK(res[i].answer == NULL);
-			FZ_CHECK(terminal_safe(res[i].err.where) && terminal_safe(res[i].err.what));
+			FZ_CHECK(fz_terminal_safe(res[i].err.where) && fz_terminal_safe(res[i].err.what));
 			continue;
 		}
 		k++;

@@ -3,6 +3,8 @@
  * only: each target is one .c file, see fuzz/CMakeLists.txt).
  *
  *   FZ_CHECK(c)        abort (a libFuzzer crash) with the condition's text
+ *   fz_terminal_safe(s) s holds nothing a terminal acts on (C0, DEL, C1,
+ *                      bidirectional controls)
  *   fz_refusal(rc, e)  a refusal names itself: rc != OTA_OK, e->code == rc,
  *                      the name is a known stable name, and `where` is set
  *   fz_yaml_flow(v)    a JSON value as YAML flow text (new, free()): quoted
@@ -35,6 +37,23 @@
 			abort();                                                         \
 		}                                                                        \
 	} while (0)
+
+/* no byte or UTF-8 sequence a terminal acts on: C0, DEL, C1 (U+0080..U+009F),
+ * U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069 */
+static inline int fz_terminal_safe(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+		    (p[0] == 0xd8 && p[1] == 0x9c))
+			return 0;
+		if (p[0] == 0xe2 && p[1] == 0x80 &&
+		    (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae)))
+			return 0;
+		if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
+			return 0;
+	}
+	return 1;
+}
 
 static inline void fz_refusal(ota_err rc, const ota_error *e)
 {
