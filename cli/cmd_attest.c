@@ -411,7 +411,8 @@ static int exit_for(const ota_error *e)
 
 /*
  * ota attest submit FILE.cose FILE.cose...: batches of up to
- * OTA_MAX_ATTESTATION_BATCH attestations (application/cbor-seq), one line
+ * OTA_MAX_ATTESTATION_BATCH attestations and OTA_MAX_HTTP_BODY_BYTES
+ * (application/cbor-seq), one line
  * per file in order ("accepted ID FILE" or "refused CODE FILE", the
  * refusal's where and message on standard error), or with --json one object
  * {"ok", "accepted", "refused", "results": [...]} whose results carry
@@ -442,12 +443,26 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 	}
 	size_t accepted = 0, refused = 0;
 	int first_fail = CLI_OK;
-	for (size_t off = 0; rc == CLI_OK && off < nf; off += OTA_MAX_ATTESTATION_BATCH) {
-		size_t m = nf - off < OTA_MAX_ATTESTATION_BATCH ? nf - off : OTA_MAX_ATTESTATION_BATCH;
+	for (size_t off = 0, m = 0; rc == CLI_OK && off < nf; off += m) {
+		/* up to 128 files and, past the first, OTA_MAX_HTTP_BODY_BYTES in
+		 * all (the endpoint's default body cap) */
+		size_t bytes = items[off].len;
+		for (m = 1; off + m < nf && m < OTA_MAX_ATTESTATION_BATCH &&
+		            items[off + m].len <= OTA_MAX_HTTP_BODY_BYTES - bytes;
+		     m++)
+			bytes += items[off + m].len;
 		ota_error be;
 		ota_error_clear(&be);
-		/* an error of the batch as a whole is every item's result */
+		/* an error of the batch as a whole is every item's result; over
+		 * an endpoint's smaller --max-body (refused whole, nothing
+		 * consumed) the batch is halved until it fits or holds one file */
 		ota_err brc = ota_attest_client_submit_batch(url, items + off, m, res, &be);
+		while (brc == OTA_ERR_HTTP_BODY_TOO_LARGE && m > 1) {
+			ota_attest_batch_results_free(res, m);
+			m = (m + 1) / 2;
+			ota_error_clear(&be);
+			brc = ota_attest_client_submit_batch(url, items + off, m, res, &be);
+		}
 		if (brc != OTA_OK && !json)
 			fprintf(stderr, "ota attest: the batch of %zu from %s was refused whole\n", m,
 			        files[off]);

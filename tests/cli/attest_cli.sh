@@ -303,6 +303,17 @@ run 1 "$OTA" attest submit --url "$U" "$work/m2.cose" "$work/m3.cose" "$work/gar
   && pass "one line per file in order: a replay, an acceptance, garbage; exit 1" \
   || { bad "mixed batch lines"; cat "$work/stdout" "$work/stderr"; }
 grep -q "garbage.cose" "$work/stderr" && pass "the refusals name their files" || bad "refusal without its file"
+# three items of 40 KiB (byte strings: whole CBOR items, no COSE): over
+# this endpoint's 64 KiB --max-body together, so the batch is halved until
+# each fits, and each item is refused on its own (sent as one batch, all
+# three would be http_body_too_large)
+for i in 1 2 3; do
+  { printf '\x59\xa0\x00'; head -c 40960 /dev/zero; } >"$work/big$i.cose"
+done
+run 1 "$OTA" attest submit --url "$U" "$work/big1.cose" "$work/big2.cose" "$work/big3.cose"
+[ "$(cut -d' ' -f1,2 "$work/stdout" | sort | uniq -c | awk '{print $1, $2, $3}')" = "3 refused cose_tag_missing" ] \
+  && pass "files over the body cap together: smaller batches, each file refused on its own" \
+  || { bad "big batch split"; cat "$work/stdout" "$work/stderr"; }
 run 2 "$OTA" attest submit --url "$U" "$work/m2.cose" "$work/m3.cose" --out "$work/x.acc"
 # a lost answer of a batch: each item looked up, the rest sent once more
 for i in 4 5; do
