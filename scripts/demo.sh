@@ -13,7 +13,11 @@
 #        runs it: the status, the lane, the commit and its exact files
 #        (git rev-parse HEAD and HEAD^{tree}; the example is committed to
 #        a fresh git repository first); a gate wanting another lane or
-#        another commit's files and a tampered archive refused.
+#        another commit's files and a tampered archive refused;
+#   9.   an external provider: ota-attestd on loopback, three challenges,
+#        three chained attestations signed by an issuer and submitted as one
+#        batch, each acceptance checked against the trust root; the same
+#        batch again refused (replays).
 # Idempotent: each run works in a fresh directory under .ota/demo/; the
 # demo's trust root (.ota/demo/trust) is created once and reused.
 # Environment: OTA_BIN_DIR (skip the build, use these CLIs).
@@ -160,6 +164,62 @@ refused "a gate requiring the next commit's files" worktree archive "$archive" -
   --require-worktree "$(git rev-parse 'HEAD^{tree}')"
 jq '.evidence[0].adapter_version = "0.0.0-tampered"' "$archive" >"$demo/archive.tampered.json"
 refused "a tampered archive" tampered archive "$demo/archive.tampered.json" --trust "$pinned"
+
+step "9. an external provider: challenges and a batch of attestations through ota-attestd"
+# a trust domain of its own (fresh each run): an issuer scoped to the
+# provider target oci_remote and the endpoint's verifier key
+ext=$demo/provider
+if [ -x "$bin/ota-attestd" ]; then
+  mkdir -p "$ext"
+  "$OTA" trust init --domain provider.ota.local --dir "$ext/trust" >/dev/null
+  "$OTA" trust add-principal --dir "$ext/trust" --id issuer:demo --role issuer \
+    --provider-target oci_remote --sign "$ext/trust/keys/root-1.pem" >/dev/null
+  "$OTA" trust add-key --dir "$ext/trust" --principal issuer:demo --generate "$ext/issuer.pem" \
+    --sign "$ext/trust/keys/root-1.pem" >/dev/null
+  "$OTA" trust add-principal --dir "$ext/trust" --id verifier:demo --role verifier \
+    --provider-target '*' --sign "$ext/trust/keys/root-1.pem" >/dev/null
+  "$OTA" trust add-key --dir "$ext/trust" --principal verifier:demo --generate "$ext/verifier.pem" \
+    --sign "$ext/trust/keys/root-1.pem" >/dev/null
+  root_id=$("$OTA" trust show "$ext/trust/root.json" --json | jq -r .identity)
+  "$bin/ota-attestd" --db "$ext/attestd.db" --trust "$ext/trust/root.json" --key "$ext/verifier.pem" \
+    --port 0 --port-file "$ext/port" 2>"$ext/attestd.log" &
+  attestd_pid=$!
+  trap 'kill "$attestd_pid" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do [ -s "$ext/port" ] && break; sleep 0.05; done
+  url="http://127.0.0.1:$(cat "$ext/port")"
+  echo "ota-attestd listening on $url (loopback only)"
+  files=()
+  prior=
+  for i in 1 2 3; do
+    # one boundary's records in order: each names the one before as prior
+    "$OTA" attest challenge --url "$url" --txn txn-demo --issuer issuer:demo --scope oci_remote \
+      --json >"$ext/ch$i.json"
+    jq -n --slurpfile c "$ext/ch$i.json" --arg tr "$root_id" --arg p "$prior" --argjson i "$i" \
+      '{iss: "issuer:demo", eat_nonce: $c[0].nonce, txn: "txn-demo", trust_root: $tr,
+        provider: "oci_remote", boundary: "step-1", platform: {os: "linux", architecture: "amd64"},
+        kind: (if $i == 1 then "initial_application" else "transition" end)}
+       + (if $p == "" then {} else {prior: $p} end)' >"$ext/claims$i.json"
+    "$OTA" attest sign --key "$ext/issuer.pem" --claims "$ext/claims$i.json" --out "$ext/att$i.cose"
+    prior=sha256:$(sha256sum "$ext/att$i.cose" | cut -d' ' -f1)
+    files+=("$ext/att$i.cose")
+  done
+  echo "\$ ota attest submit --url $url att1.cose att2.cose att3.cose --trust root.json"
+  "$OTA" attest submit --url "$url" "${files[@]}" --trust "$ext/trust/root.json"
+  echo "(one POST of application/cbor-seq; each acceptance checked against the trust root)"
+  if "$OTA" attest submit --url "$url" "${files[@]}" >"$ext/again.out" 2>&1; then
+    echo "the same batch again was accepted: that is a bug" >&2
+    kill "$attestd_pid"
+    exit 1
+  fi
+  echo "the same batch again is refused, each challenge already spent:"
+  grep '^refused' "$ext/again.out"
+  kill -TERM "$attestd_pid"
+  wait "$attestd_pid"
+  trap - EXIT
+  echo "ota-attestd stopped cleanly (SIGTERM)"
+else
+  echo "no ota-attestd in $bin: skipped"
+fi
 
 printf '\ndemo finished.\n  receipt: %s\n  archive: %s\n  check:   %s archive %s --trust %s\n' \
   "$receipt" "$archive" "$VERIFY" "$archive" "$pinned"
