@@ -4,17 +4,20 @@
  *   ota attest sign --key KEY --claims CLAIMS.json [--out FILE]
  *   ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)
  *                     [--trust PINNED.json [--trust NEXT.json]...] [--out ACC.cose] [--json]
- *   ota attest submit --url URL FILE.cose FILE.cose... [--trust ...] [--json]
+ *   ota attest submit --url URL FILE.cose FILE.cose... [--trust ...] [--out-dir DIR] [--json]
  *                     (batches of up to 128: application/cbor-seq)
  * CLAIMS.json holds the attestation claims with the challenge's nonce as
  * base64url in "eat_nonce" (docs/attestation.md); iat defaults to now and
  * exp to iat + 120.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ota/admission.h"
@@ -33,7 +36,8 @@ static const char usage_text[] =
 	"       ota attest submit --url URL (FILE.cose | --key KEY --claims CLAIMS.json)\n"
 	"                         [--trust PINNED.json [--trust NEXT.json]...]\n"
 	"                         [--out ACCEPTANCE.cose] [--json]\n"
-	"       ota attest submit --url URL FILE.cose FILE.cose... [--trust PINNED.json]... [--json]\n";
+	"       ota attest submit --url URL FILE.cose FILE.cose... [--trust PINNED.json]...\n"
+	"                         [--out-dir DIR] [--json]\n";
 
 /* The endpoint's answer with --json: all of it, every non-ASCII character
  * as \uXXXX (jansson escapes C0 controls; C1 controls such as U+009B CSI
@@ -417,14 +421,26 @@ static int exit_for(const ota_error *e)
  * refusal's where and message on standard error), or with --json one object
  * {"ok", "accepted", "refused", "results": [...]} whose results carry
  * "file". With --trust each acceptance is checked as for one file, and one
- * that fails is reported as refused. Exit 0 only when every file was
+ * that fails is reported as refused. --out-dir writes each checked
+ * acceptance as DIR/sha256-<hex>.acceptance.cose (hex: the attestation's);
+ * one that cannot be written is reported with its error. Exit 0 only when every file was
  * accepted; else the status of the first refusal.
  */
 static int submit_many(const char *url, char *const *files, size_t nf, const char *const *trust,
-                       size_t ntrust, bool json)
+                       size_t ntrust, bool json, const char *out_dir)
 {
 	ota_error e;
 	ota_error_clear(&e);
+	/* --out-dir: opened before anything is sent */
+	int dirfd = -1;
+	if (out_dir != NULL) {
+		dirfd = open(out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0) {
+			ota_error_set(&e, OTA_ERR_IO, out_dir, "cannot open the directory: %s",
+			              strerror(errno));
+			return fail_exit(&e);
+		}
+	}
 	uint8_t **bufs = calloc(nf, sizeof *bufs);
 	ota_bytes *items = calloc(nf, sizeof *items);
 	ota_attest_batch_result *res = calloc(OTA_MAX_ATTESTATION_BATCH, sizeof *res);
@@ -475,10 +491,21 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 				if (o == NULL)
 					ota_error_set(&ie, OTA_ERR_NOMEM, "answer", "cannot read");
 			}
-			if (o != NULL && ntrust > 0) {
+			if (o != NULL && (ntrust > 0 || dirfd >= 0)) {
 				uint8_t *acc = NULL;
 				size_t al = 0;
 				ota_err arc = answer_acceptance(trust, ntrust, items[i], o, &acc, &al, &ie);
+				/* written only once checked: sha256-<hex>.acceptance.cose,
+				 * named by the attestation it accepts */
+				char name[OTA_ID_LEN + 32];
+				const char *aid = json_string_value(json_object_get(o, "attestation"));
+				if (arc == OTA_OK && dirfd >= 0) {
+					snprintf(name, sizeof name, "sha256-%s.acceptance.cose", aid + 7);
+					arc = ota_file_write_atomic_at(dirfd, name, ota_bytes_make(acc, al), 0644,
+					                               NULL, &ie);
+					if (arc == OTA_OK && json)
+						json_object_set_new(o, "acceptance_file", json_string(name));
+				}
 				free(acc);
 				if (arc != OTA_OK) {
 					json_decref(o);
@@ -527,6 +554,8 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 	free(bufs);
 	free(items);
 	free(res);
+	if (dirfd >= 0)
+		close(dirfd);
 	return rc != CLI_OK ? rc : first_fail;
 }
 
@@ -551,11 +580,12 @@ int cmd_attest(int argc, char **argv)
 		{"key", required_argument, NULL, 'k'},
 		{"claims", required_argument, NULL, 'c'},
 		{"out", required_argument, NULL, 'o'},
+		{"out-dir", required_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'j'},
 		{"trust", required_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *url = NULL, *key = NULL, *claims = NULL, *outp = NULL;
+	const char *url = NULL, *key = NULL, *claims = NULL, *outp = NULL, *out_dir = NULL;
 	ota_nonce_binding b = {NULL, NULL, NULL};
 	long long ttl = 0, nbytes = 0;
 	bool json = false;
@@ -573,6 +603,7 @@ int cmd_attest(int argc, char **argv)
 		case 'k': key = optarg; break;
 		case 'c': claims = optarg; break;
 		case 'o': outp = optarg; break;
+		case 'D': out_dir = optarg; break;
 		case 'j': json = true; break;
 		case 'R':
 			if (ntrust == MAX_TRUST)
@@ -596,6 +627,9 @@ int cmd_attest(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
+	if (out_dir != NULL &&
+	    (strcmp(sub, "submit") != 0 || key != NULL || claims != NULL || argc - optind < 2))
+		return cli_usage("ota attest", "--out-dir is for submit with several files (one: --out)");
 	ota_error e;
 	ota_error_clear(&e);
 	if (strcmp(sub, "challenge") == 0) {
@@ -633,9 +667,9 @@ int cmd_attest(int argc, char **argv)
 			if (outp != NULL)
 				return cli_usage("ota attest",
 				                 "--out takes the acceptance of one file; with several, "
-				                 "--json carries each");
+				                 "--out-dir DIR");
 			return submit_many(url, argv + optind, (size_t)(argc - optind), trust, ntrust,
-			                   json);
+			                   json, out_dir);
 		} else {
 			if (!submit || optind + 1 != argc)
 				return cli_usage("ota attest", "give FILE.cose or --key and --claims");

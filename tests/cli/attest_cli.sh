@@ -291,12 +291,22 @@ for i in 1 2 3; do
   run 0 "$OTA" attest sign --key "$work/issuer-FIXTURE.pem" --claims "$work/m$i.json" --out "$work/m$i.cose"
 done
 M1=sha256:$(sha256sum "$work/m1.cose" | cut -d' ' -f1)
-run 0 "$OTA" attest submit --url "$U" "$work/m1.cose" "$work/m2.cose" --trust "$T/root.json" --json
+mkdir -p "$work/accs"
+run 2 "$OTA" attest submit --url "$U" "$work/m1.cose" --out-dir "$work/accs"
+run 2 "$OTA" attest submit --url "$U" "$work/m1.cose" "$work/m2.cose" --out-dir "$work/no-such-dir"
+[ -z "$(ls "$work/accs")" ] && pass "--out-dir refused before anything is sent" || bad "--out-dir wrote"
+run 0 "$OTA" attest submit --url "$U" "$work/m1.cose" "$work/m2.cose" --trust "$T/root.json" --json \
+  --out-dir "$work/accs"
 jq -e --arg id "$M1" --arg f "$work/m1.cose" '.ok and .accepted == 2 and .refused == 0 and
     (.results | length) == 2 and .results[0].attestation == $id and .results[0].file == $f and
     ([.results[] | .result] == ["accepted", "accepted"])' "$work/stdout" >/dev/null \
   && pass "two files: one batch, both accepted and checked against the trust root" \
   || { bad "batch of two"; cat "$work/stdout" "$work/stderr"; }
+af="$work/accs/sha256-${M1#sha256:}.acceptance.cose"
+[ "$(ls "$work/accs" | wc -l)" -eq 2 ] && [ "$(jq -r '.results[0].acceptance_file' "$work/stdout")" = "$(basename "$af")" ] &&
+  [ "$(jq -r '.results[0].acceptance' "$work/stdout" | base64 -d | sha256sum)" = "$(sha256sum <"$af")" ] \
+  && pass "--out-dir: each acceptance written, named by its attestation" \
+  || { bad "--out-dir files"; ls -l "$work/accs"; }
 printf '\x83\x01\x02\x03' >"$work/garbage.cose"
 run 1 "$OTA" attest submit --url "$U" "$work/m2.cose" "$work/m3.cose" "$work/garbage.cose"
 [ "$(cut -d' ' -f1,2 "$work/stdout" | tr '\n' ' ')" = "refused nonce_replayed accepted sha256:$(sha256sum "$work/m3.cose" | cut -d' ' -f1) refused cose_tag_missing " ] \
