@@ -65,14 +65,15 @@ static void print_answer_json(const json_t *o)
  * challenge and attestation the answer names. Without --trust the answer is
  * the endpoint's word (a TLS-less, unauthenticated one over plain HTTP).
  */
-static ota_err check_acceptance(const char *const *trust, size_t ntrust, ota_bytes sent,
-                                const json_t *answer, ota_bytes acc, ota_error *e)
+/* The latest snapshot of the --trust chain (new in *latest), judged now. */
+static ota_err trust_latest(const char *const *trust, size_t ntrust, ota_trust_root **latest,
+                            ota_error *e)
 {
 	uint8_t *bufs[MAX_TRUST];
 	ota_bytes spans[MAX_TRUST];
 	size_t nb = 0;
-	ota_trust_root *latest = NULL;
 	ota_err rc = OTA_OK;
+	*latest = NULL;
 	for (size_t i = 0; i < ntrust && rc == OTA_OK; i++) {
 		size_t l = 0;
 		rc = ota_file_read(trust[i], OTA_MAX_TRUST_ROOT_BYTES, &bufs[i], &l, e);
@@ -84,11 +85,19 @@ static ota_err check_acceptance(const char *const *trust, size_t ntrust, ota_byt
 	if (rc == OTA_OK) {
 		ota_trust_verify_opts o = {.at = (int64_t)time(NULL), .pinned_name = trust[0],
 		                           .chain_names = trust + 1};
-		rc = ota_trust_chain_verify(spans[0], spans + 1, nb - 1, &o, &latest, e);
+		rc = ota_trust_chain_verify(spans[0], spans + 1, nb - 1, &o, latest, e);
 	}
+	for (size_t i = 0; i < nb; i++)
+		free(bufs[i]);
+	return rc;
+}
+
+/* acc, the acceptance of answer, checked against latest (see above) */
+static ota_err check_acceptance(const ota_trust_root *latest, ota_bytes sent,
+                                const json_t *answer, ota_bytes acc, ota_error *e)
+{
 	ota_acceptance a;
-	if (rc == OTA_OK)
-		rc = ota_acceptance_verify(acc, latest, (int64_t)time(NULL), &a, e);
+	ota_err rc = ota_acceptance_verify(acc, latest, (int64_t)time(NULL), &a, e);
 	char sent_id[OTA_ID_LEN + 1];
 	if (rc == OTA_OK && (rc = ota_sha256_id(sent, sent_id)) != OTA_OK)
 		ota_error_set(e, rc, "attestation", "cannot hash");
@@ -106,32 +115,37 @@ static ota_err check_acceptance(const char *const *trust, size_t ntrust, ota_byt
 	                          (!recovered && (ans_chal == NULL || strcmp(ans_chal, a.challenge) != 0))))
 		rc = ota_error_set(e, OTA_ERR_ATT_PROTOCOL, "acceptance",
 		                   "the answer's attestation or challenge is not the signed one");
-	ota_trust_root_free(latest);
-	for (size_t i = 0; i < nb; i++)
-		free(bufs[i]);
 	return rc;
 }
 
 /* The acceptance of answer o (base64 "acceptance") decoded into *acc
- * (new) and, with --trust, checked against the attestation sent. */
-static ota_err answer_acceptance(const char *const *trust, size_t ntrust, ota_bytes sent,
-                                 const json_t *o, uint8_t **acc, size_t *al, ota_error *e)
+ * (new) and, with a trust root (--trust), checked against the attestation
+ * sent. */
+static ota_err answer_acceptance(const ota_trust_root *latest, ota_bytes sent, const json_t *o,
+                                 uint8_t **acc, size_t *al, ota_error *e)
 {
 	const char *b64 = json_string_value(json_object_get(o, "acceptance"));
 	*acc = NULL;
 	*al = 0;
 	if (b64 == NULL || ota_base64_decode(b64, strlen(b64), acc, al) != OTA_OK)
 		return ota_error_set(e, OTA_ERR_ATT_PROTOCOL, "acceptance", "missing or not base64");
-	return ntrust > 0 ? check_acceptance(trust, ntrust, sent, o, ota_bytes_make(*acc, *al), e)
-	                  : OTA_OK;
+	return latest != NULL ? check_acceptance(latest, sent, o, ota_bytes_make(*acc, *al), e)
+	                      : OTA_OK;
+}
+
+/* the exit status of a refusal or error: the endpoint unreachable or
+ * answering nonsense is 3 */
+static int exit_for(const ota_error *e)
+{
+	if (e->code == OTA_ERR_HTTP_TRANSPORT || e->code == OTA_ERR_ATT_PROTOCOL)
+		return CLI_INTERNAL;
+	return cli_error_exit(e);
 }
 
 static int fail_exit(const ota_error *e)
 {
-	int rc = cli_fail("ota attest", e);
-	if (e->code == OTA_ERR_HTTP_TRANSPORT || e->code == OTA_ERR_ATT_PROTOCOL)
-		return CLI_INTERNAL;
-	return rc;
+	(void)cli_fail("ota attest", e);
+	return exit_for(e);
 }
 
 /* A text claim of 1..cap-1 bytes into dst (absent: left ""). An empty
@@ -405,14 +419,6 @@ out:
 	return rc;
 }
 
-/* the exit status of a refusal or error, as fail_exit, without printing */
-static int exit_for(const ota_error *e)
-{
-	if (e->code == OTA_ERR_HTTP_TRANSPORT || e->code == OTA_ERR_ATT_PROTOCOL)
-		return CLI_INTERNAL;
-	return cli_exit_for(e->code);
-}
-
 /*
  * ota attest submit FILE.cose FILE.cose...: batches of up to
  * OTA_MAX_ATTESTATION_BATCH attestations and OTA_MAX_HTTP_BODY_BYTES
@@ -420,8 +426,9 @@ static int exit_for(const ota_error *e)
  * per file in order ("accepted ID FILE" or "refused CODE FILE", the
  * refusal's where and message on standard error), or with --json one object
  * {"ok", "accepted", "refused", "results": [...]} whose results carry
- * "file". With --trust each acceptance is checked as for one file, and one
- * that fails is reported as refused. --out-dir writes each checked
+ * "file". With --trust the chain is judged once, before anything is sent,
+ * and each acceptance is checked as for one file; one that fails is
+ * reported as refused. --out-dir writes each checked
  * acceptance as DIR/sha256-<hex>.acceptance.cose (hex: the attestation's);
  * one that cannot be written is reported with its error. Exit 0 only when every file was
  * accepted; else the status of the first refusal.
@@ -440,6 +447,13 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 			              strerror(errno));
 			return fail_exit(&e);
 		}
+	}
+	/* --trust: the chain judged once, before anything is sent */
+	ota_trust_root *latest = NULL;
+	if (ntrust > 0 && trust_latest(trust, ntrust, &latest, &e) != OTA_OK) {
+		if (dirfd >= 0)
+			close(dirfd);
+		return fail_exit(&e);
 	}
 	uint8_t **bufs = calloc(nf, sizeof *bufs);
 	ota_bytes *items = calloc(nf, sizeof *items);
@@ -491,10 +505,10 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 				if (o == NULL)
 					ota_error_set(&ie, OTA_ERR_NOMEM, "answer", "cannot read");
 			}
-			if (o != NULL && (ntrust > 0 || dirfd >= 0)) {
+			if (o != NULL && (latest != NULL || dirfd >= 0)) {
 				uint8_t *acc = NULL;
 				size_t al = 0;
-				ota_err arc = answer_acceptance(trust, ntrust, items[i], o, &acc, &al, &ie);
+				ota_err arc = answer_acceptance(latest, items[i], o, &acc, &al, &ie);
 				/* written only once checked: sha256-<hex>.acceptance.cose,
 				 * named by the attestation it accepts */
 				char name[OTA_ID_LEN + 32];
@@ -534,8 +548,9 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 				json_array_append_new(out, ej);
 			} else {
 				printf("refused %s %s\n", ota_err_name(ie.code), files[i]);
-				fprintf(stderr, "ota attest: %s: ", files[i]);
-				(void)cli_fail("ota attest", &ie);
+				char prog[4200];
+				snprintf(prog, sizeof prog, "ota attest: %s", files[i]);
+				(void)cli_fail(prog, &ie);
 			}
 		}
 		ota_attest_batch_results_free(res, m);
@@ -554,6 +569,7 @@ static int submit_many(const char *url, char *const *files, size_t nf, const cha
 	free(bufs);
 	free(items);
 	free(res);
+	ota_trust_root_free(latest);
 	if (dirfd >= 0)
 		close(dirfd);
 	return rc != CLI_OK ? rc : first_fail;
@@ -706,8 +722,11 @@ int cmd_attest(int argc, char **argv)
 			uint8_t *acc = NULL;
 			size_t al = 0;
 			/* checked before it is written: a refused one is not kept */
-			ota_err arc =
-				answer_acceptance(trust, ntrust, ota_bytes_make(msg, ml), o, &acc, &al, &e);
+			ota_trust_root *latest = NULL;
+			ota_err arc = ntrust > 0 ? trust_latest(trust, ntrust, &latest, &e) : OTA_OK;
+			if (arc == OTA_OK)
+				arc = answer_acceptance(latest, ota_bytes_make(msg, ml), o, &acc, &al, &e);
+			ota_trust_root_free(latest);
 			if (arc == OTA_OK && outp != NULL)
 				arc = ota_file_write_atomic(outp, ota_bytes_make(acc, al), 0644, &e);
 			free(acc);

@@ -410,6 +410,16 @@ void ota_attest_batch_results_free(ota_attest_batch_result *res, size_t n)
 	}
 }
 
+/* every result OTA_OK with no answer yet (res may hold anything) */
+static void results_clear(ota_attest_batch_result *res, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		res[i].rc = OTA_OK;
+		ota_error_clear(&res[i].err);
+		res[i].answer = NULL;
+	}
+}
+
 /* every result becomes e (an error of the batch as a whole) */
 static void results_set_all(ota_attest_batch_result *res, size_t n, const ota_error *e)
 {
@@ -463,11 +473,7 @@ ota_err ota_attest_client_batch_answer(const char *body, size_t len, long status
 {
 	if (res == NULL || ids == NULL || n == 0 || n > OTA_MAX_ATTESTATION_BATCH)
 		return ota_error_set(err, OTA_ERR_USAGE, "client", "bad arguments");
-	for (size_t i = 0; i < n; i++) {
-		res[i].rc = OTA_OK;
-		ota_error_clear(&res[i].err);
-		res[i].answer = NULL;
-	}
+	results_clear(res, n);
 	json_t *o = NULL;
 	ota_err e = parse_answer(body, len, status, &o, err);
 	if (e == OTA_OK && !(status == 200 && json_is_true(json_object_get(o, "ok")))) {
@@ -545,11 +551,7 @@ ota_err ota_attest_client_submit_batch(const char *base_url, const ota_bytes *it
 	if (res == NULL || items == NULL || n == 0 || n > OTA_MAX_ATTESTATION_BATCH)
 		return ota_error_set(err, OTA_ERR_USAGE, "client",
 		                     "a batch holds 1 to %u attestations", OTA_MAX_ATTESTATION_BATCH);
-	for (size_t i = 0; i < n; i++) {
-		res[i].rc = OTA_OK;
-		ota_error_clear(&res[i].err);
-		res[i].answer = NULL;
-	}
+	results_clear(res, n);
 	char(*ids)[OTA_ID_LEN + 1] = malloc(n * sizeof *ids);
 	size_t *pick = malloc(n * sizeof *pick);
 	ota_attest_batch_result *again = calloc(n, sizeof *again);

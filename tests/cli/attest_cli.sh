@@ -295,6 +295,11 @@ mkdir -p "$work/accs"
 run 2 "$OTA" attest submit --url "$U" "$work/m1.cose" --out-dir "$work/accs"
 run 2 "$OTA" attest submit --url "$U" "$work/m1.cose" "$work/m2.cose" --out-dir "$work/no-such-dir"
 [ -z "$(ls "$work/accs")" ] && pass "--out-dir refused before anything is sent" || bad "--out-dir wrote"
+# a --trust chain that does not verify: refused before anything is sent
+# (the two files are accepted just below)
+echo '{}' >"$work/not-a-root.json"
+run 1 "$OTA" attest submit --url "$U" "$work/m1.cose" "$work/m2.cose" --trust "$work/not-a-root.json"
+[ ! -s "$work/stdout" ] && pass "a bad --trust: nothing sent, nothing printed" || bad "bad --trust sent"
 run 0 "$OTA" attest submit --url "$U" "$work/m1.cose" "$work/m2.cose" --trust "$T/root.json" --json \
   --out-dir "$work/accs"
 jq -e --arg id "$M1" --arg f "$work/m1.cose" '.ok and .accepted == 2 and .refused == 0 and
