@@ -58,6 +58,11 @@ size_t cli_heap_hint(size_t text_bytes)
 	}
 	while (n > 0)
 		free(held[--n]);
+	/* the break as the frees left it: glibc trims the top beyond the pad
+	 * when they return it (up to about the blocks' size), and a range
+	 * that reached past the new break was refused by madvise (ENOMEM) */
+	if (hi != lo)
+		hi = sbrk(0);
 	if (hi == (char *)-1 || hi <= lo)
 		return 0;
 	uintptr_t a = ((uintptr_t)lo + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
