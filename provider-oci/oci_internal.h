@@ -258,6 +258,24 @@ bool oci_bundle_remove_at(int bundles_fd, const char *id);
  */
 bool oci_bundle_remove(const char *state_dir, const char *id);
 
+/* ---- the container's pid namespace (pidns.c) ---- */
+#define OCI_PIDNS_LEN 64
+/*
+ * The pid namespace (the link /proc/PID/ns/pid reads, "pid:[INODE]") of
+ * the process pid behind pidfd pfd, read while pfd shows it alive, so the
+ * pid was not reused. False (ns "") when it cannot be read or when it is
+ * this process's own namespace.
+ */
+bool oci_pidns_of(int pfd, long pid, char ns[OCI_PIDNS_LEN]);
+/*
+ * SIGKILL through a pidfd to every process under /proc but except (the
+ * init, which the caller kills through the pidfd it holds) whose pid
+ * namespace reads ns before and after its pidfd is opened (a pid reused in
+ * between is left alone); never in this process's own namespace. Forks
+ * nothing. Returns how many were signalled.
+ */
+size_t oci_pidns_kill(const char *ns, long except);
+
 /* Reads a /proc file (size 0 to stat) whole, at most max bytes, as
  * ota_file_read does (same errors, *buf NUL-terminated, new) but in large
  * reads: one or two read calls instead of a dozen doubling ones. */

@@ -863,6 +863,11 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 	/* Wait: stream output, enforce the timeout and cancellation. */
 	{
 		int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		/* the container's pid namespace, to kill each of its processes
+		 * along with the init (pidns.c says why) */
+		char pidns[OCI_PIDNS_LEN];
+		bool have_ns = oci_pidns_of(pfd, pid, pidns);
+		double swept_at = 0;
 		double start = mono_ms();
 		double deadline = plan->timeout_seconds > 0
 		                          ? start + (double)plan->timeout_seconds * 1000.0
@@ -927,12 +932,17 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 					out->interrupted = true;
 				else
 					out->timed_out = true;
-				/* The init first, through its pidfd: killing a pid
-				 * namespace's init kills every process in it, and it
-				 * takes no new process (a task that filled the host's
-				 * pid space leaves none for `runtime kill`). */
+				/* Each process of the container's pid namespace,
+				 * then its init, through pidfds: killing the init
+				 * kills every process in it once the init acts on
+				 * it, which a fork bomb delays (pidns.c), and none
+				 * of it takes a new process (a task that filled the
+				 * host's pid space leaves none for `runtime kill`). */
+				if (have_ns)
+					(void)oci_pidns_kill(pidns, pid);
 				if (pfd >= 0)
 					(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+				swept_at = now;
 				const char *kargs[] = {"kill", out->container_id, "KILL", NULL};
 				int st = 0;
 				ota_error ke;
@@ -941,9 +951,14 @@ ota_err ota_oci_run(const ota_oci_plan *plan, const ota_oci_run_opts *opts, ota_
 				killed = true;
 				kill_at = now;
 			}
+			if (killed && !exited && have_ns && now - swept_at >= 100) {
+				/* what forked while the last sweep ran, or did not die */
+				(void)oci_pidns_kill(pidns, pid);
+				swept_at = now;
+			}
 			if (exited && now - (kill_at > 0 ? kill_at : now) > 5000)
 				break;
-			if (killed && !exited && now - kill_at > 10000)
+			if (killed && !exited && now - kill_at > 30000)
 				break; /* finalization reports what is left */
 			if (exited && (out_open || err_open) && r == 0) {
 				/* the pid namespace is gone: drain what remains and stop */

@@ -133,7 +133,8 @@ for rt in "${runtimes[@]}"; do
     >"$tmp/out" 2>&1
   rc=$?
   set -e
-  [ "$rc" -eq 137 ] || fail "$rt: fork bomb run exit $rc: $(tail -3 "$tmp/out")"
+  [ "$rc" -eq 137 ] || fail "$rt: fork bomb run exit $rc: $(tail -3 "$tmp/out")
+terminal record: $(jq -c '[.evidence[] | select(.phase == "terminal")]' "$tmp/bomb-$rt.json" 2>&1)"
   jq -e '.sandbox_policy.status == "enforced_through_completion"
     and ([.evidence[] | select(.phase == "terminal") | [.timed_out, .cleanup.confirmed]] == [[true, true]])' \
     "$tmp/bomb-$rt.json" >/dev/null \
