@@ -1773,10 +1773,17 @@ static void on_signal(int sig)
 	g_cancel = 1;
 }
 
-/* Waits until the child's lease reaches phase "started"; returns its id. */
-static void wait_started(const fx *f, char id[64])
+/* Waits until the child's lease reaches phase "started"; returns its id.
+ * A child that ended first fails the test with its status (its error is on
+ * stderr); the deadline is generous, as a loaded machine starts slowly. */
+static void wait_started(const fx *f, pid_t child, char id[64])
 {
-	for (int i = 0; i < 300; i++) {
+	for (int i = 0; i < 1200; i++) {
+		int st = 0;
+		if (waitpid(child, &st, WNOHANG) == child)
+			fail_msg("the child ended before its container started (%s %d)",
+			         WIFEXITED(st) ? "exit" : "signal",
+			         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 		json_t *rows = NULL;
 		if (ota_oci_lease_list(f->db, true, &rows, NULL) == OTA_OK) {
 			size_t k;
@@ -1815,16 +1822,21 @@ static void interrupt_with(int sig, ota_oci_runtime_kind kind)
 		o.on_output = NULL;
 		ota_oci_plan p = fx_plan(f, "sleep 60");
 		ota_oci_result r;
-		ota_err rc = ota_oci_run(&p, &o, &r, NULL);
+		ota_error e;
+		ota_error_clear(&e);
+		ota_err rc = ota_oci_run(&p, &o, &r, &e);
 		int code = rc == OTA_ERR_OCI_INTERRUPTED &&
 		                           r.terminal == OTA_OCI_ENFORCEMENT_UNKNOWN_AFTER_INTERRUPTION
 		                   ? 0
 		                   : 1;
+		if (code != 0)
+			fprintf(stderr, "child run: %s: %s: %s (terminal %d)\n", ota_err_name(rc), e.where,
+			        e.what, (int)r.terminal);
 		ota_oci_result_clear(&r);
 		_exit(code);
 	}
 	char id[64];
-	wait_started(f, id);
+	wait_started(f, child, id);
 	assert_int_equal(kill(child, sig), 0);
 	int st = 0;
 	assert_int_equal(waitpid(child, &st, 0), child);
