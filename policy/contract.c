@@ -45,7 +45,9 @@ static const char *const k_task_exec[] = {"default_mode", "orchestrator", "modes
 	    "adapter_inputs", "inputs", "replay_inputs", "witnessed_observations", "targets",  \
 	    "effects", "requirements", "requires_artifacts", "runtime", "run", "script",        \
 	    "command", "aggregate", "prepare", "action", "launch", "compose"
-static const char *const k_branch[] = {K_OVERRIDE, "lifecycle", NULL};
+static const char *const k_branch[] = {K_OVERRIDE, "lifecycle", "orchestrator", NULL};
+static const char *const k_orchestrator_ref[] = {"ref", "mode", NULL};
+static const char *const v_orchestrator_mode[] = {"task", "exec", NULL};
 static const char *const k_variant[] = {K_OVERRIDE, "when", NULL};
 static const char *const k_variant_when[] = {"os", NULL};
 static const char *const k_phase[] = {"task", "action", NULL};
@@ -427,6 +429,38 @@ static bool requirements_present(const ynode *m)
 	return req != NULL && !yn_is_null(req) && !(req->type == YN_MAP && req->n == 0);
 }
 
+/*
+ * An orchestrator reference (`execution.orchestrator`, or a mode branch's):
+ * {ref, mode}, both required as upstream's TaskExecutionOrchestratorSpec
+ * has them; ref names one of the contract's top-level orchestrators, mode
+ * is task or exec. It changes how the task is launched, not its boundary.
+ */
+static ota_err check_orchestrator_ref(const ota_contract *c, const ynode *m, ota_error *err)
+{
+	const ynode *o = yn_get(m, "orchestrator");
+	if (o == NULL || yn_is_null(o))
+		return OTA_OK;
+	const ydoc *d = c->doc;
+	const char *ref = NULL, *mode = NULL;
+	ota_err rc = y_expect(d, o, YN_MAP, "orchestrator", err);
+	if (rc == OTA_OK)
+		rc = y_keys(d, o, k_orchestrator_ref, NULL, "orchestrator", err);
+	if (rc == OTA_OK)
+		rc = y_str(d, o, "ref", true, &ref, err);
+	if (rc == OTA_OK)
+		rc = y_str(d, o, "mode", true, &mode, err);
+	if (rc == OTA_OK)
+		rc = y_enum(d, o, "mode", v_orchestrator_mode, &mode, err);
+	if (rc != OTA_OK)
+		return rc;
+	const ynode *decl = yn_get(ydoc_root(d), "orchestrators");
+	const ynode *named = decl != NULL && decl->type == YN_MAP ? yn_get(decl, ref) : NULL;
+	if (named == NULL)
+		return where_err(c, yn_get(o, "ref"), OTA_ERR_CONTRACT_REFERENCE, err,
+		                 "orchestrator '%.60s' is not declared under orchestrators", ref);
+	return OTA_OK;
+}
+
 static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *err)
 {
 	const ydoc *d = c->doc;
@@ -507,6 +541,8 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 		rc = y_expect(d, ex, YN_MAP, "task execution", err);
 		if (rc == OTA_OK)
 			rc = y_keys(d, ex, k_task_exec, NULL, "task execution", err);
+		if (rc == OTA_OK)
+			rc = check_orchestrator_ref(c, ex, err);
 		if (rc != OTA_OK)
 			return rc;
 	}
@@ -528,6 +564,8 @@ static ota_err parse_task(ota_contract *c, otask *t, const ynode *m, ota_error *
 				rc = y_expect(d, b, YN_MAP, "execution mode", err);
 				if (rc == OTA_OK)
 					rc = y_keys(d, b, k_branch, NULL, "execution mode", err);
+				if (rc == OTA_OK)
+					rc = check_orchestrator_ref(c, b, err);
 			}
 			if (rc != OTA_OK)
 				return rc;

@@ -377,18 +377,42 @@ static void test_nested_keys_strict(void **state)
 	REFUSED(HEAD "tasks:\n  t: {run: x}\nworkflows:\n  w: {run: {task: t}, services: {required: [db], optional: [c]}}\n",
 	        OTA_ERR_CONTRACT_UNKNOWN_KEY, NULL);
 
+	/* an orchestrator reference, in execution or a mode branch (upstream's
+	 * TaskModeBranchSpec has one too): {ref, mode}, ref declared */
+#define ORCH "orchestrators: {devbox: {kind: devbox}}\n"
+	REFUSED(HEAD ORCH "tasks:\n  a: {run: x, execution: {orchestrator: {ref: nix, mode: exec}}}\n",
+	        OTA_ERR_CONTRACT_REFERENCE, "c.yaml:5:47");
+	REFUSED(HEAD "tasks:\n  a: {run: x, execution: {orchestrator: {ref: devbox, mode: exec}}}\n",
+	        OTA_ERR_CONTRACT_REFERENCE, NULL);
+	REFUSED(HEAD ORCH "tasks:\n  a:\n    execution:\n      default_mode: native\n"
+	             "      modes: {native: {run: x, orchestrator: {ref: nix, mode: task}}}\n",
+	        OTA_ERR_CONTRACT_REFERENCE, "c.yaml:8:52");
+	REFUSED(HEAD ORCH "tasks:\n  a: {run: x, execution: {orchestrator: {ref: devbox}}}\n",
+	        OTA_ERR_CONTRACT_MISSING, NULL);
+	REFUSED(HEAD ORCH "tasks:\n  a: {run: x, execution: {orchestrator: {mode: task}}}\n",
+	        OTA_ERR_CONTRACT_MISSING, NULL);
+	REFUSED(HEAD ORCH "tasks:\n  a: {run: x, execution: {orchestrator: {ref: devbox, mode: run}}}\n",
+	        OTA_ERR_CONTRACT_VALUE, NULL);
+	REFUSED(HEAD ORCH
+	        "tasks:\n  a: {run: x, execution: {orchestrator: {ref: devbox, mode: exec, env: {}}}}\n",
+	        OTA_ERR_CONTRACT_UNKNOWN_KEY, NULL);
+	REFUSED(HEAD ORCH "tasks:\n  a: {run: x, execution: {orchestrator: devbox}}\n",
+	        OTA_ERR_CONTRACT_TYPE, NULL);
+
 	/* what upstream's examples hold still loads: variants with env and
-	 * adapter_inputs, branches with context, env, runtime, lifecycle */
+	 * adapter_inputs, branches with context, env, runtime, lifecycle and
+	 * an orchestrator */
 	ota_contract *c = loaded(
-		HEAD OCI_EXEC "tasks:\n"
+		HEAD OCI_EXEC ORCH "tasks:\n"
 		"  a:\n    safe_for_agent: true\n    " RB "\n"
 		"    variants:\n"
 		"      - {when: {os: windows}, command: {exe: py}}\n"
 		"      - {when: {os: linux}, run: make, env: {K: v}, adapter_inputs: {}}\n"
 		"      - {when: {os: linux}, command: {exe: late}}\n"
 		"  b:\n    safe_for_agent: true\n    " RB "\n"
-		"    execution:\n      default_mode: container\n      orchestrator: {ref: x, mode: task}\n"
-		"      modes: {container: {run: make, lifecycle: ephemeral, env: {K: v}, runtime: {kind: service}}}\n"
+		"    execution:\n      default_mode: container\n      orchestrator: {ref: devbox, mode: task}\n"
+		"      modes: {container: {run: make, lifecycle: ephemeral, env: {K: v}, runtime: {kind: service},"
+		" orchestrator: {ref: devbox, mode: exec}}}\n"
 		"  r:\n    safe_for_agent: true\n    " RB "\n"
 		"    variants: [{when: {os: linux}, run: make, requirements: {tools: {make: {}}}}]\n"
 		"workflows:\n  w: {prepare: {action: ensure_file}, run: {task: a}, services: {required: []}}\n");
