@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "nonce_internal.h"
+#include "ota/sqlite.h"
 
 /* 1: heads without an owner; 2: each (txn, boundary) lane bound to the
  * issuer of its first accepted record (heads.issuer); 3: acceptances found
@@ -807,21 +808,10 @@ ota_err ota_nonce_store_open(const char *path, const ota_nonce_opts *o, ota_nonc
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_handler(s->db, busy_cb, s);
-	{
-		sqlite3_stmt *st = NULL;
-		rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-		if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
-			const unsigned char *m = sqlite3_column_text(st, 0);
-			if (m == NULL || strcmp((const char *)m, "wal") != 0)
-				rc = SQLITE_ERROR;
-		} else if (rc == SQLITE_OK) {
-			rc = sqlite3_errcode(s->db);
-		}
-		sqlite3_finalize(st);
-		if (rc != SQLITE_OK) {
-			e = db_err(s, rc, err, "journal_mode=WAL");
-			goto out_close;
-		}
+	rc = ota_sqlite_wal(s->db);
+	if (rc != SQLITE_OK) {
+		e = db_err(s, rc, err, "journal_mode=WAL");
+		goto out_close;
 	}
 	if ((e = open_epoch(s, err)) != OTA_OK)
 		goto out_close;

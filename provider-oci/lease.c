@@ -14,6 +14,7 @@
 #include "oci_internal.h"
 #include "ota/json.h"
 #include "ota/limits.h"
+#include "ota/sqlite.h"
 
 struct oci_lease_db {
 	sqlite3 *db;
@@ -113,10 +114,12 @@ ota_err oci_lease_open(const char *path, oci_lease_db **out, ota_error *err)
 	/* The log is kept short: closing does not checkpoint (above), and the
 	 * next process that opens the database reads the whole log to rebuild
 	 * its index. */
-	ota_err rc = exec_sql(d,
-	                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-	                      " PRAGMA wal_autocheckpoint=256;",
-	                      err);
+	ota_err rc = OTA_OK;
+	if (ota_sqlite_wal(d->db) != SQLITE_OK)
+		rc = ota_error_set(err, OTA_ERR_OCI_LEASE, "lease", "sqlite: journal_mode=WAL: %s",
+		                   sqlite3_errmsg(d->db));
+	if (rc == OTA_OK)
+		rc = exec_sql(d, "PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=256;", err);
 	if (rc == OTA_OK)
 		rc = exec_sql(d,
 		              "CREATE TABLE IF NOT EXISTS oci_lease ("

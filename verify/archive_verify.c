@@ -24,6 +24,7 @@
 #include "ota/json.h"
 #include "ota/key.h"
 #include "ota/oci.h" /* OTA_OCI_CANARY_DEST: where oci_local mounts its canary */
+#include "ota/sqlite.h"
 #include "ota/trust.h"
 
 struct ota_archive_report {
@@ -2952,13 +2953,7 @@ static void ledger_check(vctx *v)
 		return;
 	}
 	sqlite3_busy_timeout(db, 10000);
-	/* making a new file WAL takes a lock sqlite does not wait for while
-	 * another process holds the write lock: retry for the busy timeout */
-	int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-	for (int i = 0; rc == SQLITE_BUSY && i < 1000; i++) {
-		sqlite3_sleep(10);
-		rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-	}
+	int rc = ota_sqlite_wal(db);
 	sqlite3_stmt *ins = NULL, *sel = NULL;
 	bool ok = rc == SQLITE_OK &&
 	          sqlite3_exec(db, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE;", NULL, NULL, NULL) ==
