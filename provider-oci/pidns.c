@@ -63,20 +63,13 @@ size_t oci_pidns_kill(const char *ns, long except)
 {
 	if (ns == NULL || strncmp(ns, "pid:[", 5) != 0)
 		return 0;
-	int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (proc_fd < 0)
+	DIR *d = opendir("/proc");
+	if (d == NULL)
 		return 0;
+	int proc_fd = dirfd(d);
 	char self[OCI_PIDNS_LEN];
 	if (!ns_link(proc_fd, "self", self) || strcmp(self, ns) == 0) {
-		close(proc_fd);
-		return 0;
-	}
-	int dfd = dup(proc_fd);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	if (d == NULL) {
-		if (dfd >= 0)
-			close(dfd);
-		close(proc_fd);
+		closedir(d);
 		return 0;
 	}
 	size_t n = 0;
@@ -86,8 +79,8 @@ size_t oci_pidns_kill(const char *ns, long except)
 		char *end = NULL;
 		errno = 0;
 		long pid = strtol(name, &end, 10);
-		if (name[0] < '1' || name[0] > '9' || *end != '\0' || errno != 0 || pid <= 0 ||
-		    pid > INT_MAX || pid == except)
+		if (name[0] < '1' || name[0] > '9' || *end != '\0' || errno != 0 || pid > INT_MAX ||
+		    pid == except)
 			continue;
 		char got[OCI_PIDNS_LEN];
 		if (!ns_link(proc_fd, name, got) || strcmp(got, ns) != 0)
@@ -103,6 +96,5 @@ size_t oci_pidns_kill(const char *ns, long except)
 		close(pfd);
 	}
 	closedir(d);
-	close(proc_fd);
 	return n;
 }
