@@ -1010,13 +1010,29 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 	char status[32];
 	long cur_pid = pid;
 	ota_err rc = OTA_OK;
+	/* A container whose init still runs is killed first without the
+	 * runtime, once pid is proved to be one of its processes
+	 * (oci_pidns_kill_container): asking the runtime its state and
+	 * `runtime kill` fork, and a task that filled the host's pid space
+	 * leaves nothing to fork with until it is gone; a task forking as fast
+	 * as it can keeps its init from acting on a lone SIGKILL for seconds. */
+	size_t swept = 0;
+	bool proved = false, pidfd_gone = false;
+	if ((known_status == NULL || strcmp(known_status, "stopped") != 0) && pid > 0 &&
+	    !pid_exited(pid))
+		pidfd_gone = oci_pidns_kill_container(id, pid, 10000, &swept, &proved);
 	if (known_status != NULL && strcmp(known_status, "stopped") == 0) {
 		exists = true; /* just inspected: stopped, the init is gone */
 		snprintf(status, sizeof status, "%s", known_status);
 	} else {
 		rc = oci_rt_state(rt, id, &exists, status, &cur_pid, err);
-		if (rc != OTA_OK)
+		if (rc != OTA_OK) {
+			/* what was done without the runtime; nothing is confirmed */
+			*cleanup_out = json_pack("{s:b, s:b, s:I, s:b}", "pidns_proved", proved,
+			                         "pidns_killed", proved && pidfd_gone, "pidns_signalled",
+			                         (json_int_t)swept, "confirmed", 0);
 			return rc;
+		}
 	}
 	int st = 0;
 	char er[2048];
@@ -1080,8 +1096,10 @@ ota_err oci_finalize_container(const oci_rt *rt, const char *id, long pid,
 			json_array_append_new(left, json_pack("{s:n, s:s}", "dir", "reason",
 			                                      "its cgroup directories cannot be determined"));
 	}
-	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o, s:b}",
-	                         "existed", exists, "killed", killed, "deleted", deleted || !exists,
+	*cleanup_out = json_pack("{s:b, s:b, s:b, s:b, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o, s:b}",
+	                         "existed", exists, "killed", killed, "pidns_proved", proved,
+	                         "pidns_killed", proved && pidfd_gone, "pidns_signalled",
+	                         (json_int_t)swept, "deleted", deleted || !exists,
 	                         "half_built_removed", half_built, "runtime_forgot", !still,
 	                         "state_dir_absent", dir_absent, "pid_gone", pid_gone,
 	                         "cgroups_checked", gone, "cgroups_removed", cg_gone,

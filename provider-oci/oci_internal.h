@@ -275,6 +275,20 @@ bool oci_pidns_of(int pfd, long pid, char ns[OCI_PIDNS_LEN]);
  * nothing. Returns how many were signalled.
  */
 size_t oci_pidns_kill(const char *ns, long except);
+/*
+ * Kills the container id whose init the caller believes is pid (a lease
+ * row's container_pid, untrusted), without the runtime and without
+ * forking: only once pid is proved to be a process of that container (a
+ * pidfd opened on it, then its /proc/PID/cgroup read with a path ending in
+ * "/ID", then its pid namespace read, then the pidfd's process found
+ * alive: both reads were its, and its namespace is not this process's),
+ * which sets *proved. Then, every 100 ms until the pidfd reports the
+ * process gone or wait_ms have passed: oci_pidns_kill over that namespace
+ * (*swept counts the signals) and SIGKILL through the pidfd. True when the
+ * process is gone.
+ */
+bool oci_pidns_kill_container(const char *id, long pid, int wait_ms, size_t *swept,
+                              bool *proved);
 
 /* Reads a /proc file (size 0 to stat) whole, at most max bytes, as
  * ota_file_read does (same errors, *buf NUL-terminated, new) but in large

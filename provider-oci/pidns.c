@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,4 +99,69 @@ size_t oci_pidns_kill(const char *ns, long except)
 	}
 	closedir(d);
 	return n;
+}
+
+/* Whether the text of /proc/PID/cgroup (n bytes) has a line whose path's
+ * last component is exactly id: a cgroup runc or crun made for the
+ * container id (ids are "ota-" and 24 random hex digits, nothing else
+ * makes such a directory). */
+static bool cgroup_names(const char *text, size_t n, const char *id)
+{
+	size_t idl = strlen(id);
+	const char *p = text, *end = text + n;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl != NULL ? nl : end;
+		/* "HIERARCHY:CONTROLLERS:PATH": the path follows the second ':' */
+		const char *c1 = memchr(p, ':', (size_t)(le - p));
+		const char *c2 = c1 != NULL ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
+		if (c2 != NULL && (size_t)(le - c2 - 1) > idl && le[-(ptrdiff_t)idl - 1] == '/' &&
+		    memcmp(le - idl, id, idl) == 0)
+			return true;
+		p = le + 1;
+	}
+	return false;
+}
+
+bool oci_pidns_kill_container(const char *id, long pid, int wait_ms, size_t *swept,
+                              bool *proved)
+{
+	*swept = 0;
+	*proved = false;
+	if (id == NULL || !oci_container_id_valid(id) || pid <= 1 || pid > INT_MAX)
+		return false;
+	int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (pfd < 0)
+		return false;
+	char path[64], ns[OCI_PIDNS_LEN];
+	snprintf(path, sizeof path, "/proc/%ld/cgroup", pid);
+	uint8_t *cg = NULL;
+	size_t cgn = 0;
+	ota_error e;
+	ota_error_clear(&e);
+	/* both read after the pidfd was opened and before oci_pidns_of finds
+	 * its process alive: they are that process's */
+	bool ok = oci_proc_read(path, 64u * 1024u, &cg, &cgn, &e) == OTA_OK &&
+	          cgroup_names((const char *)cg, cgn, id) && oci_pidns_of(pfd, pid, ns);
+	free(cg);
+	if (!ok) {
+		close(pfd);
+		return false;
+	}
+	*proved = true;
+	bool gone = false;
+	for (int waited = 0;; waited += 100) {
+		*swept += oci_pidns_kill(ns, pid);
+		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		struct pollfd pf = {pfd, POLLIN, 0};
+		int r = poll(&pf, 1, 100);
+		if (r > 0 && (pf.revents & POLLIN) != 0) {
+			gone = true;
+			break;
+		}
+		if (waited >= wait_ms)
+			break;
+	}
+	close(pfd);
+	return gone;
 }

@@ -98,6 +98,7 @@ set +e; "$OTA_VERIFY" cose --key "$tmp/runner.pub" "$tmp/bad.cose" >/dev/null 2>
 jq -e --arg id "$id" '.ok == true and (.finalized | length) == 1 and .finalized[0].container_id == $id
    and .finalized[0].state == "enforcement_unknown_after_interruption"
    and .finalized[0].confirmed == true and .finalized[0].cleanup.runtime_forgot == true
+   and .finalized[0].cleanup.pidns_proved == true and .finalized[0].cleanup.pidns_killed == true
    and .finalized[0].bundle_removed == true and .untrusted == []
    and .skipped_live == 1' "$tmp/rep.json" >/dev/null || fail "report: $(cat "$tmp/rep.json")"
 [ ! -e "$state/bundles/$id" ] || fail "bundle STATE/bundles/$id not removed (--state-dir)"

@@ -305,7 +305,11 @@ static void test_cleanup_blocked_keeps_lease(void **state)
 	assert_true(took < BOUND_MS);
 	assert_string_equal(e.where, "run");
 	assert_terminal(&r, "oci_runtime_timeout", "run");
-	assert_true(json_is_null(json_object_get(r.terminal_record, "cleanup")));
+	/* the state could not be read: nothing confirmed, nothing proved (the
+	 * container never ran) */
+	const json_t *cl = json_object_get(r.terminal_record, "cleanup");
+	assert_true(json_is_false(json_object_get(cl, "confirmed")));
+	assert_true(json_is_false(json_object_get(cl, "pidns_proved")));
 	assert_int_equal(assert_blocked_gone(&w), 2);
 	json_t *rows = lease_rows(&w);
 	assert_true(json_is_null(json_object_get(json_array_get(rows, 0), "terminal")));
@@ -370,7 +374,9 @@ static void interrupted_run(bool blocked_state)
 	const json_t *row = json_array_get(rows, 0);
 	if (blocked_state) {
 		assert_true(json_is_null(json_object_get(row, "terminal")));
-		assert_true(json_is_null(json_object_get(r.terminal_record, "cleanup")));
+		const json_t *cl = json_object_get(r.terminal_record, "cleanup");
+		assert_true(json_is_false(json_object_get(cl, "confirmed")));
+		assert_true(json_is_false(json_object_get(cl, "pidns_proved")));
 	} else {
 		assert_string_equal(str_of(row, "terminal"), "not_started");
 		assert_string_equal(str_of(row, "detail"), "oci_interrupted");

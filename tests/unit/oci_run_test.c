@@ -6,6 +6,7 @@
  */
 #include "test_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -1889,6 +1890,146 @@ static void test_sigkill_crun(void **state)
 	interrupt_with(SIGKILL, OTA_OCI_CRUN);
 }
 
+/* ---- a dead runner's container killed by cleanup without the runtime:
+ * the lease's container pid, proved to be the container's by its cgroup
+ * and its pid namespace, is killed with every process of that namespace
+ * through pidfds while `runc kill`, `state` and `delete` all fail (as
+ * against a task that filled the host's pid space); the removal is only
+ * confirmed by a later cleanup once the runtime answers again. ---- */
+
+/* Whether any live process under /proc shows pid namespace ns (a zombie
+ * has ended: this test process may be the subreaper its init was handed to
+ * when its runner died, and reaps nothing it did not fork). */
+static bool pidns_populated(const char *ns)
+{
+	DIR *d = opendir("/proc");
+	assert_non_null(d);
+	bool any = false;
+	struct dirent *de;
+	while (!any && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[300], got[64];
+		snprintf(p, sizeof p, "/proc/%s/ns/pid", de->d_name);
+		ssize_t n = readlink(p, got, sizeof got - 1);
+		if (n > 0) {
+			got[n] = '\0';
+			char sp[300], st[512];
+			snprintf(sp, sizeof sp, "/proc/%s/stat", de->d_name);
+			FILE *f = fopen(sp, "r");
+			size_t l = f != NULL ? fread(st, 1, sizeof st - 1, f) : 0;
+			if (f != NULL)
+				fclose(f);
+			st[l] = '\0';
+			const char *rp = strrchr(st, ')');
+			bool zombie = rp != NULL && (rp[2] == 'Z' || rp[2] == 'X');
+			any = strcmp(got, ns) == 0 && !zombie;
+		}
+	}
+	closedir(d);
+	return any;
+}
+
+static void test_cleanup_kills_without_runtime(void **state)
+{
+	(void)state;
+	if (!runtime_available(OTA_OCI_RUNC))
+		skip();
+	fx *f = fx_new(OTA_OCI_RUNC);
+	char bin[1024], flag[1024];
+	write_failing_runc(f, bin, sizeof bin, flag, sizeof flag);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		ota_oci_run_opts o = fx_opts(f);
+		o.runtime.binary = bin;
+		o.on_output = NULL;
+		/* processes in their own sessions (a kill of the init's session
+		 * would not reach them), then the sign they exist */
+		ota_oci_plan p = fx_plan(f, "for i in 1 2 3 4 5 6; do setsid sleep 300 & done; "
+		                            "touch /workspace/reports/spawned; wait");
+		p.timeout_seconds = 300;
+		ota_oci_result r;
+		ota_err rc = ota_oci_run(&p, &o, &r, NULL);
+		_exit(rc == OTA_OK ? 2 : 1); /* killed before it ends */
+	}
+	char id[64];
+	wait_started(f, child, id);
+	char spawned[1100];
+	snprintf(spawned, sizeof spawned, "%s/reports/spawned", f->repo);
+	for (int i = 0; i < 600 && access(spawned, F_OK) != 0; i++)
+		usleep(50000);
+	assert_int_equal(access(spawned, F_OK), 0);
+	assert_int_equal(kill(child, SIGKILL), 0);
+	int cst = 0;
+	assert_int_equal(waitpid(child, &cst, 0), child);
+	if (!WIFSIGNALED(cst))
+		fail_msg("the runner ended by itself (exit %d) before it was killed",
+		         WIFEXITED(cst) ? WEXITSTATUS(cst) : -1);
+
+	json_t *rows = NULL;
+	assert_ota(ota_oci_lease_list(f->db, true, &rows, NULL), OTA_OK);
+	assert_int_equal(json_array_size(rows), 1);
+	long pid = (long)json_integer_value(json_object_get(json_array_get(rows, 0), "container_pid"));
+	json_decref(rows);
+	assert_true(pid > 1);
+	char nsl[300], ns[64];
+	snprintf(nsl, sizeof nsl, "/proc/%ld/ns/pid", pid);
+	ssize_t nn = readlink(nsl, ns, sizeof ns - 1);
+	assert_true(nn > 0);
+	ns[nn] = '\0';
+	if (!pidns_populated(ns)) {
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "cat /proc/%ld/stat /proc/%ld/status | head -12; ls %s/reports; cat %s/state 2>/dev/null", pid, pid, f->repo, f->tmp);
+		(void)!system(cmd);
+		fail_msg("the container's namespace %s is empty after its runner was killed", ns);
+	}
+
+	/* the runtime cannot run: every process of the container is killed
+	 * all the same; nothing is confirmed, the lease stays open */
+	test_sh("touch '%s'", flag);
+	ota_oci_run_opts o = fx_opts(f);
+	o.runtime.binary = bin;
+	json_t *rep = NULL;
+	ota_error e;
+	ota_error_clear(&e);
+	ota_err rc = ota_oci_cleanup(&o, &rep, &e);
+	assert_int_not_equal(rc, OTA_OK);
+	json_t *fin = json_array_get(json_object_get(rep, "finalized"), 0);
+	assert_non_null(fin);
+	assert_true(json_is_false(json_object_get(fin, "confirmed")));
+	assert_true(json_is_false(json_object_get(fin, "lease_closed")));
+	json_t *cl = json_object_get(fin, "cleanup");
+	assert_true(json_is_true(json_object_get(cl, "pidns_proved")));
+	assert_true(json_is_true(json_object_get(cl, "pidns_killed")));
+	/* the six sleeps at least (the init is signalled through its pidfd) */
+	assert_true(json_integer_value(json_object_get(cl, "pidns_signalled")) >= 6);
+	json_decref(rep);
+	for (int i = 0; i < 100 && pidns_populated(ns); i++)
+		usleep(50000);
+	assert_false(pidns_populated(ns));
+	assert_int_equal(count_containers(f), 1); /* runc still knows it */
+	rows = NULL;
+	assert_ota(ota_oci_lease_list(f->db, true, &rows, NULL), OTA_OK);
+	assert_int_equal(json_array_size(rows), 1);
+	json_decref(rows);
+
+	/* the runtime answers again: the removal is confirmed, the lease closed */
+	test_sh("rm '%s'", flag);
+	rep = NULL;
+	ota_error_clear(&e);
+	rc = ota_oci_cleanup(&o, &rep, &e);
+	if (rc != OTA_OK)
+		fail_msg("cleanup: %s: %s: %s", ota_err_name(rc), e.where, e.what);
+	fin = json_array_get(json_object_get(rep, "finalized"), 0);
+	assert_true(json_is_true(json_object_get(fin, "confirmed")));
+	/* nothing left to kill: no proof was needed */
+	assert_true(json_is_false(json_object_get(json_object_get(fin, "cleanup"), "pidns_proved")));
+	json_decref(rep);
+	assert_lease_terminal(f, id, "enforcement_unknown_after_interruption");
+	fx_free(f); /* asserts no container is left */
+}
+
 /* ---- upstream's enforced-oci-sandbox example on debian:bookworm-slim ---- */
 
 static void test_upstream_example_debian(void **state)
@@ -2057,6 +2198,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_sigterm, fx_teardown),
 		cmocka_unit_test_teardown(test_sigkill_runc, fx_teardown),
 		cmocka_unit_test_teardown(test_sigkill_crun, fx_teardown),
+		cmocka_unit_test_teardown(test_cleanup_kills_without_runtime, fx_teardown),
 		cmocka_unit_test_teardown(test_upstream_example_debian, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
