@@ -2,6 +2,7 @@
  * The runner: effective segments -> oci_local plans -> ordered runs with
  * transitions -> a receipt whose status is derived from the evidence.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -963,6 +965,10 @@ static ota_err check_admission(const ota_policy *p, const json_t *adm, ota_error
 	return OTA_OK;
 }
 
+static ota_err runner_run_locked(const ota_policy *p, const json_t *admission,
+                                 const ota_runner_opts *o, json_t **receipt_out,
+                                 int *exit_status, ota_error *err);
+
 ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_runner_opts *o,
                        json_t **receipt_out, int *exit_status, ota_error *err)
 {
@@ -971,6 +977,34 @@ ota_err ota_runner_run(const ota_policy *p, const json_t *admission, const ota_r
 	ota_err arc = check_admission(p, admission, err);
 	if (arc != OTA_OK)
 		return arc;
+	/* One run per checkout at a time: an exclusive lock on the repository
+	 * directory itself (nothing is written into the work tree), held until
+	 * this function returns; the descriptor is close-on-exec, so no runtime
+	 * process keeps it. A second run would see this one's outputs in the
+	 * carve-outs, and the work tree either records would not be the one its
+	 * tasks read. Taken before anything is prepared or swept. */
+	int lock_fd = open(o->repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock_fd < 0)
+		return ota_error_set(err, OTA_ERR_IO, o->repo, "cannot open the repository: %s",
+		                     strerror(errno));
+	if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		int en = errno;
+		close(lock_fd);
+		if (en == EWOULDBLOCK)
+			return ota_error_set(err, OTA_ERR_OCI_CHECKOUT_BUSY, o->repo,
+			                     "another ota run or ota up holds this checkout");
+		return ota_error_set(err, OTA_ERR_IO, o->repo, "cannot lock the repository: %s",
+		                     strerror(en));
+	}
+	ota_err rrc = runner_run_locked(p, admission, o, receipt_out, exit_status, err);
+	close(lock_fd);
+	return rrc;
+}
+
+static ota_err runner_run_locked(const ota_policy *p, const json_t *admission,
+                                 const ota_runner_opts *o, json_t **receipt_out,
+                                 int *exit_status, ota_error *err)
+{
 	/* Dead runners' containers first: one may still be writing into this
 	 * checkout's carve-outs, so they are finalized before the work tree
 	 * is hashed (each segment's own sweep before its lease then finds

@@ -215,7 +215,9 @@ OTA_API OTA_NODISCARD ota_err ota_git_gitdir_parse(const uint8_t *b, size_t n, c
  * identities are bound into the receipt): anything but an oci_local
  * admission (decision admitted, provider_evaluation admitted for oci_local)
  * of p's effective policy is refused before anything is prepared, with no
- * receipt (sandbox_admission_refused, identity_mismatch). Segments stop at the first one
+ * receipt (sandbox_admission_refused, identity_mismatch), and so is a run
+ * of a checkout another run holds (oci_checkout_busy: an exclusive flock on
+ * the repository directory, held until this returns). Segments stop at the first one
  * that does not end enforced with exit status 0. *receipt_out (new, also on
  * failure once execution was attempted) is an ota.receipt/v1 object whose
  * sandbox_policy.status is derived from the segments' terminal evidence

@@ -168,6 +168,15 @@ grep -q "oci_policy_unsupported\|refused" "$tmp/err" || fail "network allow: $(c
 [ ! -d "$tmp/state/bundles" ] || [ -z "$(ls "$tmp/state/bundles")" ] || fail "bundle left"
 no_containers
 
+# a checkout another run holds (flock(1) holds the lock on the repository
+# directory while ota runs): refused before anything is prepared
+set +e
+flock -x . "$OTA" run build "${common[@]}" --image-store "$img" --json >"$tmp/busy.json" 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -ne 0 ] && jq -e '.ok == false and .code == "oci_checkout_busy" and .execution_started == false' \
+  "$tmp/busy.json" >/dev/null || fail "busy checkout: exit $rc $(cat "$tmp/busy.json" "$tmp/err")"
+no_containers
+
 # ---- a workflow: two segments, a transition, every record signed ----
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/runner-FIXTURE.pem" 2>/dev/null
 openssl pkey -in "$tmp/runner-FIXTURE.pem" -pubout -out "$tmp/runner-FIXTURE.pub"

@@ -8,9 +8,11 @@
  */
 #include "test_util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -91,6 +93,17 @@ static void test_signed_run(void **state)
 	json_t *receipt = NULL;
 	int status = -1;
 	ota_error e;
+	ota_error_clear(&e);
+	/* a checkout another run holds is refused before anything is prepared
+	 * (not even the lease database of the orphan sweep is opened) */
+	int held = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(held >= 0);
+	assert_int_equal(flock(held, LOCK_EX | LOCK_NB), 0);
+	assert_ota(ota_runner_run(p, adm, &ro, &receipt, &status, &e), OTA_ERR_OCI_CHECKOUT_BUSY);
+	assert_null(receipt);
+	assert_string_equal(e.where, repo);
+	assert_int_not_equal(access(db, F_OK), 0);
+	close(held);
 	ota_error_clear(&e);
 	ota_err rc = ota_runner_run(p, adm, &ro, &receipt, &status, &e);
 	if (rc != OTA_OK)
